@@ -1,0 +1,11 @@
+//! context-compactor: a pure-Rust core (formats, validation, token accounting, planning)
+//! with the Python boundary isolated in `python/` behind the `python` feature.
+
+pub mod message;
+pub mod structure;
+pub mod text;
+pub mod tokens;
+pub mod validate;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,147 @@
+//! Borrowed text in whatever layout its owner keeps it.
+//!
+//! Design note: Python strings are stored in PEP 393 form: one byte per character when every
+//! character is below U+0100 (ASCII strings are also valid UTF-8), two bytes below U+10000,
+//! four otherwise. Asking CPython for UTF-8 (`PyUnicode_AsUTF8AndSize`) makes it build and
+//! keep a UTF-8 copy inside every non-ASCII string for the string's lifetime; 39% of the
+//! corpus's text fields are non-ASCII, so measuring a conversation that way would roughly
+//! double the memory of its prose. The core therefore measures text in the owner's layout
+//! and only transcodes (into a temporary, dropped at once) where an algorithm needs UTF-8
+//! bytes, such as exact BPE or building a summary transcript.
+
+use std::borrow::Cow;
+
+/// A borrowed string in one of the layouts the core can read without copying.
+#[derive(Clone, Copy, Debug)]
+pub enum Text<'a> {
+    /// UTF-8 (Rust strings, and Python strings that are pure ASCII).
+    Utf8(&'a str),
+    /// One byte per code point, U+0000..U+00FF (PEP 393 `PyUnicode_1BYTE_KIND`).
+    Latin1(&'a [u8]),
+    /// Two bytes per code point, the BMP (PEP 393 `PyUnicode_2BYTE_KIND`).
+    Ucs2(&'a [u16]),
+    /// Four bytes per code point (PEP 393 `PyUnicode_4BYTE_KIND`).
+    Ucs4(&'a [u32]),
+}
+
+impl<'a> From<&'a str> for Text<'a> {
+    fn from(s: &'a str) -> Self {
+        Text::Utf8(s)
+    }
+}
+
+impl<'a> Text<'a> {
+    /// Number of Unicode code points (Python's `len()`).
+    pub fn char_len(&self) -> usize {
+        match self {
+            Text::Utf8(s) => {
+                if s.is_ascii() {
+                    s.len()
+                } else {
+                    s.chars().count()
+                }
+            }
+            Text::Latin1(b) => b.len(),
+            Text::Ucs2(w) => w.len(),
+            Text::Ucs4(w) => w.len(),
+        }
+    }
+
+    /// Number of bytes the text takes as UTF-8.
+    pub fn utf8_len(&self) -> usize {
+        match self {
+            Text::Utf8(s) => s.len(),
+            Text::Latin1(b) => b.iter().map(|&c| if c < 0x80 { 1 } else { 2 }).sum(),
+            _ => self.chars().map(char::len_utf8).sum(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Text::Utf8(s) => s.is_empty(),
+            Text::Latin1(b) => b.is_empty(),
+            Text::Ucs2(w) => w.is_empty(),
+            Text::Ucs4(w) => w.is_empty(),
+        }
+    }
+
+    /// The code points. Lone surrogates (possible in Python strings) become U+FFFD.
+    pub fn chars(&self) -> Chars<'a> {
+        match *self {
+            Text::Utf8(s) => Chars::Utf8(s.chars()),
+            Text::Latin1(b) => Chars::Latin1(b.iter()),
+            Text::Ucs2(w) => Chars::Ucs2(w.iter()),
+            Text::Ucs4(w) => Chars::Ucs4(w.iter()),
+        }
+    }
+
+    /// The text as UTF-8, borrowed when it already is.
+    pub fn to_utf8(&self) -> Cow<'a, str> {
+        match *self {
+            Text::Utf8(s) => Cow::Borrowed(s),
+            _ => Cow::Owned(self.chars().collect()),
+        }
+    }
+
+    /// Whether every code point is whitespace (or the text is empty).
+    pub fn is_blank(&self) -> bool {
+        self.chars().all(char::is_whitespace)
+    }
+}
+
+/// Iterator over the code points of a [`Text`].
+pub enum Chars<'a> {
+    Utf8(std::str::Chars<'a>),
+    Latin1(std::slice::Iter<'a, u8>),
+    Ucs2(std::slice::Iter<'a, u16>),
+    Ucs4(std::slice::Iter<'a, u32>),
+}
+
+impl Iterator for Chars<'_> {
+    type Item = char;
+
+    #[inline]
+    fn next(&mut self) -> Option<char> {
+        match self {
+            Chars::Utf8(c) => c.next(),
+            Chars::Latin1(it) => it.next().map(|&b| b as char),
+            Chars::Ucs2(it) => it
+                .next()
+                .map(|&w| char::from_u32(u32::from(w)).unwrap_or('\u{FFFD}')),
+            Chars::Ucs4(it) => it.next().map(|&w| char::from_u32(w).unwrap_or('\u{FFFD}')),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Chars::Utf8(c) => c.size_hint(),
+            Chars::Latin1(it) => it.size_hint(),
+            Chars::Ucs2(it) => it.size_hint(),
+            Chars::Ucs4(it) => it.size_hint(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_agree() {
+        let s = "héllo 世界 🙂";
+        let latin: Vec<u8> = "héllo".chars().map(|c| c as u8).collect();
+        let ucs4: Vec<u32> = s.chars().map(|c| c as u32).collect();
+        assert_eq!(Text::Utf8(s).char_len(), 10);
+        assert_eq!(Text::Ucs4(&ucs4).char_len(), 10);
+        assert_eq!(Text::Ucs4(&ucs4).to_utf8(), s);
+        assert_eq!(Text::Ucs4(&ucs4).utf8_len(), s.len());
+        assert_eq!(Text::Latin1(&latin).to_utf8(), "héllo");
+        assert_eq!(Text::Latin1(&latin).utf8_len(), 6);
+    }
+
+    #[test]
+    fn lone_surrogate_is_replaced() {
+        let w = [0x61u16, 0xD800, 0x62];
+        assert_eq!(Text::Ucs2(&w).to_utf8(), "a\u{FFFD}b");
+    }
+}

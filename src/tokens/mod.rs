@@ -1,0 +1,4 @@
+//! Token accounting: a fast estimate that errs high, and exact BPE counts.
+
+pub mod estimate;
+pub mod exact;

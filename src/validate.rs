@@ -1,0 +1,494 @@
+//! Is this list of messages a request the provider accepts? (DESIGN, Invariant 1)
+//!
+//! Well-typed but provider-invalid input is reported as [`Problem`]s, never as an error: the
+//! caller decides whether to repair, refuse, or send anyway. Each problem names the index of
+//! the message where the provider would reject the request, a stable rule name, and a
+//! readable explanation.
+
+use crate::message::{BlockKind, Format, Message, Role};
+use crate::structure::result_region_end;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// Which provider's rules to check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    OpenAi,
+    Anthropic,
+    /// The format's rules plus strict user/assistant alternation and system messages only
+    /// first (some local chat templates need both).
+    Strict,
+}
+
+impl Profile {
+    pub fn parse(s: &str) -> Option<Profile> {
+        match s {
+            "openai" => Some(Profile::OpenAi),
+            "anthropic" => Some(Profile::Anthropic),
+            "strict" => Some(Profile::Strict),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::OpenAi => "openai",
+            Profile::Anthropic => "anthropic",
+            Profile::Strict => "strict",
+        }
+    }
+
+    pub fn for_format(format: Format) -> Profile {
+        match format {
+            Format::OpenAi => Profile::OpenAi,
+            Format::Anthropic => Profile::Anthropic,
+        }
+    }
+}
+
+/// The rules, by stable name.
+pub mod rule {
+    /// A role the format does not have (Anthropic: anything but user/assistant).
+    pub const INVALID_ROLE: &str = "invalid_role";
+    /// Anthropic (and strict): the first message must be from the user.
+    pub const FIRST_NOT_USER: &str = "first_not_user";
+    /// A tool result whose call appears nowhere before it.
+    pub const ORPHAN_TOOL_RESULT: &str = "orphan_tool_result";
+    /// A tool result whose call exists but not right before it.
+    pub const RESULT_NOT_ADJACENT: &str = "result_not_adjacent";
+    /// A call with no result before the conversation goes on (a trailing call may wait).
+    pub const MISSING_TOOL_RESULT: &str = "missing_tool_result";
+    /// Two calls with one id.
+    pub const DUPLICATE_TOOL_CALL_ID: &str = "duplicate_tool_call_id";
+    /// Two results for one call.
+    pub const DUPLICATE_TOOL_RESULT: &str = "duplicate_tool_result";
+    /// A tool call in a message that is not the assistant's.
+    pub const MISPLACED_TOOL_CALL: &str = "misplaced_tool_call";
+    /// A tool result in an assistant message.
+    pub const MISPLACED_TOOL_RESULT: &str = "misplaced_tool_result";
+    /// Anthropic: `tool_result` blocks must come before any other block of their message.
+    pub const TOOL_RESULT_NOT_FIRST: &str = "tool_result_not_first";
+    /// Anthropic: thinking blocks must open the assistant message.
+    pub const THINKING_NOT_FIRST: &str = "thinking_not_first";
+    /// Anthropic: the pending tool loop lost the thinking block that opened it.
+    pub const THINKING_LOOP_BROKEN: &str = "thinking_loop_broken";
+    /// Anthropic: empty content (allowed only for a final assistant prefill).
+    pub const EMPTY_CONTENT: &str = "empty_content";
+    /// Strict: user and assistant must alternate.
+    pub const NOT_ALTERNATING: &str = "not_alternating";
+    /// Strict: system/developer messages only at the start.
+    pub const SYSTEM_NOT_FIRST: &str = "system_not_first";
+}
+
+/// One way in which a request would be rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Index of the offending message (`None` for the request as a whole).
+    pub index: Option<usize>,
+    /// Stable rule name (see [`rule`]).
+    pub rule: &'static str,
+    /// Readable explanation.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "message {i}: {} ({})", self.message, self.rule),
+            None => write!(f, "{} ({})", self.message, self.rule),
+        }
+    }
+}
+
+fn id_text(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{id:?}"),
+        None => "(legacy function_call)".to_owned(),
+    }
+}
+
+/// Check `messages` (in `format`) against `profile`.
+pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut push = |index: usize, rule: &'static str, message: String| {
+        out.push(Problem {
+            index: Some(index),
+            rule,
+            message,
+        })
+    };
+    let n = messages.len();
+    let anthropic = format == Format::Anthropic;
+
+    // Roles and block placement.
+    for (i, m) in messages.iter().enumerate() {
+        let role_ok = match format {
+            Format::Anthropic => matches!(m.role, Role::User | Role::Assistant),
+            Format::OpenAi => m.role != Role::Other,
+        };
+        if !role_ok {
+            push(
+                i,
+                rule::INVALID_ROLE,
+                format!("role {:?} is not a {format} message role", m.role.name()),
+            );
+        }
+        if m.has_calls() && m.role != Role::Assistant {
+            push(
+                i,
+                rule::MISPLACED_TOOL_CALL,
+                format!("a {} message carries a tool call", m.role.name()),
+            );
+        }
+        if m.has_results() && m.role == Role::Assistant {
+            push(
+                i,
+                rule::MISPLACED_TOOL_RESULT,
+                "an assistant message carries a tool result".to_owned(),
+            );
+        }
+        if anthropic {
+            let first_other = m.blocks.iter().position(|b| b.kind != BlockKind::ToolResult);
+            if let Some(k) = first_other {
+                if m.blocks[k..].iter().any(|b| b.kind == BlockKind::ToolResult) {
+                    push(
+                        i,
+                        rule::TOOL_RESULT_NOT_FIRST,
+                        "tool_result blocks must come before any other block".to_owned(),
+                    );
+                }
+            }
+            let first_plain = m.blocks.iter().position(|b| !b.kind.is_thinking());
+            if let Some(k) = first_plain {
+                if m.blocks[k..].iter().any(|b| b.kind.is_thinking()) {
+                    push(
+                        i,
+                        rule::THINKING_NOT_FIRST,
+                        "thinking blocks must come before any other block".to_owned(),
+                    );
+                }
+            }
+            let prefill = i + 1 == n && m.role == Role::Assistant;
+            if m.empty && !prefill {
+                push(
+                    i,
+                    rule::EMPTY_CONTENT,
+                    "content is empty; Anthropic requires non-empty content".to_owned(),
+                );
+            }
+        }
+    }
+    if anthropic || profile == Profile::Strict {
+        if let Some(first) = messages.iter().position(|m| !m.role.is_instruction()) {
+            if messages[first].role != Role::User {
+                push(
+                    first,
+                    rule::FIRST_NOT_USER,
+                    format!(
+                        "the first message must be from the user, not {}",
+                        messages[first].role.name()
+                    ),
+                );
+            }
+        }
+    }
+
+    pair_calls_and_results(messages, &mut push);
+
+    if anthropic {
+        check_thinking_loop(messages, &mut push);
+    }
+    if profile == Profile::Strict {
+        check_strict(messages, &mut push);
+    }
+    out.sort_by_key(|p| p.index);
+    out
+}
+
+/// Every call answered right after it, every result right after its call, no duplicates.
+fn pair_calls_and_results(
+    messages: &[Message<'_>],
+    push: &mut impl FnMut(usize, &'static str, String),
+) {
+    let n = messages.len();
+    // Where each call id was made (legacy calls have no id and pair by position only).
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    let mut answered_ids: HashSet<&str> = HashSet::new();
+    // Result messages already accounted for by the block of the call before them.
+    let mut in_region = vec![false; n];
+
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::Assistant && m.has_calls() {
+            for c in m.calls() {
+                if let Some(id) = c.id.as_deref() {
+                    if let Some(&first) = call_at.get(id) {
+                        push(
+                            i,
+                            rule::DUPLICATE_TOOL_CALL_ID,
+                            format!("tool call id {id:?} was already used by message {first}"),
+                        );
+                    } else {
+                        call_at.insert(id, i);
+                    }
+                }
+            }
+            let end = result_region_end(messages, i);
+            let mut open: Vec<Option<&str>> = m.calls().map(|c| c.id.as_deref()).collect();
+            for (j, rm) in messages.iter().enumerate().take(end).skip(i + 1) {
+                in_region[j] = true;
+                for r in rm.results() {
+                    let id = r.id.as_deref();
+                    if let Some(k) = open.iter().position(|&o| o == id) {
+                        open.swap_remove(k);
+                        if let Some(id) = id {
+                            answered_ids.insert(id);
+                        }
+                    } else {
+                        report_stray_result(j, id, &call_at, &answered_ids, i, push);
+                    }
+                }
+            }
+            if end < n {
+                for id in open {
+                    push(
+                        end,
+                        rule::MISSING_TOOL_RESULT,
+                        format!(
+                            "tool call {} of message {i} has no result before this message",
+                            id_text(id)
+                        ),
+                    );
+                }
+            }
+        } else if !in_region[i] {
+            for r in m.results() {
+                let id = r.id.as_deref();
+                report_stray_result(i, id, &call_at, &answered_ids, usize::MAX, push);
+            }
+        }
+    }
+}
+
+fn report_stray_result(
+    at: usize,
+    id: Option<&str>,
+    call_at: &HashMap<&str, usize>,
+    answered_ids: &HashSet<&str>,
+    block_start: usize,
+    push: &mut impl FnMut(usize, &'static str, String),
+) {
+    match id.and_then(|id| call_at.get(id).map(|&c| (id, c))) {
+        Some((id, c)) if answered_ids.contains(id) => push(
+            at,
+            rule::DUPLICATE_TOOL_RESULT,
+            format!("tool call {id:?} of message {c} already has a result"),
+        ),
+        Some((id, c)) if c != block_start => push(
+            at,
+            rule::RESULT_NOT_ADJACENT,
+            format!("result for tool call {id:?} is not right after its call (message {c})"),
+        ),
+        _ => push(
+            at,
+            rule::ORPHAN_TOOL_RESULT,
+            format!("tool result for {} has no matching call before it", id_text(id)),
+        ),
+    }
+}
+
+/// Anthropic: while a tool loop is pending (no user text since it began), the assistant
+/// message that opened it must still open with its thinking block if the loop thinks at all.
+fn check_thinking_loop(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+    let last_user_text = messages.iter().rposition(|m| m.is_user_text());
+    let from = last_user_text.map_or(0, |i| i + 1);
+    let pending = &messages[from..];
+    let Some(first_assistant) = pending.iter().position(|m| m.role == Role::Assistant) else {
+        return;
+    };
+    // Only a loop still waiting on tool results is pending.
+    if pending.last().is_some_and(|m| m.role == Role::Assistant && !m.has_calls()) {
+        return;
+    }
+    let opener = &pending[first_assistant];
+    let thinks = pending.iter().any(|m| m.role == Role::Assistant && m.has_thinking());
+    if thinks && !opener.starts_with_thinking() {
+        push(
+            from + first_assistant,
+            rule::THINKING_LOOP_BROKEN,
+            "the pending tool loop thinks, but its first assistant message lost its thinking block"
+                .to_owned(),
+        );
+    }
+}
+
+fn check_strict(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+    let mut seen_other = false;
+    let mut last: Option<(Role, usize)> = None;
+    for (i, m) in messages.iter().enumerate() {
+        if m.role.is_instruction() {
+            if seen_other {
+                push(
+                    i,
+                    rule::SYSTEM_NOT_FIRST,
+                    format!("a {} message after the conversation started", m.role.name()),
+                );
+            }
+            continue;
+        }
+        seen_other = true;
+        // Tool results answer the assistant, as Anthropic's user-role results do.
+        let side = if m.role == Role::Assistant {
+            Role::Assistant
+        } else {
+            Role::User
+        };
+        if let Some((prev, at)) = last {
+            if prev == side {
+                push(
+                    i,
+                    rule::NOT_ALTERNATING,
+                    format!("two {} messages in a row (also message {at})", side.name()),
+                );
+            }
+        }
+        last = Some((side, i));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Block;
+
+    fn rules(msgs: &[Message<'_>], format: Format, profile: Profile) -> Vec<(usize, &'static str)> {
+        validate(msgs, format, profile)
+            .into_iter()
+            .map(|p| (p.index.unwrap(), p.rule))
+            .collect()
+    }
+
+    fn call<'a>(id: &str) -> Message<'a> {
+        Message::new(Role::Assistant, vec![Block::tool_call(Some(id), "bash", "{}")])
+    }
+
+    fn result<'a>(id: &str) -> Message<'a> {
+        Message::new(Role::Tool, vec![Block::tool_result(Some(id), "ok")])
+    }
+
+    #[test]
+    fn clean_openai() {
+        let msgs = vec![
+            Message::text(Role::System, "s"),
+            Message::text(Role::User, "u"),
+            call("a"),
+            result("a"),
+            Message::text(Role::Assistant, "done"),
+            Message::text(Role::System, "mid-conversation system is fine for openai"),
+            Message::text(Role::User, "u"),
+            call("b"),
+        ];
+        assert!(rules(&msgs, Format::OpenAi, Profile::OpenAi).is_empty());
+        assert_eq!(
+            rules(&msgs, Format::OpenAi, Profile::Strict),
+            vec![(5, rule::SYSTEM_NOT_FIRST)]
+        );
+    }
+
+    #[test]
+    fn missing_result_is_reported_where_the_conversation_goes_on() {
+        let msgs = vec![
+            Message::text(Role::User, "u"),
+            call("a"),
+            Message::text(Role::User, "again"),
+        ];
+        assert_eq!(
+            rules(&msgs, Format::OpenAi, Profile::OpenAi),
+            vec![(2, rule::MISSING_TOOL_RESULT)]
+        );
+    }
+
+    #[test]
+    fn orphan_late_and_duplicate_results() {
+        let msgs = vec![
+            Message::text(Role::User, "u"),
+            result("x"),
+            call("a"),
+            result("a"),
+            result("a"),
+            Message::text(Role::Assistant, "..."),
+            call("b"),
+            Message::text(Role::User, "..."),
+            result("b"),
+            call("a"),
+            result("a"),
+        ];
+        assert_eq!(
+            rules(&msgs, Format::OpenAi, Profile::OpenAi),
+            vec![
+                (1, rule::ORPHAN_TOOL_RESULT),
+                (4, rule::DUPLICATE_TOOL_RESULT),
+                (7, rule::MISSING_TOOL_RESULT),
+                (8, rule::RESULT_NOT_ADJACENT),
+                (9, rule::DUPLICATE_TOOL_CALL_ID),
+            ]
+        );
+    }
+
+    #[test]
+    fn anthropic_rules() {
+        let mut late_result = Message::new(Role::User, vec![Block::text("see:")]);
+        late_result.blocks.push(Block::tool_result(Some("a"), "ok"));
+        let msgs = vec![
+            Message::text(Role::Assistant, "hi"),
+            Message::text(Role::System, "no"),
+            Message::new(
+                Role::Assistant,
+                vec![Block::tool_call(Some("a"), "bash", "{}"), Block::thinking("late")],
+            ),
+            late_result,
+            Message::new(Role::User, vec![]),
+        ];
+        assert_eq!(
+            rules(&msgs, Format::Anthropic, Profile::Anthropic),
+            vec![
+                (0, rule::FIRST_NOT_USER),
+                (1, rule::INVALID_ROLE),
+                (2, rule::THINKING_NOT_FIRST),
+                (3, rule::TOOL_RESULT_NOT_FIRST),
+                (4, rule::EMPTY_CONTENT),
+            ]
+        );
+    }
+
+    #[test]
+    fn broken_thinking_loop() {
+        let msgs = vec![
+            Message::text(Role::User, "go"),
+            Message::new(Role::Assistant, vec![Block::tool_call(Some("a"), "bash", "{}")]),
+            Message::new(Role::User, vec![Block::tool_result(Some("a"), "ok")]),
+            Message::new(
+                Role::Assistant,
+                vec![Block::thinking("t"), Block::tool_call(Some("b"), "bash", "{}")],
+            ),
+        ];
+        assert_eq!(
+            rules(&msgs, Format::Anthropic, Profile::Anthropic),
+            vec![(1, rule::THINKING_LOOP_BROKEN)]
+        );
+    }
+
+    #[test]
+    fn strict_alternation() {
+        let msgs = vec![
+            Message::text(Role::User, "a"),
+            Message::text(Role::User, "b"),
+            call("x"),
+            result("x"),
+            Message::text(Role::Assistant, "c"),
+        ];
+        assert_eq!(
+            rules(&msgs, Format::OpenAi, Profile::Strict),
+            vec![(1, rule::NOT_ALTERNATING)]
+        );
+    }
+}
