@@ -1,0 +1,50 @@
+//! The one place that maps core failures to the package's exception classes.
+//!
+//! The classes live in `context_compactor/errors.py` (they need multiple inheritance, e.g.
+//! `MessageTypeError(CompactorError, TypeError)`, which `create_exception!` cannot express) and
+//! are imported once per interpreter.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static MESSAGE_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static CONFIG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn raise<'py, A>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str, args: A) -> PyErr
+where
+    A: pyo3::call::PyCallArgs<'py>,
+{
+    match cell.import(py, "context_compactor.errors", name) {
+        Ok(cls) => match cls.call1(args) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
+/// `MessageTypeError(message, index, field)`: the message at `index` (or `system`/`tools` when
+/// `index` is `None`) has a wrong Python type at `field`.
+pub fn message_type_error(py: Python<'_>, index: Option<usize>, field: &str, what: &str) -> PyErr {
+    let text = match index {
+        Some(i) => format!("message {i}, field {field:?}: {what}"),
+        None => format!("{field}: {what}"),
+    };
+    raise(
+        py,
+        &MESSAGE_TYPE_ERROR,
+        "MessageTypeError",
+        (text, index, field.to_owned()),
+    )
+}
+
+/// `ConfigError(message, field)`.
+pub fn config_error(py: Python<'_>, field: &str, what: &str) -> PyErr {
+    raise(
+        py,
+        &CONFIG_ERROR,
+        "ConfigError",
+        (format!("{field}: {what}"), field.to_owned()),
+    )
+}

@@ -1,0 +1,624 @@
+//! Walk Python messages in place and build the core's view of them.
+//!
+//! Design note: messages are read where they are — dict items, or attributes of the `openai`
+//! / `anthropic` SDKs' pydantic objects — and only what the core needs is recorded (see
+//! `crate::message`). Strings are borrowed in their PEP 393 layout, never converted to UTF-8
+//! (CPython would keep that copy inside each non-ASCII string for good). Nothing is copied
+//! that goes back unchanged, and nothing is written to the caller's objects.
+//!
+//! Wrong Python types raise `MessageTypeError` naming the message index and the field path
+//! (`content[2].text`, `tool_calls[0].function.arguments`); values the provider would reject
+//! but that are well-typed are left for validation to report.
+
+use super::errors::message_type_error;
+use super::text::KeepAlive;
+use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Piece, Role};
+use crate::text::Text;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use std::fmt::Write as _;
+
+/// Nesting deeper than this inside one block is refused (it guards against cycles too).
+const MAX_DEPTH: usize = 64;
+
+/// A view plus the strong references that keep its borrowed strings alive.
+///
+/// Field order matters: `conv` is dropped before `_keep`.
+pub struct Extracted<'py> {
+    conv: Conversation<'static>,
+    _keep: KeepAlive<'py>,
+}
+
+impl<'py> Extracted<'py> {
+    pub fn conv(&self) -> &Conversation<'_> {
+        &self.conv
+    }
+}
+
+/// Where a value sits, for error messages: message index (or none for system/tools) and path.
+#[derive(Clone)]
+pub struct Loc {
+    index: Option<usize>,
+    path: String,
+}
+
+impl Loc {
+    fn child(&self, key: &str) -> Loc {
+        let path = if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        };
+        Loc {
+            index: self.index,
+            path,
+        }
+    }
+
+    fn item(&self, k: usize) -> Loc {
+        Loc {
+            index: self.index,
+            path: format!("{}[{k}]", self.path),
+        }
+    }
+
+    fn err(&self, py: Python<'_>, what: &str) -> PyErr {
+        message_type_error(py, self.index, &self.path, what)
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
+static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// How a message or block is read: a dict, another mapping, or an object with attributes.
+enum Access<'a, 'py> {
+    Dict(&'a Bound<'py, PyDict>),
+    Mapping(&'a Bound<'py, PyAny>),
+    Attrs(&'a Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> Access<'a, 'py> {
+    fn of(obj: &'a Bound<'py, PyAny>, loc: &Loc) -> PyResult<Self> {
+        let py = obj.py();
+        if let Ok(d) = obj.cast::<PyDict>() {
+            return Ok(Access::Dict(d));
+        }
+        if obj.is_instance_of::<PyString>()
+            || obj.is_instance_of::<PyInt>()
+            || obj.is_instance_of::<PyFloat>()
+            || obj.is_instance_of::<PyList>()
+            || obj.is_instance_of::<PyTuple>()
+            || obj.is_none()
+            || obj.is_instance_of::<pyo3::types::PyBytes>()
+        {
+            return Err(loc.err(
+                py,
+                &format!(
+                    "expected a mapping or an SDK object, got {}",
+                    type_name(obj)
+                ),
+            ));
+        }
+        let mapping = MAPPING.import(py, "collections.abc", "Mapping")?;
+        if obj.is_instance(mapping)? {
+            Ok(Access::Mapping(obj))
+        } else {
+            Ok(Access::Attrs(obj))
+        }
+    }
+
+    /// The value of `key`; `None` when absent or Python `None`.
+    fn get(&self, key: &Bound<'py, PyString>, loc: &Loc) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = key.py();
+        let v = match self {
+            Access::Dict(d) => d.get_item(key),
+            Access::Mapping(m) => match m.call_method1(intern!(py, "get"), (key,)) {
+                Ok(v) => Ok(Some(v)),
+                Err(e) => Err(e),
+            },
+            Access::Attrs(o) => o.getattr_opt(key),
+        };
+        match v {
+            Ok(Some(v)) if !v.is_none() => Ok(Some(v)),
+            Ok(_) => Ok(None),
+            Err(e) => {
+                let err = loc.child(&key.to_string_lossy()).err(
+                    py,
+                    &format!("reading the field raised {}", e.get_type(py).name()?),
+                );
+                err.set_cause(py, Some(e));
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Builds views, keeping every borrowed string alive.
+pub struct Extractor<'py> {
+    py: Python<'py>,
+    keep: KeepAlive<'py>,
+    pub hints: FormatHints,
+}
+
+impl<'py> Extractor<'py> {
+    pub fn new(py: Python<'py>) -> Self {
+        Extractor {
+            py,
+            keep: KeepAlive::default(),
+            hints: FormatHints::default(),
+        }
+    }
+
+    fn text(&mut self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Text<'static>> {
+        match v.cast::<PyString>() {
+            Ok(s) => self.keep.text(s),
+            Err(_) => Err(loc.err(self.py, &format!("expected str, got {}", type_name(v)))),
+        }
+    }
+
+    fn opt_str(
+        &mut self,
+        acc: &Access<'_, 'py>,
+        key: &Bound<'py, PyString>,
+        loc: &Loc,
+    ) -> PyResult<Option<String>> {
+        match acc.get(key, loc)? {
+            None => Ok(None),
+            Some(v) => {
+                let t = self.text(&v, &loc.child(&key.to_string_lossy()))?;
+                Ok(Some(t.to_utf8().into_owned()))
+            }
+        }
+    }
+
+    /// Read one message.
+    pub fn message(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<Message<'static>> {
+        let py = self.py;
+        let loc = Loc {
+            index: Some(index),
+            path: String::new(),
+        };
+        let acc = Access::of(obj, &Loc {
+            index: Some(index),
+            path: "message".to_owned(),
+        })?;
+        let role = match acc.get(intern!(py, "role"), &loc)? {
+            Some(r) => {
+                let t = self.text(&r, &loc.child("role"))?;
+                Role::parse(&t.to_utf8())
+            }
+            None => return Err(loc.child("role").err(py, "missing role")),
+        };
+        if matches!(role, Role::Tool | Role::Function | Role::System | Role::Developer) {
+            self.hints.openai = true;
+        }
+        let mut blocks = Vec::new();
+        let content = acc.get(intern!(py, "content"), &loc)?;
+        let mut empty = match &content {
+            None => true,
+            Some(c) => c.len().is_ok_and(|n| n == 0),
+        };
+
+        match role {
+            Role::Tool | Role::Function => {
+                let id = if role == Role::Tool {
+                    self.opt_str(&acc, intern!(py, "tool_call_id"), &loc)?
+                } else {
+                    None
+                };
+                let mut b = Block::new(BlockKind::ToolResult);
+                b.id = id;
+                if role == Role::Function {
+                    b.name = self.opt_str(&acc, intern!(py, "name"), &loc)?;
+                }
+                if let Some(c) = &content {
+                    self.result_content(c, &mut b, &loc.child("content"))?;
+                }
+                blocks.push(b);
+            }
+            _ => {
+                if let Some(c) = &content {
+                    self.content(c, &mut blocks, &loc.child("content"))?;
+                }
+            }
+        }
+
+        if role == Role::Assistant {
+            if let Some(r) = acc.get(intern!(py, "refusal"), &loc)? {
+                let t = self.text(&r, &loc.child("refusal"))?;
+                let mut b = Block::new(BlockKind::Refusal);
+                b.texts.push(Piece::Borrowed(t));
+                blocks.push(b);
+                empty = false;
+            }
+        }
+        // Calls are read on every role so that validation can report misplaced ones.
+        if let Some(calls) = acc.get(intern!(py, "tool_calls"), &loc)? {
+            let loc = loc.child("tool_calls");
+            let items = self.sequence(&calls, &loc)?;
+            if !items.is_empty() {
+                self.hints.openai = true;
+                empty = false;
+            }
+            for (k, call) in items.iter().enumerate() {
+                blocks.push(self.tool_call(call, &loc.item(k))?);
+            }
+        }
+        if let Some(fc) = acc.get(intern!(py, "function_call"), &loc)? {
+            self.hints.openai = true;
+            empty = false;
+            let loc = loc.child("function_call");
+            let facc = Access::of(&fc, &loc)?;
+            let name = self.opt_str(&facc, intern!(py, "name"), &loc)?;
+            let mut b = Block::new(BlockKind::ToolCall);
+            b.name = name;
+            if let Some(a) = facc.get(intern!(py, "arguments"), &loc)? {
+                let t = self.text(&a, &loc.child("arguments"))?;
+                b.texts.push(Piece::Borrowed(t));
+            }
+            blocks.push(b);
+        }
+        let mut m = Message::new(role, blocks);
+        m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
+        Ok(m)
+    }
+
+    fn sequence(&self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        if let Ok(l) = v.cast::<PyList>() {
+            return Ok(l.iter().collect());
+        }
+        if let Ok(t) = v.cast::<PyTuple>() {
+            return Ok(t.iter().collect());
+        }
+        Err(loc.err(self.py, &format!("expected a list, got {}", type_name(v))))
+    }
+
+    /// An OpenAI `tool_calls[k]` entry.
+    fn tool_call(&mut self, call: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Block<'static>> {
+        let py = self.py;
+        let acc = Access::of(call, loc)?;
+        let mut b = Block::new(BlockKind::ToolCall);
+        b.id = self.opt_str(&acc, intern!(py, "id"), loc)?;
+        // `function` calls carry `arguments`; `custom` tool calls carry `input`.
+        let (fkey, akey) = match acc.get(intern!(py, "function"), loc)? {
+            Some(f) => (Some(("function", f)), intern!(py, "arguments")),
+            None => (
+                acc.get(intern!(py, "custom"), loc)?.map(|c| ("custom", c)),
+                intern!(py, "input"),
+            ),
+        };
+        let Some((fname, f)) = fkey else {
+            return Err(loc.child("function").err(py, "missing function"));
+        };
+        let floc = loc.child(fname);
+        let facc = Access::of(&f, &floc)?;
+        b.name = self.opt_str(&facc, intern!(py, "name"), &floc)?;
+        if let Some(a) = facc.get(akey, &floc)? {
+            let t = self.text(&a, &floc.child(&akey.to_string_lossy()))?;
+            b.texts.push(Piece::Borrowed(t));
+        }
+        Ok(b)
+    }
+
+    /// Message content: a string, or a list of parts/blocks.
+    fn content(
+        &mut self,
+        c: &Bound<'py, PyAny>,
+        blocks: &mut Vec<Block<'static>>,
+        loc: &Loc,
+    ) -> PyResult<()> {
+        if let Ok(s) = c.cast::<PyString>() {
+            let t = self.keep.text(s)?;
+            blocks.push(Block::text(Piece::Borrowed(t)));
+            return Ok(());
+        }
+        if !(c.is_instance_of::<PyList>() || c.is_instance_of::<PyTuple>()) {
+            return Err(loc.err(
+                self.py,
+                &format!("expected str, None or a list of parts, got {}", type_name(c)),
+            ));
+        }
+        for (k, part) in self.sequence(c, loc)?.iter().enumerate() {
+            blocks.push(self.block(part, &loc.item(k))?);
+        }
+        Ok(())
+    }
+
+    /// One content part (OpenAI) or block (Anthropic).
+    fn block(&mut self, part: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Block<'static>> {
+        let py = self.py;
+        let acc = Access::of(part, loc)?;
+        let ty = match acc.get(intern!(py, "type"), loc)? {
+            Some(t) => self.text(&t, &loc.child("type"))?.to_utf8().into_owned(),
+            None => String::new(),
+        };
+        let text_field = |this: &mut Self, key: &Bound<'py, PyString>, kind: BlockKind| {
+            let mut b = Block::new(kind);
+            if let Some(v) = acc.get(key, loc)? {
+                let t = this.text(&v, &loc.child(&key.to_string_lossy()))?;
+                b.texts.push(Piece::Borrowed(t));
+            }
+            Ok::<_, PyErr>(b)
+        };
+        Ok(match ty.as_str() {
+            "text" | "input_text" | "output_text" => {
+                text_field(self, intern!(py, "text"), BlockKind::Text)?
+            }
+            "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
+            "image_url" | "image" | "input_image" => Block::new(BlockKind::Image),
+            "input_audio" => {
+                let mut b = Block::new(BlockKind::Audio);
+                b.images = 1;
+                b
+            }
+            "file" | "document" => {
+                let mut b = Block::new(BlockKind::Document);
+                self.strings(part, &mut b.texts, loc, 0)?;
+                if b.texts.iter().all(|t| t.text().char_len() < 64) {
+                    // A binary or referenced document: its size is not known here.
+                    b.texts.clear();
+                    b.images = 1;
+                }
+                b
+            }
+            "thinking" => {
+                self.hints.anthropic = true;
+                text_field(self, intern!(py, "thinking"), BlockKind::Thinking)?
+            }
+            "redacted_thinking" => {
+                self.hints.anthropic = true;
+                text_field(self, intern!(py, "data"), BlockKind::RedactedThinking)?
+            }
+            "tool_use" => {
+                self.hints.anthropic = true;
+                let mut b = Block::new(BlockKind::ToolCall);
+                b.id = self.opt_str(&acc, intern!(py, "id"), loc)?;
+                b.name = self.opt_str(&acc, intern!(py, "name"), loc)?;
+                if let Some(input) = acc.get(intern!(py, "input"), loc)? {
+                    let mut json = String::new();
+                    self.json(&input, &mut json, &loc.child("input"), 0)?;
+                    b.texts.push(Piece::Owned(json));
+                } else {
+                    b.texts.push(Piece::Owned("{}".to_owned()));
+                }
+                b
+            }
+            "tool_result" => {
+                self.hints.anthropic = true;
+                let mut b = Block::new(BlockKind::ToolResult);
+                b.id = self.opt_str(&acc, intern!(py, "tool_use_id"), loc)?;
+                if let Some(e) = acc.get(intern!(py, "is_error"), loc)? {
+                    b.is_error = e.is_truthy()?;
+                }
+                if let Some(c) = acc.get(intern!(py, "content"), loc)? {
+                    self.result_content(&c, &mut b, &loc.child("content"))?;
+                }
+                b
+            }
+            _ => {
+                // Server-tool blocks and types we do not know: passed through, counted as text.
+                let mut b = Block::new(BlockKind::Other);
+                self.strings(part, &mut b.texts, loc, 0)?;
+                b
+            }
+        })
+    }
+
+    /// A tool result's content: a string, or text/image blocks.
+    fn result_content(
+        &mut self,
+        c: &Bound<'py, PyAny>,
+        b: &mut Block<'static>,
+        loc: &Loc,
+    ) -> PyResult<()> {
+        let mut inner = Vec::new();
+        self.content(c, &mut inner, loc)?;
+        for ib in inner {
+            b.images += ib.images;
+            b.texts.extend(ib.texts);
+        }
+        Ok(())
+    }
+
+    /// Every string value inside `v` (for blocks of unknown type).
+    fn strings(
+        &mut self,
+        v: &Bound<'py, PyAny>,
+        out: &mut Vec<Piece<'static>>,
+        loc: &Loc,
+        depth: usize,
+    ) -> PyResult<()> {
+        if depth > MAX_DEPTH {
+            return Err(loc.err(self.py, "nested too deeply (or cyclic)"));
+        }
+        if let Ok(s) = v.cast::<PyString>() {
+            out.push(Piece::Borrowed(self.keep.text(s)?));
+        } else if let Ok(d) = v.cast::<PyDict>() {
+            for (k, item) in d.iter() {
+                let key = k.str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                if key == "type" {
+                    continue;
+                }
+                self.strings(&item, out, &loc.child(&key), depth + 1)?;
+            }
+        } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+            for (k, item) in self.sequence(v, loc)?.iter().enumerate() {
+                self.strings(item, out, &loc.item(k), depth + 1)?;
+            }
+        } else if let Ok(dump) = v.getattr(intern!(self.py, "model_dump")) {
+            // An SDK block object of a type we do not know.
+            let d = dump.call0()?;
+            self.strings(&d, out, loc, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Compact JSON of a Python value (an Anthropic `tool_use.input`, a tool definition), for
+    /// counting. Non-finite floats are written as JavaScript does (`NaN`, `Infinity`).
+    pub fn json(
+        &mut self,
+        v: &Bound<'py, PyAny>,
+        out: &mut String,
+        loc: &Loc,
+        depth: usize,
+    ) -> PyResult<()> {
+        if depth > MAX_DEPTH {
+            return Err(loc.err(self.py, "nested too deeply (or cyclic)"));
+        }
+        if v.is_none() {
+            out.push_str("null");
+        } else if let Ok(s) = v.cast::<PyString>() {
+            // SAFETY: `v` is alive for this call and the text is consumed before returning.
+            let t = unsafe { super::text::borrow_text(s)? };
+            json_string(t, out);
+        } else if v.is_instance_of::<PyBool>() {
+            out.push_str(if v.is_truthy()? { "true" } else { "false" });
+        } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+            let r = v.repr()?;
+            let r = r.to_string_lossy();
+            out.push_str(match &*r {
+                "nan" => "NaN",
+                "inf" => "Infinity",
+                "-inf" => "-Infinity",
+                other => other,
+            });
+        } else if let Ok(d) = v.cast::<PyDict>() {
+            out.push('{');
+            for (k, (key, item)) in d.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                let Ok(ks) = key.cast::<PyString>() else {
+                    return Err(loc.err(
+                        self.py,
+                        &format!("object keys must be str, got {}", type_name(&key)),
+                    ));
+                };
+                // SAFETY: as above.
+                let kt = unsafe { super::text::borrow_text(ks)? };
+                json_string(kt, out);
+                out.push(':');
+                let child = loc.child(&kt.to_utf8());
+                self.json(&item, out, &child, depth + 1)?;
+            }
+            out.push('}');
+        } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+            out.push('[');
+            for (k, item) in self.sequence(v, loc)?.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                self.json(item, out, &loc.item(k), depth + 1)?;
+            }
+            out.push(']');
+        } else if let Ok(dump) = v.getattr(intern!(self.py, "model_dump")) {
+            let d = dump.call0()?;
+            self.json(&d, out, loc, depth + 1)?;
+        } else {
+            return Err(loc.err(
+                self.py,
+                &format!("{} is not JSON-serializable", type_name(v)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The separate system prompt: a string, or a list of text blocks.
+    pub fn system(&mut self, v: &Bound<'py, PyAny>) -> PyResult<Vec<Piece<'static>>> {
+        let loc = Loc {
+            index: None,
+            path: "system".to_owned(),
+        };
+        let mut blocks = Vec::new();
+        self.content(v, &mut blocks, &loc)?;
+        Ok(blocks.into_iter().flat_map(|b| b.texts).collect())
+    }
+
+    /// Tool definitions, each as compact JSON.
+    pub fn tools(&mut self, v: &Bound<'py, PyAny>) -> PyResult<Vec<Piece<'static>>> {
+        let loc = Loc {
+            index: None,
+            path: "tools".to_owned(),
+        };
+        let mut out = Vec::new();
+        for (k, t) in self.sequence(v, &loc)?.iter().enumerate() {
+            let mut json = String::new();
+            self.json(t, &mut json, &loc.item(k), 0)?;
+            out.push(Piece::Owned(json));
+        }
+        Ok(out)
+    }
+
+    /// Read a whole request.
+    pub fn conversation(
+        mut self,
+        messages: &Bound<'py, PyAny>,
+        format: Option<Format>,
+        system: Option<&Bound<'py, PyAny>>,
+        tools: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Extracted<'py>> {
+        let root = Loc {
+            index: None,
+            path: "messages".to_owned(),
+        };
+        let items = self.sequence(messages, &root)?;
+        let mut msgs = Vec::with_capacity(items.len());
+        for (i, m) in items.iter().enumerate() {
+            msgs.push(self.message(m, i)?);
+        }
+        let format = format.unwrap_or_else(|| self.hints.detect());
+        let mut conv = Conversation::new(format, msgs);
+        if let Some(s) = system.filter(|s| !s.is_none()) {
+            conv.system = self.system(s)?;
+        }
+        if let Some(t) = tools.filter(|t| !t.is_none()) {
+            conv.tools = self.tools(t)?;
+        }
+        Ok(Extracted {
+            conv,
+            _keep: self.keep,
+        })
+    }
+}
+
+/// Append `t` as a JSON string literal.
+fn json_string(t: Text<'_>, out: &mut String) {
+    out.push('"');
+    for c in t.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Parse a `format=` argument.
+pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<Format>> {
+    match format {
+        None => Ok(None),
+        Some(f) => match Format::parse(f) {
+            Some(f) => Ok(Some(f)),
+            None => Err(super::errors::config_error(
+                py,
+                "format",
+                &format!("unknown format {f:?}; expected \"openai\" or \"anthropic\""),
+            )),
+        },
+    }
+}

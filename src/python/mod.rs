@@ -1,0 +1,19 @@
+//! The Python boundary: the only code that knows Python. Every entry point extracts a view
+//! of its arguments while attached, runs the core with the GIL released, and builds Python
+//! objects after (tiktoken's shape).
+
+mod errors;
+mod extract;
+mod text;
+mod tokens;
+mod validate;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    validate::register(m)?;
+    tokens::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! `validate_messages`, `Problem`, and `analyze_conversation`.
+
+use super::extract::{parse_format, Extractor};
+use crate::structure::{analyze, Span};
+use crate::validate::{validate, Profile};
+use pyo3::prelude::*;
+
+/// One way in which a request would be rejected by the provider.
+#[pyclass(frozen, eq, skip_from_py_object, module = "context_compactor._core")]
+#[derive(Clone, PartialEq, Eq)]
+pub struct Problem {
+    #[pyo3(get)]
+    index: Option<usize>,
+    #[pyo3(get)]
+    rule: String,
+    #[pyo3(get)]
+    message: String,
+}
+
+#[pymethods]
+impl Problem {
+    #[new]
+    #[pyo3(signature = (index, rule, message))]
+    fn new(index: Option<usize>, rule: String, message: String) -> Self {
+        Problem {
+            index,
+            rule,
+            message,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Problem(index={}, rule={:?}, message={:?})",
+            self.index.map_or("None".to_owned(), |i| i.to_string()),
+            self.rule,
+            self.message
+        )
+    }
+
+    fn __str__(&self) -> String {
+        match self.index {
+            Some(i) => format!("message {i}: {} ({})", self.message, self.rule),
+            None => format!("{} ({})", self.message, self.rule),
+        }
+    }
+}
+
+fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profile>> {
+    profile
+        .map(|p| {
+            Profile::parse(p).ok_or_else(|| {
+                super::errors::config_error(
+                    py,
+                    "profile",
+                    &format!("unknown profile {p:?}; expected \"openai\", \"anthropic\" or \"strict\""),
+                )
+            })
+        })
+        .transpose()
+}
+
+#[pyfunction]
+#[pyo3(signature = (messages, *, format=None, system=None, tools=None, profile=None))]
+pub fn validate_messages(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    system: Option<&Bound<'_, PyAny>>,
+    tools: Option<&Bound<'_, PyAny>>,
+    profile: Option<&str>,
+) -> PyResult<Vec<Problem>> {
+    let format = parse_format(py, format)?;
+    let profile = parse_profile(py, profile)?;
+    let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
+    let conv = ex.conv();
+    let profile = profile.unwrap_or(Profile::for_format(conv.format));
+    let problems = py.detach(|| validate(&conv.messages, conv.format, profile));
+    Ok(problems
+        .into_iter()
+        .map(|p| Problem {
+            index: p.index,
+            rule: p.rule.to_owned(),
+            message: p.message,
+        })
+        .collect())
+}
+
+/// The shape of a conversation: tool blocks, thinking loops, turns and legal cut points.
+#[pyclass(frozen, module = "context_compactor._core")]
+pub struct ConversationStructure {
+    #[pyo3(get)]
+    format: &'static str,
+    #[pyo3(get)]
+    tool_blocks: Vec<(usize, usize)>,
+    #[pyo3(get)]
+    pending_calls: usize,
+    #[pyo3(get)]
+    thinking_loops: Vec<(usize, usize)>,
+    #[pyo3(get)]
+    turns: Vec<(usize, usize)>,
+    #[pyo3(get)]
+    cut_points: Vec<usize>,
+}
+
+#[pymethods]
+impl ConversationStructure {
+    fn __repr__(&self) -> String {
+        format!(
+            "ConversationStructure(format={:?}, tool_blocks={}, thinking_loops={}, turns={}, cut_points={}, pending_calls={})",
+            self.format,
+            self.tool_blocks.len(),
+            self.thinking_loops.len(),
+            self.turns.len(),
+            self.cut_points.len(),
+            self.pending_calls
+        )
+    }
+}
+
+fn pairs(spans: impl Iterator<Item = Span>) -> Vec<(usize, usize)> {
+    spans.map(|s| (s.start, s.end)).collect()
+}
+
+#[pyfunction]
+#[pyo3(signature = (messages, *, format=None))]
+pub fn analyze_conversation(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    format: Option<&str>,
+) -> PyResult<ConversationStructure> {
+    let format = parse_format(py, format)?;
+    let ex = Extractor::new(py).conversation(messages, format, None, None)?;
+    let conv = ex.conv();
+    let s = py.detach(|| analyze(&conv.messages));
+    Ok(ConversationStructure {
+        format: conv.format.name(),
+        pending_calls: s.tool_blocks.last().map_or(0, |b| b.pending),
+        tool_blocks: pairs(s.tool_blocks.iter().map(|b| b.span)),
+        thinking_loops: pairs(s.thinking_loops.into_iter()),
+        turns: pairs(s.turns.into_iter()),
+        cut_points: s.cut_points,
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (messages, *, system=None, tools=None))]
+pub fn detect_format(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    system: Option<&Bound<'_, PyAny>>,
+    tools: Option<&Bound<'_, PyAny>>,
+) -> PyResult<&'static str> {
+    let ex = Extractor::new(py).conversation(messages, None, system, tools)?;
+    Ok(ex.conv().format.name())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Problem>()?;
+    m.add_class::<ConversationStructure>()?;
+    m.add_function(wrap_pyfunction!(validate_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_conversation, m)?)?;
+    m.add_function(wrap_pyfunction!(detect_format, m)?)?;
+    Ok(())
+}
