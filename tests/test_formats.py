@@ -67,9 +67,7 @@ def test_anthropic_sdk_objects_are_read_by_attribute() -> None:
     ]
     assert detect_format(messages) == "anthropic"
     assert validate_messages(messages) == []
-    messages.append(
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]}
-    )
+    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]})
     assert validate_messages(messages) == []
     s = analyze_conversation(messages)
     assert s.tool_blocks == [(1, 2)]
@@ -136,7 +134,13 @@ def test_mappings_other_than_dict() -> None:
         ([{"role": "user", "content": [{"type": "text", "text": b"bytes"}]}], 0, "content[0].text"),
         ([{"role": "user", "content": ["not a part"]}], 0, "content[0]"),
         (
-            [{"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}]}],
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}],
+                }
+            ],
             0,
             "tool_calls[0].function.arguments",
         ),
@@ -147,7 +151,12 @@ def test_mappings_other_than_dict() -> None:
             "content[0].input",
         ),
         (
-            [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"a": object()}}]}],
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"a": object()}}],
+                }
+            ],
             0,
             "content[0].input.a",
         ),

@@ -118,11 +118,21 @@ def tool_result(*ids: str, text: str | None = None) -> dict[str, Any]:
         ([U, tool_use("a"), U], [(2, "missing_tool_result")]),
         ([U, tool_result("x")], [(1, "orphan_tool_result")]),
         (
-            [U, tool_use("a"), {"role": "user", "content": [{"type": "text", "text": "x"}, *tool_result("a")["content"]]}],
+            [
+                U,
+                tool_use("a"),
+                {"role": "user", "content": [{"type": "text", "text": "x"}, *tool_result("a")["content"]]},
+            ],
             [(2, "tool_result_not_first")],
         ),
         (
-            [U, {"role": "assistant", "content": [{"type": "text", "text": "x"}, {"type": "thinking", "thinking": "t"}]}],
+            [
+                U,
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "x"}, {"type": "thinking", "thinking": "t"}],
+                },
+            ],
             [(1, "thinking_not_first")],
         ),
         ([U, {"role": "assistant", "content": []}, U], [(1, "empty_content")]),

@@ -1,0 +1,50 @@
+# context-compactor — `make help` lists the targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+.PHONY: install
+install: $(BIN)/python ## create .venv with maturin, the pinned test and lint tools, and a release build
+	$(BIN)/python -m pip install -q -U pip
+	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2"
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(MAKE) build
+
+.PHONY: build
+build: ## build the extension in release mode into .venv (editable)
+	$(BIN)/maturin develop --release -q
+
+.PHONY: test
+test: ## cargo test (the core, no Python) and pytest against the release build
+	cargo test -q
+	$(BIN)/python -m pytest -q
+
+.PHONY: lint
+lint: ## cargo fmt --check, clippy -D warnings, ruff, and stubtest (the .pyi must match the module)
+	cargo fmt --check
+	cargo clippy -q --all-targets --all-features -- -D warnings
+	$(BIN)/ruff check python tests benches examples
+	$(BIN)/ruff format --check python tests benches examples
+	$(BIN)/python -m mypy.stubtest context_compactor._core --allowlist .ci/stubtest-allowlist
+
+.PHONY: bench
+bench: ## benchmarks against baselines measured in the same run
+	$(BIN)/python benches/bench_tokens.py
+
+.PHONY: all
+all: install lint test ## everything CI runs: install from scratch, lint, test
+
+.PHONY: clean
+clean: ## remove build outputs and the venv
+	cargo clean
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

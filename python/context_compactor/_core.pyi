@@ -1,0 +1,145 @@
+"""Type stubs for the native module ``context_compactor._core`` (the Rust core's boundary)."""
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias, final
+
+__version__: str
+
+_Format: TypeAlias = Literal["openai", "anthropic"]
+
+@final
+class Problem:
+    """One way in which a request would be rejected by the provider.
+
+    Attributes:
+        index: Index of the offending message (``None`` for the request as a whole).
+        rule: Stable rule name, e.g. ``"missing_tool_result"``, ``"orphan_tool_result"``,
+            ``"result_not_adjacent"``, ``"first_not_user"``, ``"not_alternating"``.
+        message: Readable explanation.
+    """
+
+    def __new__(cls, index: int | None, rule: str, message: str) -> Problem: ...
+    @property
+    def index(self) -> int | None: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+
+@final
+class ConversationStructure:
+    """The shape of a conversation (see :func:`analyze_conversation`).
+
+    Attributes:
+        format: The detected (or given) format.
+        tool_blocks: ``(start, end)`` message ranges, inclusive: an assistant message with calls
+            plus all their results (parallel calls are one block).
+        pending_calls: Calls of the last block still waiting for a result.
+        thinking_loops: ``(start, end)`` ranges: an assistant message opening with thinking and
+            the tool blocks after it, up to the next user text.
+        turns: ``(start, end)`` ranges: a user text message and everything up to the next one.
+        cut_points: Indices ``c`` where ``messages[:c]`` / ``messages[c:]`` splits no tool block
+            and no pending thinking loop.
+    """
+
+    @property
+    def format(self) -> _Format: ...
+    @property
+    def tool_blocks(self) -> list[tuple[int, int]]: ...
+    @property
+    def pending_calls(self) -> int: ...
+    @property
+    def thinking_loops(self) -> list[tuple[int, int]]: ...
+    @property
+    def turns(self) -> list[tuple[int, int]]: ...
+    @property
+    def cut_points(self) -> list[int]: ...
+
+@final
+class MessageCounts:
+    """Token counts of a request, part by part."""
+
+    def __new__(cls, messages: Sequence[int], system: int = 0, tools: int = 0, format: str = "openai") -> MessageCounts: ...
+    @property
+    def messages(self) -> list[int]: ...
+    @property
+    def system(self) -> int: ...
+    @property
+    def tools(self) -> int: ...
+    @property
+    def format(self) -> _Format: ...
+    @property
+    def total(self) -> int: ...
+
+def validate_messages(
+    messages: Sequence[Any],
+    *,
+    format: str | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    profile: str | None = None,
+) -> list[Problem]:
+    """Check a request against the provider's rules.
+
+    Args:
+        messages: OpenAI Chat Completions or Anthropic Messages messages (dicts, mappings, or the
+            ``openai``/``anthropic`` SDKs' objects), read in place and never modified.
+        format: ``"openai"`` or ``"anthropic"``; detected when omitted.
+        system: Anthropic's separate system prompt (a string or text blocks).
+        tools: Tool definitions.
+        profile: ``"openai"``, ``"anthropic"`` or ``"strict"`` (also strict user/assistant
+            alternation and system messages only first); the format's own by default.
+
+    Returns:
+        The problems found, in message order; empty when the request is valid.
+
+    Raises:
+        MessageTypeError: A message or field has a wrong Python type (``.index``, ``.field``).
+        ConfigError: Unknown ``format`` or ``profile``.
+
+    Example:
+        >>> validate_messages([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": ""}])
+        [Problem(index=1, rule="orphan_tool_result", message="tool result for \\"x\\" has no matching call before it")]
+    """
+
+def analyze_conversation(messages: Sequence[Any], *, format: str | None = None) -> ConversationStructure:
+    """Find the tool blocks, thinking loops, turns and legal cut points of a conversation."""
+
+def detect_format(messages: Sequence[Any], *, system: Any = None, tools: Sequence[Any] | None = None) -> _Format:
+    """``"anthropic"`` when Anthropic-only blocks appear, else ``"openai"``."""
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of ``text``: fast, CJK-aware, and erring high (never under by design)."""
+
+def count_tokens(text: str, encoding: str = "o200k_base") -> int:
+    """Exact tokens of ``text`` in ``"o200k_base"`` or ``"cl100k_base"``, identical to
+    tiktoken's ``len(encoding.encode_ordinary(text))``, offline."""
+
+def count_tokens_many(texts: Sequence[str], encoding: str = "o200k_base") -> list[int]:
+    """:func:`count_tokens` of each text, in parallel with the GIL released."""
+
+def count_messages(
+    messages: Sequence[Any],
+    *,
+    format: str | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    tokenizer: str = "approx",
+    message_overhead_tokens: int = 4,
+    image_tokens: int = 1600,
+) -> MessageCounts:
+    """Count a request with a built-in tokenizer (``"approx"``, ``"o200k_base"``, ``"cl100k_base"``)."""
+
+def message_texts(
+    messages: Sequence[Any],
+    *,
+    format: str | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    message_overhead_tokens: int = 4,
+    image_tokens: int = 1600,
+) -> tuple[list[tuple[int, list[str]]], tuple[int, list[str]], tuple[int, list[str]], _Format]:
+    """For a Python counter: each message's fixed tokens and the texts to count, then the
+    system prompt's and the tools', and the format."""
