@@ -252,9 +252,7 @@ impl<'a> Message<'a> {
     /// Whether the message carries anything besides tool results (text, images, documents).
     /// A user message that does is the start of a turn.
     pub fn has_non_result_content(&self) -> bool {
-        self.blocks
-            .iter()
-            .any(|b| b.kind != BlockKind::ToolResult)
+        self.blocks.iter().any(|b| b.kind != BlockKind::ToolResult)
     }
 
     /// A message made only of tool results: an OpenAI `tool`/`function` message, or an

@@ -142,9 +142,8 @@ pub fn analyze(messages: &[Message<'_>]) -> Structure {
     let pending_loop = s.thinking_loops.last().copied().filter(|l| l.end + 1 == n);
     s.cut_points = (0..=n)
         .filter(|&c| {
-            let in_block = c > 0
-                && c < n
-                && s.block_of[c].is_some_and(|k| s.tool_blocks[k].span.splits(c));
+            let in_block =
+                c > 0 && c < n && s.block_of[c].is_some_and(|k| s.tool_blocks[k].span.splits(c));
             let in_loop = pending_loop.is_some_and(|l| l.splits(c));
             !in_block && !in_loop
         })
@@ -216,7 +215,10 @@ mod tests {
             Message::text(Role::User, "go"),
             think.clone(),
             user_result.clone(),
-            Message::new(Role::Assistant, vec![Block::tool_call(Some("b"), "bash", "{}")]),
+            Message::new(
+                Role::Assistant,
+                vec![Block::tool_call(Some("b"), "bash", "{}")],
+            ),
             Message::new(Role::User, vec![Block::tool_result(Some("b"), "ok")]),
         ];
         let s = analyze(&msgs);
@@ -237,7 +239,10 @@ mod tests {
         mixed.blocks.push(Block::text("and also this"));
         let msgs = vec![
             Message::text(Role::User, "go"),
-            Message::new(Role::Assistant, vec![Block::tool_call(Some("a"), "bash", "{}")]),
+            Message::new(
+                Role::Assistant,
+                vec![Block::tool_call(Some("a"), "bash", "{}")],
+            ),
             mixed,
             Message::text(Role::Assistant, "ok"),
         ];

@@ -148,9 +148,15 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
             );
         }
         if anthropic {
-            let first_other = m.blocks.iter().position(|b| b.kind != BlockKind::ToolResult);
+            let first_other = m
+                .blocks
+                .iter()
+                .position(|b| b.kind != BlockKind::ToolResult);
             if let Some(k) = first_other {
-                if m.blocks[k..].iter().any(|b| b.kind == BlockKind::ToolResult) {
+                if m.blocks[k..]
+                    .iter()
+                    .any(|b| b.kind == BlockKind::ToolResult)
+                {
                     push(
                         i,
                         rule::TOOL_RESULT_NOT_FIRST,
@@ -291,14 +297,20 @@ fn report_stray_result(
         _ => push(
             at,
             rule::ORPHAN_TOOL_RESULT,
-            format!("tool result for {} has no matching call before it", id_text(id)),
+            format!(
+                "tool result for {} has no matching call before it",
+                id_text(id)
+            ),
         ),
     }
 }
 
 /// Anthropic: while a tool loop is pending (no user text since it began), the assistant
 /// message that opened it must still open with its thinking block if the loop thinks at all.
-fn check_thinking_loop(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+fn check_thinking_loop(
+    messages: &[Message<'_>],
+    push: &mut impl FnMut(usize, &'static str, String),
+) {
     let last_user_text = messages.iter().rposition(|m| m.is_user_text());
     let from = last_user_text.map_or(0, |i| i + 1);
     let pending = &messages[from..];
@@ -306,11 +318,16 @@ fn check_thinking_loop(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'
         return;
     };
     // Only a loop still waiting on tool results is pending.
-    if pending.last().is_some_and(|m| m.role == Role::Assistant && !m.has_calls()) {
+    if pending
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant && !m.has_calls())
+    {
         return;
     }
     let opener = &pending[first_assistant];
-    let thinks = pending.iter().any(|m| m.role == Role::Assistant && m.has_thinking());
+    let thinks = pending
+        .iter()
+        .any(|m| m.role == Role::Assistant && m.has_thinking());
     if thinks && !opener.starts_with_thinking() {
         push(
             from + first_assistant,
@@ -368,7 +385,10 @@ mod tests {
     }
 
     fn call<'a>(id: &str) -> Message<'a> {
-        Message::new(Role::Assistant, vec![Block::tool_call(Some(id), "bash", "{}")])
+        Message::new(
+            Role::Assistant,
+            vec![Block::tool_call(Some(id), "bash", "{}")],
+        )
     }
 
     fn result<'a>(id: &str) -> Message<'a> {
@@ -443,7 +463,10 @@ mod tests {
             Message::text(Role::System, "no"),
             Message::new(
                 Role::Assistant,
-                vec![Block::tool_call(Some("a"), "bash", "{}"), Block::thinking("late")],
+                vec![
+                    Block::tool_call(Some("a"), "bash", "{}"),
+                    Block::thinking("late"),
+                ],
             ),
             late_result,
             Message::new(Role::User, vec![]),
@@ -464,11 +487,17 @@ mod tests {
     fn broken_thinking_loop() {
         let msgs = vec![
             Message::text(Role::User, "go"),
-            Message::new(Role::Assistant, vec![Block::tool_call(Some("a"), "bash", "{}")]),
+            Message::new(
+                Role::Assistant,
+                vec![Block::tool_call(Some("a"), "bash", "{}")],
+            ),
             Message::new(Role::User, vec![Block::tool_result(Some("a"), "ok")]),
             Message::new(
                 Role::Assistant,
-                vec![Block::thinking("t"), Block::tool_call(Some("b"), "bash", "{}")],
+                vec![
+                    Block::thinking("t"),
+                    Block::tool_call(Some("b"), "bash", "{}"),
+                ],
             ),
         ];
         assert_eq!(

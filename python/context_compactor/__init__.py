@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from context_compactor._core import (
     ConversationStructure,
+    MessageCounts,
     Problem,
     __version__,
     analyze_conversation,
@@ -25,16 +26,19 @@ from context_compactor.errors import (
     StoreError,
     SummarizerError,
 )
+from context_compactor.tokens import TokenCounter
 
 __all__ = [
     "CompactorError",
     "ConfigError",
     "ConversationStructure",
     "InvalidConversationError",
+    "MessageCounts",
     "MessageTypeError",
     "Problem",
     "StoreError",
     "SummarizerError",
+    "TokenCounter",
     "__version__",
     "analyze_conversation",
     "count_tokens",

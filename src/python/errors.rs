@@ -11,7 +11,12 @@ use pyo3::types::PyType;
 static MESSAGE_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CONFIG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn raise<'py, A>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str, args: A) -> PyErr
+fn raise<'py, A>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+    args: A,
+) -> PyErr
 where
     A: pyo3::call::PyCallArgs<'py>,
 {

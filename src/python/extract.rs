@@ -186,10 +186,13 @@ impl<'py> Extractor<'py> {
             index: Some(index),
             path: String::new(),
         };
-        let acc = Access::of(obj, &Loc {
-            index: Some(index),
-            path: "message".to_owned(),
-        })?;
+        let acc = Access::of(
+            obj,
+            &Loc {
+                index: Some(index),
+                path: "message".to_owned(),
+            },
+        )?;
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
@@ -197,7 +200,10 @@ impl<'py> Extractor<'py> {
             }
             None => return Err(loc.child("role").err(py, "missing role")),
         };
-        if matches!(role, Role::Tool | Role::Function | Role::System | Role::Developer) {
+        if matches!(
+            role,
+            Role::Tool | Role::Function | Role::System | Role::Developer
+        ) {
             self.hints.openai = true;
         }
         let mut blocks = Vec::new();
@@ -323,7 +329,10 @@ impl<'py> Extractor<'py> {
         if !(c.is_instance_of::<PyList>() || c.is_instance_of::<PyTuple>()) {
             return Err(loc.err(
                 self.py,
-                &format!("expected str, None or a list of parts, got {}", type_name(c)),
+                &format!(
+                    "expected str, None or a list of parts, got {}",
+                    type_name(c)
+                ),
             ));
         }
         for (k, part) in self.sequence(c, loc)?.iter().enumerate() {
@@ -443,7 +452,10 @@ impl<'py> Extractor<'py> {
             out.push(Piece::Borrowed(self.keep.text(s)?));
         } else if let Ok(d) = v.cast::<PyDict>() {
             for (k, item) in d.iter() {
-                let key = k.str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let key = k
+                    .str()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 if key == "type" {
                     continue;
                 }

@@ -53,7 +53,9 @@ fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profi
                 super::errors::config_error(
                     py,
                     "profile",
-                    &format!("unknown profile {p:?}; expected \"openai\", \"anthropic\" or \"strict\""),
+                    &format!(
+                        "unknown profile {p:?}; expected \"openai\", \"anthropic\" or \"strict\""
+                    ),
                 )
             })
         })
