@@ -1,0 +1,680 @@
+"""Load real transcript files into a valid request, and save one.
+
+Three inputs are read:
+
+- **OpenAI Chat Completions JSON**: a list of messages, or ``{"messages": [...], "tools": [...]}``.
+- **Anthropic Messages JSON**: ``{"system": ..., "messages": [...], "tools": [...]}``, or a bare list
+  (a bare list is Anthropic when it has ``tool_use``/``tool_result``/``thinking`` blocks, else OpenAI).
+- **Claude Code session JSONL** (``~/.claude/projects/*/*.jsonl``): a log, not a request. It is
+  rebuilt into the Anthropic request Claude Code would send next.
+
+A JSONL file whose lines are plain messages (``{"role": ...}``) is read like a JSON list.
+
+Design notes (Claude Code logs, from the files in the shared corpus and Claude Code's own
+behaviour):
+
+- One API message is written as one record per content block, all with the same ``message.id``;
+  thinking blocks are records of their own. A parallel call's result is often written *between*
+  two blocks of that message, and the results of parallel calls come in completion order, so a
+  result may follow a later call. The loader therefore merges every assistant record into the
+  message its ``message.id`` names (first position wins, exact duplicate blocks dropped, thinking
+  moved first), collects every ``tool_result`` by ``tool_use_id``, and puts the results of a
+  message's calls, in call order, into one user message right after it.
+- ``parentUuid`` is not followed: the parallel-call records branch off the chain (the last
+  result's parent is the assistant record of its own call), so walking the chain back from the
+  leaf loses calls. File order is used instead.
+- Only ``user`` and ``assistant`` records become messages. ``progress``,
+  ``file-history-snapshot``, ``queue-operation``, ``pr-link``, ``attachment``, ``summary``
+  (session titles) and every ``system`` record (hook summaries, turn durations, local command
+  output, ``compact_boundary``, ``microcompact_boundary``) are UI or bookkeeping, never sent
+  to the model; they are skipped and counted. So are sidechain records (sub-agents), records
+  whose ``uuid`` was already seen, and synthetic API error messages (``isApiErrorMessage``).
+- ``isMeta`` user records (the local-command caveat, skill and attachment injections) and the
+  user records of local commands (``<command-name>...``) are sent to the model by Claude Code,
+  so they are kept as user messages.
+- A ``compact_boundary`` starts a new context: Claude Code sends only what follows it, with the
+  earlier compaction's summary (the ``isCompactSummary`` user record) as the first user message.
+  The loader does the same and counts the records before the last boundary as skipped.
+- Repairs (each listed in :attr:`Transcript.repairs`): a call with no result anywhere gets a
+  synthetic error result, unless it is the pending call of the very last message; a result whose
+  call is nowhere is dropped; a repeated result or call id keeps its first occurrence; blank text
+  blocks are dropped (the API rejects them); a log that starts with the assistant gets a short
+  user message in front.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+try:  # The package's exception hierarchy; fall back to plain ``Exception`` if it is unavailable.
+    from context_compactor.errors import CompactorError as _ErrorBase
+except ImportError:  # pragma: no cover - only while the package is half built
+
+    class _ErrorBase(Exception):  # type: ignore[no-redef]
+        """Stand-in for ``CompactorError``."""
+
+
+__all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
+
+Format = Literal["openai", "anthropic"]
+
+#: Content of the synthetic result given to a call whose result the log never recorded.
+NO_RESULT_TEXT = "(no result was recorded)"
+#: Content of the user message put in front of a log that starts with the assistant.
+MISSING_START_TEXT = "(the start of this conversation was not recorded)"
+
+# Record types a Claude Code session log is made of (any one of them marks a file as such a log).
+_CLAUDE_CODE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "attachment",
+        "pr-link",
+        "custom-title",
+    }
+)
+_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+_ANTHROPIC_BLOCK_TYPES = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+class TranscriptError(_ErrorBase, ValueError):
+    """A transcript could not be read: malformed JSON, or not a shape this module knows.
+
+    Attributes:
+        line: 1-based line number of the fault (a JSONL record, or the JSON parser's position),
+            ``None`` when the fault is not on one line.
+        path: The file, when it was read by :func:`load`.
+
+    Example:
+        >>> from context_compactor.io import loads, TranscriptError
+        >>> try:
+        ...     loads('{"type": "user", "message": {"role": "user", "content": "hi"}}\\n{oops')
+        ... except TranscriptError as e:
+        ...     print(e.line)
+        2
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A conversation read from a file, ready to send or to compact.
+
+    Attributes:
+        messages: The messages, as plain JSON dicts (fresh objects: yours to change).
+        format: ``"openai"`` or ``"anthropic"``.
+        system: Anthropic's separate system prompt (``str`` or text blocks); always ``None`` for
+            OpenAI, whose system prompt stays in ``messages``.
+        tools: The tool definitions the file carried, if any.
+        source: What the file was: ``"openai_json"``, ``"anthropic_json"``, ``"claude_code_jsonl"``
+            (``"openai_jsonl"``/``"anthropic_jsonl"`` for a JSONL file of plain messages).
+        path: The file read, or ``None`` for :func:`loads`.
+        skipped: Records or lines dropped (progress, snapshots, system records, sidechains,
+            duplicates, records before the last compaction boundary, ...).
+        repairs: What was changed to make the log a valid request, one readable line each
+            (synthetic results, dropped orphan results, ...).
+
+    Example:
+        >>> t = loads('[{"role": "user", "content": "hi"}]')
+        >>> t.format, t.source, len(t.messages)
+        ('openai', 'openai_json', 1)
+    """
+
+    messages: list[dict[str, Any]]
+    format: Format
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    source: str = ""
+    path: str | None = None
+    skipped: int = 0
+    repairs: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Transcript:
+    """Read a transcript file: OpenAI JSON, Anthropic JSON or a Claude Code session JSONL.
+
+    Args:
+        path: The file. A missing file raises ``FileNotFoundError``.
+        format: Force the format. For a bare message list this overrides detection (the list is
+            taken as it is). For an Anthropic request with a ``system`` key or a Claude Code log,
+            ``"openai"`` converts the rebuilt request to OpenAI Chat Completions (thinking dropped,
+            each result a ``tool`` message).
+
+    Returns:
+        The :class:`Transcript`. Claude Code logs come back as a valid Anthropic request.
+
+    Raises:
+        TranscriptError: Malformed JSON (with the line number) or an unknown shape.
+
+    Example:
+        >>> from context_compactor.io import load
+        >>> t = load("session.jsonl")                                   # doctest: +SKIP
+        >>> t.format, t.source, len(t.messages), t.skipped              # doctest: +SKIP
+        ('anthropic', 'claude_code_jsonl', 55, 160)
+    """
+    name = os.fspath(path)
+    with open(name, encoding="utf-8-sig") as f:
+        text = f.read()
+    try:
+        t = _parse(text, format)
+    except TranscriptError as e:
+        e.path = name
+        raise
+    return Transcript(
+        messages=t.messages,
+        format=t.format,
+        system=t.system,
+        tools=t.tools,
+        source=t.source,
+        path=name,
+        skipped=t.skipped,
+        repairs=t.repairs,
+    )
+
+
+def loads(text: str, *, format: Format | None = None) -> Transcript:
+    """Read a transcript from a string (JSON or JSONL); otherwise the same as :func:`load`.
+
+    Example:
+        >>> t = loads('{"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}')
+        >>> t.format, t.system
+        ('anthropic', 'Be brief.')
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return _parse(text, format)
+
+
+def save(
+    path: str | os.PathLike[str],
+    messages: Sequence[Any],
+    *,
+    system: str | list[dict[str, Any]] | None = None,
+    tools: Sequence[Any] | None = None,
+    format: Format | None = None,
+) -> None:
+    """Write a conversation as JSON that :func:`load` reads back, atomically.
+
+    OpenAI is written as a bare list (``{"messages", "tools"}`` when there are tools; a ``system``
+    string given here becomes a leading system message). Anthropic is written as
+    ``{"system", "messages", "tools"}`` (``system`` always present, so the file reads back as
+    Anthropic). SDK pydantic objects are written through their ``model_dump``. The file is
+    written to a temporary file in the same folder and moved into place with ``os.replace``.
+
+    Args:
+        path: Where to write.
+        messages: The messages (dicts or SDK objects).
+        system: Anthropic's system prompt.
+        tools: Tool definitions.
+        format: ``"openai"`` or ``"anthropic"``; detected from the messages when ``None``
+            (a ``system`` argument means Anthropic).
+
+    Example:
+        >>> save("out.json", [{"role": "user", "content": "hi"}], system="Be brief.")  # doctest: +SKIP
+        >>> load("out.json").system                                                   # doctest: +SKIP
+        'Be brief.'
+    """
+    msgs = [_jsonable(m) for m in messages]
+    tool_list = None if tools is None else [_jsonable(t) for t in tools]
+    fmt: Format = format or ("anthropic" if system is not None else _detect(msgs))
+    data: Any
+    if fmt == "anthropic":
+        data = {"system": _jsonable(system), "messages": msgs}
+        if tool_list is not None:
+            data["tools"] = tool_list
+    elif fmt == "openai":
+        if system is not None:
+            msgs = [{"role": "system", "content": _jsonable(system)}, *msgs]
+        data = msgs if tool_list is None else {"messages": msgs, "tools": tool_list}
+    else:
+        raise ValueError(f"format must be 'openai' or 'anthropic', not {format!r}")
+    _write_atomic(os.fspath(path), json.dumps(data, ensure_ascii=False, indent=2, default=_jsonable) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _parse(text: str, format: Format | None) -> Transcript:
+    if format not in (None, "openai", "anthropic"):
+        raise ValueError(f"format must be 'openai', 'anthropic' or None, not {format!r}")
+    if not text.strip():
+        raise TranscriptError("the transcript is empty", line=1)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if _first_line_is_object(text):
+            return _from_jsonl(_jsonl_records(text), format)
+        raise TranscriptError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", line=e.lineno) from e
+    if isinstance(data, dict) and _is_claude_code_record(data):
+        return _from_jsonl([(_first_content_line(text), data)], format)
+    return _from_json(data, format)
+
+
+def _first_content_line(text: str) -> int:
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            return n
+    return 1
+
+
+def _first_line_is_object(text: str) -> bool:
+    for line in text.split("\n"):
+        if line.strip():
+            try:
+                return isinstance(json.loads(line), dict)
+            except json.JSONDecodeError:
+                return False
+    return False
+
+
+def _jsonl_records(text: str) -> list[tuple[int, Any]]:
+    # str.split, not splitlines: JSON strings may hold a raw U+2028, which splitlines breaks on.
+    records = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((n, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise TranscriptError(f"malformed JSON on line {n}, column {e.colno}: {e.msg}", line=n) from e
+    return records
+
+
+def _is_claude_code_record(d: dict[str, Any]) -> bool:
+    return d.get("type") in _CLAUDE_CODE_TYPES and "role" not in d and "messages" not in d
+
+
+def _check_messages(messages: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise TranscriptError(f"{where} must be a list of messages, not {type(messages).__name__}")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise TranscriptError(f"message {i} must be a JSON object, not {type(m).__name__}")
+    return messages
+
+
+def _from_json(data: Any, format: Format | None) -> Transcript:
+    system: Any = None
+    tools: Any = None
+    explicit_anthropic = False
+    if isinstance(data, list):
+        messages = _check_messages(data, "the transcript")
+    elif isinstance(data, dict) and "messages" in data:
+        messages = _check_messages(data["messages"], '"messages"')
+        tools = data.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            raise TranscriptError(f'"tools" must be a list, not {type(tools).__name__}')
+        if "system" in data:
+            explicit_anthropic = True
+            system = data["system"]
+            if system is not None and not isinstance(system, (str, list)):
+                raise TranscriptError(f'"system" must be a string or a list of blocks, not {type(system).__name__}')
+    else:
+        raise TranscriptError(
+            "not a transcript: expected a list of messages, an object with 'messages', or JSONL records"
+        )
+
+    detected = _detect(messages)
+    # Anthropic tool definitions carry ``input_schema``; OpenAI's are ``{"type": "function", ...}``.
+    if explicit_anthropic or (tools and all(isinstance(t, dict) and "input_schema" in t for t in tools)):
+        detected = "anthropic"
+
+    if format == "openai" and explicit_anthropic:
+        return Transcript(messages=_to_openai(messages, system), format="openai", tools=tools, source="anthropic_json")
+    fmt = format or detected
+    if fmt == "openai":
+        return Transcript(messages=messages, format="openai", tools=tools, source=f"{detected}_json")
+    return Transcript(messages=messages, format="anthropic", system=system, tools=tools, source=f"{detected}_json")
+
+
+def _detect(messages: Iterable[Any]) -> Format:
+    """DESIGN's detection: Anthropic-only blocks ⇒ anthropic; otherwise openai."""
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+        if isinstance(content, list):
+            for b in content:
+                kind = b.get("type") if isinstance(b, dict) else getattr(b, "type", None)
+                if kind in _ANTHROPIC_BLOCK_TYPES:
+                    return "anthropic"
+    return "openai"
+
+
+def _from_jsonl(records: list[tuple[int, Any]], format: Format | None) -> Transcript:
+    for n, r in records:
+        if not isinstance(r, dict):
+            raise TranscriptError(f"line {n} is not a JSON object", line=n)
+    if records and all("role" in r and "message" not in r for _, r in records):
+        t = _from_json([r for _, r in records], format)
+        return Transcript(messages=t.messages, format=t.format, source=t.source.replace("_json", "_jsonl"))
+    if not any(r.get("type") in _CLAUDE_CODE_TYPES for _, r in records):
+        raise TranscriptError("not a Claude Code session log: no user, assistant or system records", line=records[0][0])
+    messages, skipped, repairs = _rebuild_claude_code(records)
+    if format == "openai":
+        return Transcript(
+            messages=_to_openai(messages),
+            format="openai",
+            source="claude_code_jsonl",
+            skipped=skipped,
+            repairs=repairs,
+        )
+    return Transcript(
+        messages=messages, format="anthropic", source="claude_code_jsonl", skipped=skipped, repairs=repairs
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Claude Code session logs
+# --------------------------------------------------------------------------------------------
+
+
+class _Assistant:
+    """One API assistant message being put back together from its records."""
+
+    __slots__ = ("blocks", "line", "seen")
+
+    def __init__(self, line: int) -> None:
+        self.line = line  # where its first record is, for the repair notes
+        self.blocks: list[Any] = []
+        self.seen: set[str] = set()
+
+
+def _key(block: Any) -> str:
+    return json.dumps(block, sort_keys=True, ensure_ascii=False)
+
+
+def _is_blank_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text") or "").strip()
+
+
+def _rebuild_claude_code(records: list[tuple[int, dict[str, Any]]]) -> tuple[list[dict[str, Any]], int, list[str]]:
+    skipped = 0
+    repairs: list[str] = []
+
+    # Only what follows the last compaction boundary is in the live context.
+    start = 0
+    for i, (_, r) in enumerate(records):
+        if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
+            start = i + 1
+    if start == 0:  # A summary without its boundary record (older logs) also starts the context.
+        for i, (_, r) in enumerate(records):
+            if r.get("type") == "user" and r.get("isCompactSummary"):
+                start = i
+    skipped += start
+
+    # Items in log order: ("assistant", _Assistant) or ("user", content, line).
+    items: list[tuple[Any, ...]] = []
+    by_message_id: dict[str, _Assistant] = {}
+    call_ids: set[Any] = set()  # ids as the log has them (a str, unless the log is broken)
+    results: dict[Any, tuple[int, dict[str, Any]]] = {}
+    seen_uuids: set[str] = set()
+
+    for n, r in records[start:]:
+        kind = r.get("type")
+        msg = r.get("message")
+        if (
+            kind not in ("user", "assistant")
+            or r.get("isSidechain")
+            or r.get("isApiErrorMessage")
+            or not isinstance(msg, dict)
+            or msg.get("role", kind) != kind
+        ):
+            skipped += 1
+            continue
+        uuid = r.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen_uuids:
+                skipped += 1
+                continue
+            seen_uuids.add(uuid)
+        content = msg.get("content")
+
+        if kind == "assistant":
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if not isinstance(blocks, list):
+                skipped += 1
+                continue
+            mid = msg.get("id")
+            key = mid if isinstance(mid, str) else f"line {n}"
+            group = by_message_id.get(key)
+            if group is None:
+                group = by_message_id[key] = _Assistant(n)
+                items.append(("assistant", group))
+            for b in blocks:
+                k = _key(b)
+                if k in group.seen:
+                    continue  # the same block logged twice
+                if _is_blank_text(b):
+                    repairs.append(f"line {n}: dropped a blank text block")
+                    continue
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    cid = b.get("id")
+                    if cid in call_ids:
+                        repairs.append(f"line {n}: dropped a second tool_use with id {cid!r}")
+                        continue
+                    call_ids.add(cid)
+                group.seen.add(k)
+                group.blocks.append(b)
+            continue
+
+        # user
+        if isinstance(content, str):
+            if content.strip():
+                items.append(("user", content, n))
+            else:
+                skipped += 1
+            continue
+        if not isinstance(content, list):
+            skipped += 1
+            continue
+        rest = []
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                rid = b.get("tool_use_id")
+                if rid in results:
+                    repairs.append(f"line {n}: dropped a second result for tool call {rid!r}")
+                else:
+                    results[rid] = (n, b)
+            elif _is_blank_text(b):
+                repairs.append(f"line {n}: dropped a blank text block")
+            else:
+                rest.append(b)
+        if rest:
+            items.append(("user", rest, n))
+        elif not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            skipped += 1
+
+    # Messages in log order, before results are placed: thinking first in each assistant message;
+    # an assistant message of thinking alone (an interrupted turn) is not one the API takes back.
+    staged: list[tuple[int, dict[str, Any]]] = []
+    for item in items:
+        if item[0] == "user":
+            staged.append((item[2], {"role": "user", "content": item[1]}))
+            continue
+        group = item[1]
+        thinking = [b for b in group.blocks if isinstance(b, dict) and b.get("type") in _THINKING_TYPES]
+        others = [b for b in group.blocks if not (isinstance(b, dict) and b.get("type") in _THINKING_TYPES)]
+        if not others:
+            if thinking:
+                repairs.append(f"line {group.line}: dropped an assistant message holding only thinking")
+            continue
+        if thinking and group.blocks[: len(thinking)] != thinking:
+            repairs.append(f"line {group.line}: moved the thinking blocks to the front of their message")
+        staged.append((group.line, {"role": "assistant", "content": thinking + others}))
+    if staged and staged[0][1]["role"] != "user":
+        staged.insert(0, (0, {"role": "user", "content": MISSING_START_TEXT}))
+        repairs.append("the log starts with the assistant; added a user message in front")
+
+    # Each assistant message, then the results of its calls in one user message.
+    out: list[dict[str, Any]] = []
+    used: set[Any] = set()
+    for i, (line, m) in enumerate(staged):
+        out.append(m)
+        if m["role"] != "assistant":
+            continue
+        calls = [b.get("id") for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if not calls or (i + 1 == len(staged) and not any(c in results for c in calls)):
+            continue  # no calls, or the pending calls of the very last message: valid as they are
+        block: list[Any] = []
+        for c in calls:
+            if c in results:
+                block.append(results[c][1])
+                used.add(c)
+            else:
+                block.append({"type": "tool_result", "tool_use_id": c, "content": NO_RESULT_TEXT, "is_error": True})
+                repairs.append(f"line {line}: tool call {c!r} has no result in the log; added an error result")
+        out.append({"role": "user", "content": block})
+
+    for rid, (n, _) in results.items():
+        if rid not in used:
+            repairs.append(f"line {n}: dropped the result for tool call {rid!r}, whose call is not in the log")
+    return out, skipped, repairs
+
+
+# --------------------------------------------------------------------------------------------
+# Anthropic → OpenAI
+# --------------------------------------------------------------------------------------------
+
+
+def _text_of(content: Any, sep: str = "\n") -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else str(content)
+    parts = []
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+        elif isinstance(b, dict) and b.get("type") in ("image", "document"):
+            parts.append(f"[{b['type']}]")
+        elif isinstance(b, str):
+            parts.append(b)
+    return sep.join(parts)
+
+
+def _openai_part(b: Any) -> dict[str, Any]:
+    if isinstance(b, dict) and b.get("type") == "text":
+        return {"type": "text", "text": b.get("text", "")}
+    if isinstance(b, dict) and b.get("type") == "image" and isinstance(b.get("source"), dict):
+        src = b["source"]
+        if src.get("type") == "base64":
+            return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type')};base64,{src.get('data')}"}}
+        if src.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": src.get("url")}}
+    return {"type": "text", "text": json.dumps(b, ensure_ascii=False)}
+
+
+def _to_openai(messages: Sequence[dict[str, Any]], system: Any = None) -> list[dict[str, Any]]:
+    """Convert an Anthropic request to OpenAI Chat Completions messages.
+
+    The system prompt becomes a leading system message; text blocks are joined; thinking is
+    dropped; ``tool_use`` becomes ``tool_calls`` (arguments as JSON text); each ``tool_result``
+    becomes a ``tool`` message, placed before the rest of its user message; images become
+    ``image_url`` parts (``[image]`` inside tool results, which OpenAI keeps text-only).
+
+    Example:
+        >>> _to_openai([{"role": "user", "content": "hi"}], system="Be brief.")
+        [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'hi'}]
+    """
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": _text_of(system, "\n\n")})
+    for m in messages:
+        role, content = m.get("role"), m.get("content")
+        if isinstance(content, str) or content is None:
+            out.append({"role": role, "content": content if content is not None else ""})
+            continue
+        if role == "assistant":
+            texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            calls = [
+                {
+                    "id": b.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": b.get("name"),
+                        "arguments": json.dumps(b.get("input", {}), ensure_ascii=False),
+                    },
+                }
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            if not texts and not calls:
+                continue  # thinking only
+            msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+            continue
+        rest = []
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                out.append(
+                    {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))}
+                )
+            else:
+                rest.append(b)
+        if rest:
+            if all(isinstance(b, dict) and b.get("type") == "text" for b in rest):
+                out.append({"role": role, "content": _text_of(rest, "\n\n")})
+            else:
+                out.append({"role": role, "content": [_openai_part(b) for b in rest]})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _jsonable(obj: Any) -> Any:
+    """Dicts, lists and scalars as they are; SDK pydantic objects through ``model_dump``."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_unset=True)
+    if isinstance(obj, (dict, list, str, int, float, bool)) or obj is None:
+        return obj
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _write_atomic(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
