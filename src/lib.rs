@@ -2,6 +2,7 @@
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
 pub mod message;
+pub mod state;
 pub mod structure;
 pub mod text;
 pub mod tokens;

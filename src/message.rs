@@ -214,6 +214,8 @@ pub struct Message<'a> {
     pub blocks: Vec<Block<'a>>,
     /// The content was empty (`""`, `[]`) or absent with no calls.
     pub empty: bool,
+    /// A content fingerprint (see `crate::state`), 0 when not computed.
+    pub fingerprint: u64,
 }
 
 impl<'a> Message<'a> {
@@ -223,6 +225,7 @@ impl<'a> Message<'a> {
             role,
             blocks,
             empty,
+            fingerprint: 0,
         }
     }
 

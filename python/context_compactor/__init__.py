@@ -7,6 +7,7 @@ README for the two commands and a ten-line example.
 from __future__ import annotations
 
 from context_compactor._core import (
+    ConversationState,
     ConversationStructure,
     MessageCounts,
     Problem,
@@ -18,6 +19,8 @@ from context_compactor._core import (
     estimate_tokens,
     validate_messages,
 )
+from context_compactor.compactor import CompactionCheck, ContextCompactor
+from context_compactor.config import PRESETS, CompactionConfig, SelectiveRule
 from context_compactor.errors import (
     CompactorError,
     ConfigError,
@@ -29,13 +32,19 @@ from context_compactor.errors import (
 from context_compactor.tokens import TokenCounter
 
 __all__ = [
+    "PRESETS",
+    "CompactionCheck",
+    "CompactionConfig",
     "CompactorError",
     "ConfigError",
+    "ContextCompactor",
+    "ConversationState",
     "ConversationStructure",
     "InvalidConversationError",
     "MessageCounts",
     "MessageTypeError",
     "Problem",
+    "SelectiveRule",
     "StoreError",
     "SummarizerError",
     "TokenCounter",

@@ -1,6 +1,6 @@
 """Type stubs for the native module ``context_compactor._core`` (the Rust core's boundary)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias, final
 
 __version__: str
@@ -61,7 +61,9 @@ class ConversationStructure:
 class MessageCounts:
     """Token counts of a request, part by part."""
 
-    def __new__(cls, messages: Sequence[int], system: int = 0, tools: int = 0, format: str = "openai") -> MessageCounts: ...
+    def __new__(
+        cls, messages: Sequence[int], system: int = 0, tools: int = 0, format: str = "openai"
+    ) -> MessageCounts: ...
     @property
     def messages(self) -> list[int]: ...
     @property
@@ -72,6 +74,10 @@ class MessageCounts:
     def format(self) -> _Format: ...
     @property
     def total(self) -> int: ...
+    @property
+    def calibrated_total(self) -> int: ...
+    @property
+    def counted(self) -> int: ...
 
 def validate_messages(
     messages: Sequence[Any],
@@ -120,26 +126,70 @@ def count_tokens(text: str, encoding: str = "o200k_base") -> int:
 def count_tokens_many(texts: Sequence[str], encoding: str = "o200k_base") -> list[int]:
     """:func:`count_tokens` of each text, in parallel with the GIL released."""
 
-def count_messages(
+def measure(
     messages: Sequence[Any],
     *,
     format: str | None = None,
     system: Any = None,
     tools: Sequence[Any] | None = None,
-    tokenizer: str = "approx",
+    tokenizer: str | Callable[[str], int] | None = None,
     message_overhead_tokens: int = 4,
     image_tokens: int = 1600,
+    state: ConversationState | None = None,
 ) -> MessageCounts:
-    """Count a request with a built-in tokenizer (``"approx"``, ``"o200k_base"``, ``"cl100k_base"``)."""
+    """Count a request part by part with a built-in tokenizer (``"approx"`` by default,
+    ``"o200k_base"``, ``"cl100k_base"``) or a callable ``str -> int``; through ``state``'s cache
+    and calibration when given."""
 
-def message_texts(
-    messages: Sequence[Any],
-    *,
-    format: str | None = None,
-    system: Any = None,
-    tools: Sequence[Any] | None = None,
-    message_overhead_tokens: int = 4,
-    image_tokens: int = 1600,
-) -> tuple[list[tuple[int, list[str]]], tuple[int, list[str]], tuple[int, list[str]], _Format]:
-    """For a Python counter: each message's fixed tokens and the texts to count, then the
-    system prompt's and the tools', and the format."""
+@final
+class ConversationState:
+    """What one conversation remembers between calls: cached per-message counts (keyed by a
+    content fingerprint, so in-place edits and reused ids cannot serve a stale count), the
+    calibration learned from provider usage, the cool-down after a summarizer failure, and the
+    last summary. Thread-safe.
+
+    Example:
+        >>> state = ConversationState()
+        >>> compactor.check(messages, state=state)  # counts everything once
+        >>> messages.append(reply)
+        >>> compactor.check(messages, state=state)  # counts only the new message
+        >>> state.observe_usage(response.usage, messages=messages)
+    """
+
+    def __new__(cls) -> ConversationState: ...
+    def observe_usage(
+        self,
+        usage: int | Any,
+        *,
+        messages: Sequence[Any] | None = None,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+    ) -> bool:
+        """Learn the ratio of the provider's real prompt size to our count.
+
+        Args:
+            usage: An int, or an OpenAI/Anthropic usage object or dict (Anthropic's prompt is
+                ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``).
+            messages: The messages the usage was measured on (else the last ``check``).
+
+        Returns:
+            Whether it was learned from: usage measured before the latest compaction (stale) and
+            prompts under 64 tokens are ignored. The learned ratio stays within [0.5, 2.0].
+        """
+    @property
+    def calibration(self) -> float: ...
+    @property
+    def observations(self) -> int: ...
+    @property
+    def cached_messages(self) -> int: ...
+    @property
+    def last_counted(self) -> int: ...
+    @property
+    def compactions(self) -> int: ...
+    @property
+    def cooldown_remaining(self) -> int: ...
+    @property
+    def last_summary(self) -> str | None: ...
+    def reset(self) -> None:
+        """Forget everything (cache, calibration, cool-down, last summary)."""

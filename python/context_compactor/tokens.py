@@ -90,31 +90,22 @@ class TokenCounter:
         system: Any = None,
         tools: Sequence[Any] | None = None,
         format: str | None = None,
+        state: _core.ConversationState | None = None,
     ) -> _core.MessageCounts:
-        """Tokens of each message, of the system prompt and of the tool definitions."""
-        if self._callable is None:
-            return _core.count_messages(
-                messages,
-                format=format,
-                system=system,
-                tools=tools,
-                tokenizer=self._name,
-                message_overhead_tokens=self.message_overhead_tokens,
-                image_tokens=self.image_tokens,
-            )
-        msgs, sys_part, tools_part, fmt = _core.message_texts(
+        """Tokens of each message, of the system prompt and of the tool definitions.
+
+        With a :class:`ConversationState`, messages counted before (same content) come from its
+        cache, and ``calibrated_total`` applies the ratio it learned from provider usage.
+        """
+        return _core.measure(
             messages,
             format=format,
             system=system,
             tools=tools,
+            tokenizer=self._callable if self._callable is not None else self._name,
             message_overhead_tokens=self.message_overhead_tokens,
             image_tokens=self.image_tokens,
-        )
-        return _core.MessageCounts(
-            [fixed + sum(map(self._call, texts)) for fixed, texts in msgs],
-            sys_part[0] + sum(map(self._call, sys_part[1])),
-            tools_part[0] + sum(map(self._call, tools_part[1])),
-            fmt,
+            state=state,
         )
 
     def count_messages(

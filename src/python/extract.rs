@@ -13,6 +13,7 @@
 use super::errors::message_type_error;
 use super::text::KeepAlive;
 use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Piece, Role};
+use crate::state::{hash_bytes, mix};
 use crate::text::Text;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -146,6 +147,9 @@ pub struct Extractor<'py> {
     py: Python<'py>,
     keep: KeepAlive<'py>,
     pub hints: FormatHints,
+    /// Compute message fingerprints (for a `ConversationState`'s cache).
+    fingerprints: bool,
+    fp: u64,
 }
 
 impl<'py> Extractor<'py> {
@@ -154,12 +158,30 @@ impl<'py> Extractor<'py> {
             py,
             keep: KeepAlive::default(),
             hints: FormatHints::default(),
+            fingerprints: false,
+            fp: 0,
         }
+    }
+
+    /// Also fingerprint each message (see `crate::state`).
+    pub fn with_fingerprints(mut self) -> Self {
+        self.fingerprints = true;
+        self
+    }
+
+    /// Borrow a string for the view (and mix it into the message's fingerprint).
+    fn borrow(&mut self, s: &Bound<'py, PyString>) -> PyResult<Text<'static>> {
+        let t = self.keep.text(s)?;
+        if self.fingerprints {
+            // CPython caches a str's hash inside the object: only the first call scans it.
+            self.fp = mix(mix(self.fp, s.hash()? as u64), t.char_len() as u64);
+        }
+        Ok(t)
     }
 
     fn text(&mut self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Text<'static>> {
         match v.cast::<PyString>() {
-            Ok(s) => self.keep.text(s),
+            Ok(s) => self.borrow(s),
             Err(_) => Err(loc.err(self.py, &format!("expected str, got {}", type_name(v)))),
         }
     }
@@ -274,6 +296,19 @@ impl<'py> Extractor<'py> {
         }
         let mut m = Message::new(role, blocks);
         m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
+        if self.fingerprints {
+            let mut fp = mix(self.fp, role as u64 | (u64::from(m.empty) << 8));
+            for b in &m.blocks {
+                fp = mix(fp, b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40));
+                for p in &b.texts {
+                    if let Piece::Owned(s) = p {
+                        fp = mix(fp, hash_bytes(s.as_bytes()));
+                    }
+                }
+            }
+            // 0 means "no fingerprint".
+            m.fingerprint = fp.max(1);
+        }
         Ok(m)
     }
 
@@ -322,7 +357,7 @@ impl<'py> Extractor<'py> {
         loc: &Loc,
     ) -> PyResult<()> {
         if let Ok(s) = c.cast::<PyString>() {
-            let t = self.keep.text(s)?;
+            let t = self.borrow(s)?;
             blocks.push(Block::text(Piece::Borrowed(t)));
             return Ok(());
         }
@@ -449,7 +484,7 @@ impl<'py> Extractor<'py> {
             return Err(loc.err(self.py, "nested too deeply (or cyclic)"));
         }
         if let Ok(s) = v.cast::<PyString>() {
-            out.push(Piece::Borrowed(self.keep.text(s)?));
+            out.push(Piece::Borrowed(self.borrow(s)?));
         } else if let Ok(d) = v.cast::<PyDict>() {
             for (k, item) in d.iter() {
                 let key = k

@@ -4,6 +4,7 @@
 
 mod errors;
 mod extract;
+mod state;
 mod text;
 mod tokens;
 mod validate;
@@ -15,5 +16,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     validate::register(m)?;
     tokens::register(m)?;
+    state::register(m)?;
     Ok(())
 }

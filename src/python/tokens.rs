@@ -1,11 +1,10 @@
-//! `estimate_tokens`, `count_tokens`, `count_tokens_many`.
+//! `estimate_tokens`, `count_tokens`, `count_tokens_many`, `measure`, `MessageCounts`.
 
 use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
+use super::state::{ConversationState, Counter};
 use super::text::borrow_text;
-use crate::tokens::counter::{
-    count_conversation, message_parts, Framing, Tokenizer, TOOL_DEF_OVERHEAD_TOKENS,
-};
+use crate::tokens::counter::{Framing, Tokenizer};
 use crate::tokens::estimate::estimate;
 use crate::tokens::exact::{self, Encoding};
 use pyo3::prelude::*;
@@ -79,6 +78,12 @@ pub struct MessageCounts {
     /// The detected (or given) format.
     #[pyo3(get)]
     format: &'static str,
+    /// The total scaled by the state's calibration (the total itself without a state).
+    #[pyo3(get)]
+    calibrated_total: usize,
+    /// Messages actually counted (the others came from the state's cache).
+    #[pyo3(get)]
+    counted: usize,
 }
 
 #[pymethods]
@@ -93,11 +98,14 @@ impl MessageCounts {
         format: &str,
     ) -> PyResult<Self> {
         let format = parse_format(py, Some(format))?.map_or("openai", |f| f.name());
+        let total = messages.iter().sum::<usize>() + system + tools;
         Ok(MessageCounts {
+            counted: messages.len(),
             messages,
             system,
             tools,
             format,
+            calibrated_total: total,
         })
     }
 
@@ -129,102 +137,61 @@ pub fn parse_tokenizer(py: Python<'_>, name: &str) -> PyResult<Tokenizer> {
     })
 }
 
-/// Count a request with a built-in tokenizer.
+/// Count a request: each message, the system prompt and the tools, with a built-in tokenizer
+/// or a callable, through a `ConversationState`'s cache and calibration when given.
 #[pyfunction]
-#[pyo3(signature = (messages, *, format=None, system=None, tools=None, tokenizer="approx", message_overhead_tokens=4, image_tokens=1600))]
+#[pyo3(signature = (messages, *, format=None, system=None, tools=None, tokenizer=None, message_overhead_tokens=4, image_tokens=1600, state=None))]
 #[allow(clippy::too_many_arguments)]
-pub fn count_messages(
+pub fn measure(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     format: Option<&str>,
     system: Option<&Bound<'_, PyAny>>,
     tools: Option<&Bound<'_, PyAny>>,
-    tokenizer: &str,
+    tokenizer: Option<&Bound<'_, PyAny>>,
     message_overhead_tokens: usize,
     image_tokens: usize,
+    state: Option<&ConversationState>,
 ) -> PyResult<MessageCounts> {
-    let tok = parse_tokenizer(py, tokenizer)?;
+    let counter = match tokenizer {
+        None => Counter::Builtin(Tokenizer::Approx),
+        Some(t) => Counter::parse(t)?,
+    };
     let format = parse_format(py, format)?;
-    let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
+    let mut ex = Extractor::new(py);
+    if state.is_some() {
+        ex = ex.with_fingerprints();
+    }
+    let ex = ex.conversation(messages, format, system, tools)?;
     let conv = ex.conv();
     let framing = Framing {
         message_overhead_tokens,
         image_tokens,
     };
-    let c = py.detach(|| count_conversation(tok, conv, framing));
+    let per = counter.count_messages(py, &conv.messages, framing, state)?;
+    let (sys, tls) = counter.count_extras(py, conv, framing)?;
+    let total = per.iter().sum::<usize>() + sys + tls;
+    let (calibrated, counted) = match state {
+        Some(s) => {
+            let mut st = s.lock();
+            st.record_total(total, sys + tls);
+            (st.calibrate(total), st.last_counted)
+        }
+        None => (total, per.len()),
+    };
     Ok(MessageCounts {
-        messages: c.messages,
-        system: c.system,
-        tools: c.tools,
+        messages: per,
+        system: sys,
+        tools: tls,
         format: conv.format.name(),
+        calibrated_total: calibrated,
+        counted,
     })
-}
-
-/// For a Python counter: each message's fixed tokens and the texts the counter must count
-/// (`[(fixed, [text, ...]), ...]`), then the system's and the tools' in the same shape.
-#[pyfunction]
-#[pyo3(signature = (messages, *, format=None, system=None, tools=None, message_overhead_tokens=4, image_tokens=1600))]
-#[allow(clippy::type_complexity)]
-pub fn message_texts(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    format: Option<&str>,
-    system: Option<&Bound<'_, PyAny>>,
-    tools: Option<&Bound<'_, PyAny>>,
-    message_overhead_tokens: usize,
-    image_tokens: usize,
-) -> PyResult<(
-    Vec<(usize, Vec<String>)>,
-    (usize, Vec<String>),
-    (usize, Vec<String>),
-    &'static str,
-)> {
-    let format = parse_format(py, format)?;
-    let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
-    let conv = ex.conv();
-    let framing = Framing {
-        message_overhead_tokens,
-        image_tokens,
-    };
-    let msgs = conv
-        .messages
-        .iter()
-        .map(|m| {
-            let (fixed, texts, names) = message_parts(m, framing);
-            let mut out: Vec<String> = texts
-                .iter()
-                .map(|p| p.text().to_utf8().into_owned())
-                .collect();
-            out.extend(names.iter().map(|n| (*n).to_owned()));
-            (fixed, out)
-        })
-        .collect();
-    let sys_fixed = if conv.system.is_empty() {
-        0
-    } else {
-        message_overhead_tokens
-    };
-    let sys = (
-        sys_fixed,
-        conv.system
-            .iter()
-            .map(|p| p.text().to_utf8().into_owned())
-            .collect(),
-    );
-    let tls = (
-        conv.tools.len() * TOOL_DEF_OVERHEAD_TOKENS,
-        conv.tools
-            .iter()
-            .map(|p| p.text().to_utf8().into_owned())
-            .collect(),
-    );
-    Ok((msgs, sys, tls, conv.format.name()))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MessageCounts>()?;
-    m.add_function(wrap_pyfunction!(count_messages, m)?)?;
-    m.add_function(wrap_pyfunction!(message_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(measure, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens_many, m)?)?;

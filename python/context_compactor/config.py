@@ -1,0 +1,342 @@
+"""`CompactionConfig`: every knob, its default, presets, and validation.
+
+Definitions (DESIGN): budget = ``max_context_tokens - reserve_tokens``; soft threshold =
+``soft_threshold_tokens`` or ``trigger_ratio * budget``; hard threshold = ``hard_threshold_tokens``
+or the budget; target = ``target_ratio * budget``, capped at the soft threshold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from context_compactor.errors import ConfigError
+
+__all__ = ["PRESETS", "CompactionConfig", "SelectiveRule"]
+
+ITEMS = ("tool_results", "thinking", "images", "assistant_text", "user_text")
+ACTIONS = ("placeholder", "drop", "head_tail", "never")
+
+
+@dataclass(frozen=True)
+class SelectiveRule:
+    """What selective compaction does to one type of item outside the recent window.
+
+    Args:
+        item: ``"tool_results"``, ``"thinking"`` (of completed turns), ``"images"``,
+            ``"assistant_text"`` (of old turns) or ``"user_text"``.
+        action: ``"placeholder"``, ``"drop"``, ``"head_tail"`` or ``"never"``.
+        priority: Lower runs first; rules run in order until the conversation is under the target.
+    """
+
+    item: str
+    action: str
+    priority: int
+
+    def __post_init__(self) -> None:
+        if self.item not in ITEMS:
+            raise ConfigError(
+                f"selective_rules: unknown item {self.item!r}; expected one of {ITEMS}", "selective_rules"
+            )
+        if self.action not in ACTIONS:
+            raise ConfigError(
+                f"selective_rules: unknown action {self.action!r}; expected one of {ACTIONS}", "selective_rules"
+            )
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
+            raise ConfigError(f"selective_rules: priority must be an int, got {self.priority!r}", "selective_rules")
+
+
+DEFAULT_SELECTIVE_RULES: tuple[SelectiveRule, ...] = (
+    SelectiveRule("tool_results", "placeholder", 10),
+    SelectiveRule("thinking", "drop", 20),
+    SelectiveRule("images", "placeholder", 20),
+    SelectiveRule("assistant_text", "head_tail", 30),
+    SelectiveRule("user_text", "never", 50),
+)
+
+Tokenizer = str | Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    """All settings of a :class:`ContextCompactor`. Immutable; change with :meth:`replace`.
+
+    Every field is also a keyword of ``ContextCompactor(...)``. Bad values raise
+    :class:`ConfigError` naming the field.
+
+    Example:
+        >>> cfg = CompactionConfig(max_context_tokens=200_000, keep_recent_messages=10)
+        >>> cfg.budget, cfg.soft_threshold, cfg.hard_threshold, cfg.target_tokens
+        (192000, 153600, 192000, 96000)
+        >>> CompactionConfig.preset("development").soft_threshold
+        5000
+    """
+
+    max_context_tokens: int = 128_000
+    reserve_tokens: int = 8_000
+    trigger_ratio: float = 0.8
+    soft_threshold_tokens: int | None = None
+    hard_threshold_tokens: int | None = None
+    target_ratio: float = 0.5
+    keep_first_messages: int = 1
+    keep_recent_messages: int = 6
+    keep_recent_tokens: int | None = None
+    keep_recent_tool_results: int = 4
+    max_tool_arg_chars: int = 500
+    protected_tools: tuple[str, ...] = ()
+    micro_trigger_ratio: float = 0.5
+    clear_at_least_tokens: int = 2_000
+    offload_dir: str | None = None
+    selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
+    summary_max_tokens: int = 2_000
+    summary_role: Literal["user", "system"] = "user"
+    user_messages_budget_tokens: int = 2_000
+    summarizer_max_input_tokens: int | None = None
+    transcript_item_max_chars: int = 2_000
+    summarizer_timeout_s: float = 120.0
+    on_summarizer_error: Literal["fallback", "fallback_all", "raise"] = "fallback"
+    min_savings_ratio: float = 0.1
+    cooldown_calls: int = 3
+    tokenizer: Tokenizer = "approx"
+    message_overhead_tokens: int = 4
+    image_tokens: int = 1_600
+    repair: bool = True
+    profile: Literal["openai", "anthropic", "strict"] | None = None
+    log_content: bool = False
+
+    def __post_init__(self) -> None:
+        # Normalise sequences given as lists (so the config stays hashable and immutable).
+        if isinstance(self.protected_tools, (list, set, frozenset)):
+            object.__setattr__(self, "protected_tools", tuple(sorted(self.protected_tools)))
+        if isinstance(self.selective_rules, list):
+            object.__setattr__(self, "selective_rules", tuple(self.selective_rules))
+        if self.offload_dir is not None and isinstance(self.offload_dir, os.PathLike):
+            object.__setattr__(self, "offload_dir", os.fspath(self.offload_dir))
+        self._validate()
+
+    # -- validation ---------------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        def integer(name: str, *, minimum: int = 0, optional: bool = False) -> None:
+            v = getattr(self, name)
+            if v is None and optional:
+                return
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"{name}: expected an int, got {v!r}", name)
+            if v < minimum:
+                raise ConfigError(f"{name}: must be >= {minimum}, got {v}", name)
+
+        def ratio(name: str, *, low_open: bool = True) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError(f"{name}: expected a number, got {v!r}", name)
+            if not ((v > 0) if low_open else (v >= 0)) or v > 1:
+                raise ConfigError(f"{name}: must be in {'(0' if low_open else '[0'}, 1], got {v}", name)
+
+        def choice(name: str, options: tuple[Any, ...]) -> None:
+            v = getattr(self, name)
+            if v not in options:
+                raise ConfigError(f"{name}: expected one of {options}, got {v!r}", name)
+
+        integer("max_context_tokens", minimum=1)
+        integer("reserve_tokens")
+        if self.reserve_tokens >= self.max_context_tokens:
+            raise ConfigError(
+                f"reserve_tokens: must be below max_context_tokens ({self.max_context_tokens}), "
+                f"got {self.reserve_tokens}",
+                "reserve_tokens",
+            )
+        ratio("trigger_ratio")
+        ratio("target_ratio")
+        ratio("micro_trigger_ratio", low_open=False)
+        ratio("min_savings_ratio", low_open=False)
+        integer("soft_threshold_tokens", minimum=1, optional=True)
+        integer("hard_threshold_tokens", minimum=1, optional=True)
+        if self.soft_threshold > self.hard_threshold:
+            name = "soft_threshold_tokens" if self.soft_threshold_tokens is not None else "trigger_ratio"
+            raise ConfigError(
+                f"{name}: the soft threshold ({self.soft_threshold}) is above the hard threshold "
+                f"({self.hard_threshold})",
+                name,
+            )
+        if self.hard_threshold > self.max_context_tokens:
+            raise ConfigError(
+                f"hard_threshold_tokens: {self.hard_threshold} is above max_context_tokens ({self.max_context_tokens})",
+                "hard_threshold_tokens",
+            )
+        for name in (
+            "keep_first_messages",
+            "keep_recent_messages",
+            "keep_recent_tool_results",
+            "clear_at_least_tokens",
+            "user_messages_budget_tokens",
+            "cooldown_calls",
+            "message_overhead_tokens",
+            "image_tokens",
+        ):
+            integer(name)
+        integer("keep_recent_tokens", optional=True)
+        integer("max_tool_arg_chars", minimum=16)
+        integer("summary_max_tokens", minimum=16)
+        integer("summarizer_max_input_tokens", minimum=256, optional=True)
+        integer("transcript_item_max_chars", minimum=16)
+        t = self.summarizer_timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t > 0 and math.isfinite(t)):
+            raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
+        choice("summary_role", ("user", "system"))
+        choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
+        choice("profile", (None, "openai", "anthropic", "strict"))
+        if not isinstance(self.repair, bool):
+            raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
+        if not isinstance(self.log_content, bool):
+            raise ConfigError(f"log_content: expected a bool, got {self.log_content!r}", "log_content")
+        if not isinstance(self.protected_tools, tuple) or not all(isinstance(n, str) for n in self.protected_tools):
+            raise ConfigError(
+                f"protected_tools: expected a sequence of tool names, got {self.protected_tools!r}", "protected_tools"
+            )
+        if not isinstance(self.selective_rules, tuple) or not all(
+            isinstance(r, SelectiveRule) for r in self.selective_rules
+        ):
+            raise ConfigError("selective_rules: expected a sequence of SelectiveRule", "selective_rules")
+        if self.offload_dir is not None and not isinstance(self.offload_dir, str):
+            raise ConfigError(f"offload_dir: expected a path, got {self.offload_dir!r}", "offload_dir")
+        tok = self.tokenizer
+        if not (callable(tok) or tok in ("approx", "o200k_base", "cl100k_base")):
+            raise ConfigError(
+                f"tokenizer: expected 'approx', 'o200k_base', 'cl100k_base' or a callable, got {tok!r}", "tokenizer"
+            )
+
+    # -- derived values -------------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> int:
+        """Tokens the prompt may use: ``max_context_tokens - reserve_tokens``."""
+        return self.max_context_tokens - self.reserve_tokens
+
+    @property
+    def soft_threshold(self) -> int:
+        """From here compaction is due (``urgency == "soft"``)."""
+        if self.soft_threshold_tokens is not None:
+            return self.soft_threshold_tokens
+        return int(self.trigger_ratio * self.budget)
+
+    @property
+    def hard_threshold(self) -> int:
+        """From here the conversation must be compacted before sending (``urgency == "hard"``)."""
+        if self.hard_threshold_tokens is not None:
+            return self.hard_threshold_tokens
+        return self.budget
+
+    @property
+    def target_tokens(self) -> int:
+        """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold."""
+        return min(int(self.target_ratio * self.budget), self.soft_threshold)
+
+    @property
+    def micro_threshold(self) -> int:
+        """Automatic micro-compaction only from here: ``micro_trigger_ratio * budget``."""
+        return int(self.micro_trigger_ratio * self.budget)
+
+    # -- construction ---------------------------------------------------------------------------------
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> CompactionConfig:
+        """A named preset (seed 000): ``"development"``, ``"production"`` or ``"large_context"``.
+
+        Example:
+            >>> CompactionConfig.preset("production", keep_recent_messages=8).keep_recent_messages
+            8
+        """
+        try:
+            values = PRESETS[name]
+        except KeyError:
+            raise ConfigError(f"preset: unknown preset {name!r}; expected one of {tuple(PRESETS)}", "preset") from None
+        return cls.from_dict({**values, **overrides})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompactionConfig:
+        """Build from a mapping (e.g. parsed TOML/JSON). Unknown keys raise :class:`ConfigError`;
+        ``selective_rules`` may be given as dicts ``{"item", "action", "priority"}``; a ``preset`` key
+        starts from that preset."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"config: expected a mapping, got {type(data).__name__}", "config")
+        data = dict(data)
+        base: dict[str, Any] = {}
+        if "preset" in data:
+            preset = data.pop("preset")
+            if preset not in PRESETS:
+                raise ConfigError(f"preset: unknown preset {preset!r}; expected one of {tuple(PRESETS)}", "preset")
+            base = dict(PRESETS[preset])
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in names:
+                raise ConfigError(f"{key}: unknown configuration field", str(key))
+        values = {**base, **data}
+        rules = values.get("selective_rules")
+        if rules is not None and not isinstance(rules, tuple):
+            if not isinstance(rules, (list, tuple)):
+                raise ConfigError("selective_rules: expected a list of rules", "selective_rules")
+            parsed = []
+            for r in rules:
+                if isinstance(r, SelectiveRule):
+                    parsed.append(r)
+                elif isinstance(r, Mapping):
+                    try:
+                        parsed.append(SelectiveRule(**r))
+                    except TypeError as e:
+                        raise ConfigError(f"selective_rules: {e}", "selective_rules") from None
+                else:
+                    raise ConfigError(f"selective_rules: expected a rule or a mapping, got {r!r}", "selective_rules")
+            values["selective_rules"] = tuple(parsed)
+        if isinstance(values.get("protected_tools"), list):
+            values["protected_tools"] = tuple(values["protected_tools"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain values (``selective_rules`` as dicts)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["selective_rules"] = [dataclasses.asdict(r) for r in self.selective_rules]
+        out["protected_tools"] = list(self.protected_tools)
+        return out
+
+    def replace(self, **changes: Any) -> CompactionConfig:
+        """A copy with some fields changed (validated again)."""
+        names = {f.name for f in dataclasses.fields(self)}
+        for key in changes:
+            if key not in names:
+                raise ConfigError(f"{key}: unknown configuration field", key)
+        return dataclasses.replace(self, **changes)
+
+
+#: Seed 000's presets. ``max_context_tokens`` is the hard threshold plus the reserve, so the hard
+#: threshold is the budget.
+PRESETS: dict[str, dict[str, Any]] = {
+    "development": {
+        "max_context_tokens": 10_000,
+        "soft_threshold_tokens": 5_000,
+        "hard_threshold_tokens": 8_000,
+        "reserve_tokens": 2_000,
+        "keep_recent_messages": 4,
+        "summary_max_tokens": 400,
+    },
+    "production": {
+        "max_context_tokens": 24_000,
+        "soft_threshold_tokens": 15_000,
+        "hard_threshold_tokens": 20_000,
+        "reserve_tokens": 4_000,
+        "keep_recent_messages": 6,
+        "summary_max_tokens": 800,
+    },
+    "large_context": {
+        "max_context_tokens": 36_000,
+        "soft_threshold_tokens": 25_000,
+        "hard_threshold_tokens": 30_000,
+        "reserve_tokens": 6_000,
+        "keep_recent_messages": 10,
+        "summary_max_tokens": 1_200,
+    },
+}

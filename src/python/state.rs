@@ -1,0 +1,307 @@
+//! `ConversationState` and `measure`: cached, calibrated counting of a conversation.
+
+use super::errors::{config_error, message_type_error};
+use super::extract::{parse_format, Extractor};
+use super::tokens::parse_tokenizer;
+use crate::message::{Conversation, Message};
+use crate::state::{CounterKey, Ignored, State, Usage};
+use crate::tokens::counter::{message_parts, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use std::sync::{Mutex, MutexGuard};
+
+/// What one conversation remembers between calls: cached per-message counts, the calibration
+/// learned from the provider's reported usage, the cool-down after a summarizer failure, and
+/// the last summary. Pass it as ``state=`` to ``check``/``plan``/``compact``. Thread-safe.
+#[pyclass(frozen, module = "context_compactor._core")]
+pub struct ConversationState {
+    inner: Mutex<State>,
+}
+
+impl ConversationState {
+    /// Lock the state. Never held while calling Python or while waiting for the GIL: callers
+    /// lock, copy or update, and unlock (a thread holding the GIL may be waiting to lock).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the cache inconsistent in a way that
+        // matters (worst case a missing entry), so recover from poisoning.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Read a provider usage report: an int, or an OpenAI/Anthropic usage object or dict.
+fn parse_usage(usage: &Bound<'_, PyAny>) -> PyResult<Usage> {
+    let py = usage.py();
+    let bad = |what: &str| message_type_error(py, None, "usage", what);
+    if usage.is_instance_of::<PyBool>() {
+        return Err(bad("expected an int or a usage object, got bool"));
+    }
+    if usage.is_instance_of::<PyInt>() {
+        let n: i64 = usage.extract()?;
+        return usize::try_from(n).map(|prompt_tokens| Usage { prompt_tokens }).map_err(|_| bad("must be >= 0"));
+    }
+    let get = |name: &Bound<'_, PyString>| -> PyResult<Option<usize>> {
+        let v = if let Ok(d) = usage.cast::<PyDict>() {
+            d.get_item(name)?
+        } else {
+            usage.getattr_opt(name)?
+        };
+        match v {
+            Some(v) if !v.is_none() => {
+                if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+                    return Err(bad(&format!("{} must be an int", name.to_string_lossy())));
+                }
+                let n: i64 = v.extract()?;
+                usize::try_from(n).map(Some).map_err(|_| bad("token counts must be >= 0"))
+            }
+            _ => Ok(None),
+        }
+    };
+    // OpenAI Chat Completions: prompt_tokens (cached tokens are a subset of it).
+    if let Some(p) = get(intern!(py, "prompt_tokens"))? {
+        return Ok(Usage { prompt_tokens: p });
+    }
+    // Anthropic: input_tokens excludes the cache reads and writes, which are prompt too.
+    // (OpenAI Responses' input_tokens already includes its cached tokens and has no such fields.)
+    if let Some(input) = get(intern!(py, "input_tokens"))? {
+        let read = get(intern!(py, "cache_read_input_tokens"))?.unwrap_or(0);
+        let created = get(intern!(py, "cache_creation_input_tokens"))?.unwrap_or(0);
+        return Ok(Usage {
+            prompt_tokens: input + read + created,
+        });
+    }
+    Err(bad("expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)"))
+}
+
+/// The counter of a measurement: a built-in tokenizer or the caller's callable.
+pub enum Counter<'py> {
+    Builtin(Tokenizer),
+    Callable(Bound<'py, PyAny>),
+}
+
+impl<'py> Counter<'py> {
+    pub fn parse(tokenizer: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let py = tokenizer.py();
+        if let Ok(name) = tokenizer.cast::<PyString>() {
+            return Ok(Counter::Builtin(parse_tokenizer(py, &name.to_string_lossy())?));
+        }
+        if tokenizer.is_callable() {
+            return Ok(Counter::Callable(tokenizer.clone()));
+        }
+        Err(config_error(py, "tokenizer", "expected \"approx\", \"o200k_base\", \"cl100k_base\" or a callable str -> int"))
+    }
+
+    fn key(&self) -> CounterKey {
+        match self {
+            Counter::Builtin(t) => CounterKey::Builtin(*t),
+            Counter::Callable(c) => CounterKey::External(c.as_ptr() as u64),
+        }
+    }
+
+    fn call(&self, text: &str) -> PyResult<usize> {
+        let Counter::Callable(c) = self else { unreachable!("only callables are called") };
+        let py = c.py();
+        let n = c.call1((PyString::new(py, text),))?;
+        if n.is_instance_of::<PyBool>() || !n.is_instance_of::<PyInt>() {
+            return Err(config_error(py, "tokenizer", &format!("the callable returned {}, expected an int >= 0", n.repr()?)));
+        }
+        let v: i64 = n.extract()?;
+        usize::try_from(v).map_err(|_| config_error(py, "tokenizer", "the callable returned a negative count"))
+    }
+
+    fn count_message(&self, m: &Message<'_>, framing: Framing) -> PyResult<usize> {
+        let (fixed, texts, names) = message_parts(m, framing);
+        let mut n = fixed;
+        for p in texts {
+            n += self.call(&p.text().to_utf8())?;
+        }
+        for name in names {
+            n += self.call(name)?;
+        }
+        Ok(n)
+    }
+
+    /// Tokens of the separate system prompt and of the tool definitions.
+    pub fn count_extras(&self, py: Python<'_>, conv: &Conversation<'_>, framing: Framing) -> PyResult<(usize, usize)> {
+        match self {
+            Counter::Builtin(t) => {
+                let t = *t;
+                Ok(py.detach(|| (system_tokens(t, &conv.system, framing), tools_tokens(t, &conv.tools))))
+            }
+            Counter::Callable(_) => {
+                let mut sys = if conv.system.is_empty() { 0 } else { framing.message_overhead_tokens };
+                for p in &conv.system {
+                    sys += self.call(&p.text().to_utf8())?;
+                }
+                let mut tools = 0;
+                for p in &conv.tools {
+                    tools += crate::tokens::counter::TOOL_DEF_OVERHEAD_TOKENS + self.call(&p.text().to_utf8())?;
+                }
+                Ok((sys, tools))
+            }
+        }
+    }
+
+    /// Count each message, through the state's cache when there is one.
+    pub fn count_messages(
+        &self,
+        py: Python<'_>,
+        messages: &[Message<'_>],
+        framing: Framing,
+        state: Option<&ConversationState>,
+    ) -> PyResult<Vec<usize>> {
+        let key = self.key();
+        let fps: Vec<u64> = messages.iter().map(|m| m.fingerprint).collect();
+        let cached = match state {
+            Some(s) => py.detach(|| s.lock().lookup(key, framing, &fps)),
+            None => vec![None; messages.len()],
+        };
+        let missing: Vec<usize> = (0..messages.len()).filter(|&i| cached[i].is_none()).collect();
+        let fresh: Vec<usize> = match self {
+            Counter::Builtin(t) => {
+                let t = *t;
+                py.detach(|| missing.iter().map(|&i| message_tokens(t, &messages[i], framing)).collect())
+            }
+            Counter::Callable(_) => {
+                missing.iter().map(|&i| self.count_message(&messages[i], framing)).collect::<PyResult<_>>()?
+            }
+        };
+        if let Some(s) = state {
+            let stored: Vec<(u64, usize)> = missing.iter().zip(&fresh).map(|(&i, &n)| (fps[i], n)).collect();
+            py.detach(|| s.lock().store(key, framing, &stored, messages.len()));
+        }
+        let mut out: Vec<usize> = cached.into_iter().map(|c| c.unwrap_or(0)).collect();
+        for (&i, n) in missing.iter().zip(fresh) {
+            out[i] = n;
+        }
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl ConversationState {
+    #[new]
+    fn new() -> Self {
+        ConversationState {
+            inner: Mutex::new(State::default()),
+        }
+    }
+
+    /// Learn the ratio of the provider's real prompt size to our count.
+    ///
+    /// ``usage`` is an int or an SDK usage object / dict (OpenAI ``prompt_tokens``; Anthropic
+    /// ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``). Pass the
+    /// ``messages`` (and ``system``/``tools``) the usage was measured on; without them the last
+    /// ``check()`` on this state is used. Returns whether the report was learned from (stale
+    /// reports, measured before the latest compaction, and tiny prompts are ignored).
+    #[pyo3(signature = (usage, *, messages=None, system=None, tools=None, format=None))]
+    fn observe_usage(
+        &self,
+        py: Python<'_>,
+        usage: &Bound<'_, PyAny>,
+        messages: Option<&Bound<'_, PyAny>>,
+        system: Option<&Bound<'_, PyAny>>,
+        tools: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+    ) -> PyResult<bool> {
+        let usage = parse_usage(usage)?;
+        let counted = match messages {
+            None => None,
+            Some(msgs) => {
+                let format = parse_format(py, format)?;
+                let ex = Extractor::new(py).with_fingerprints().conversation(msgs, format, system, tools)?;
+                let conv = ex.conv();
+                let (key, framing) = {
+                    let st = self.lock();
+                    st.counter_key().unwrap_or((CounterKey::Builtin(Tokenizer::Approx), Framing::default()))
+                };
+                let fps: Vec<u64> = conv.messages.iter().map(|m| m.fingerprint).collect();
+                let raw = match key {
+                    CounterKey::Builtin(t) => {
+                        let per = py.detach(|| self.lock().measure(t, framing, &conv.messages));
+                        per.iter().sum::<usize>() + system_tokens(t, &conv.system, framing) + tools_tokens(t, &conv.tools)
+                    }
+                    CounterKey::External(_) => {
+                        // A Python counter cannot run here: use the counts cached by the last check.
+                        let cached = self.lock().lookup(key, framing, &fps);
+                        if cached.iter().any(Option::is_none) {
+                            return Ok(false);
+                        }
+                        cached.into_iter().flatten().sum::<usize>() + self.lock().last_extras()
+                    }
+                };
+                Some((raw, fps))
+            }
+        };
+        let mut st = self.lock();
+        let r = st.observe(usage, counted.as_ref().map(|(raw, fps)| (*raw, fps.as_slice())));
+        Ok(match r {
+            Ok(_) => true,
+            Err(Ignored::Stale | Ignored::NoMeasurement | Ignored::TooSmall) => false,
+        })
+    }
+
+    /// The learned ratio of real to counted tokens (1.0 until usage is observed).
+    #[getter]
+    fn calibration(&self) -> f64 {
+        self.lock().ratio()
+    }
+
+    /// Usage reports learned from.
+    #[getter]
+    fn observations(&self) -> u32 {
+        self.lock().observations()
+    }
+
+    /// Per-message counts held in the cache.
+    #[getter]
+    fn cached_messages(&self) -> usize {
+        self.lock().cached()
+    }
+
+    /// Messages the last count had to count (the rest came from the cache).
+    #[getter]
+    fn last_counted(&self) -> usize {
+        self.lock().last_counted
+    }
+
+    /// Compactions applied with this state.
+    #[getter]
+    fn compactions(&self) -> u64 {
+        self.lock().compactions()
+    }
+
+    /// Calls left that only micro-compact, after a summarizer failure.
+    #[getter]
+    fn cooldown_remaining(&self) -> u32 {
+        self.lock().cooldown_remaining
+    }
+
+    /// The summary of the latest compaction with this state.
+    #[getter]
+    fn last_summary(&self) -> Option<String> {
+        self.lock().last_summary.clone()
+    }
+
+    /// Forget everything (cache, calibration, cool-down, last summary).
+    fn reset(&self) {
+        self.lock().reset();
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.lock();
+        format!(
+            "ConversationState(cached_messages={}, calibration={:.3}, observations={}, compactions={}, cooldown_remaining={})",
+            s.cached(),
+            s.ratio(),
+            s.observations(),
+            s.compactions(),
+            s.cooldown_remaining
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ConversationState>()?;
+    Ok(())
+}

@@ -1,0 +1,407 @@
+//! What a conversation remembers between calls: cached counts, calibration, cool-down.
+//!
+//! Design note — the cache key. Agent loops call `check()` on every step with the same list
+//! plus one new message, so counting should cost O(new messages). Keying the cache on the
+//! message object (`id(msg)`) goes stale when a dict is edited in place, and CPython reuses
+//! ids of freed objects, so an old count could be served for a different message. The key is
+//! instead a 64-bit fingerprint of the message's *content*: its role, block kinds, flags, and
+//! for every string its Python hash and length (`str.__hash__` is computed once per string
+//! object and then cached by CPython, so re-fingerprinting an unchanged message costs a few
+//! dict lookups and no text scan). An in-place edit changes the content and so the key; a
+//! reused id with different content gives a different key; equal content gives the same count,
+//! which is correct. Collisions need two different messages with equal 64-bit fingerprints
+//! (≈ n²/2⁶⁵, 3·10⁻¹² for 10k messages). Entries not seen for a few calls are evicted, so
+//! the cache holds about one conversation.
+//!
+//! Calibration: providers report the real prompt size after each call. The ratio real /
+//! counted is learned as a moving average, bounded to [`MIN_RATIO`, `MAX_RATIO`] so one odd
+//! report (a cached-prompt discount misread, a different model) cannot make the compactor
+//! ignore a full window. Usage measured on messages that a later compaction removed is stale
+//! and ignored.
+
+use crate::message::Message;
+use crate::tokens::counter::{message_tokens, Framing, Tokenizer};
+use std::collections::{HashMap, HashSet};
+
+/// Lowest learned ratio of real to counted tokens.
+pub const MIN_RATIO: f64 = 0.5;
+/// Highest learned ratio of real to counted tokens.
+pub const MAX_RATIO: f64 = 2.0;
+/// Weight of a new observation in the moving average.
+pub const EMA_WEIGHT: f64 = 0.5;
+/// Observations on prompts smaller than this are too noisy to learn from.
+pub const MIN_OBSERVED_TOKENS: usize = 64;
+/// Cache entries unused for this many measurements are evicted.
+const EVICT_AFTER: u32 = 4;
+
+/// Mix one value into a fingerprint (splitmix64 finaliser over the running state).
+#[inline]
+pub fn mix(fp: u64, v: u64) -> u64 {
+    let mut z = (fp ^ v).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A fingerprint of bytes, for text the boundary built itself (no Python hash to reuse).
+pub fn hash_bytes(b: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    b.hash(&mut h);
+    h.finish()
+}
+
+/// Fingerprint of a view built in Rust (pure-Rust callers and tests): hashes the texts.
+pub fn fingerprint_of(m: &Message<'_>) -> u64 {
+    let mut fp = mix(0, m.role as u64);
+    for b in &m.blocks {
+        fp = mix(
+            fp,
+            b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40),
+        );
+        for t in b.id.iter().chain(b.name.iter()) {
+            fp = mix(fp, hash_bytes(t.as_bytes()));
+        }
+        for p in &b.texts {
+            fp = mix(fp, hash_bytes(p.text().to_utf8().as_bytes()));
+        }
+    }
+    mix(fp, u64::from(m.empty))
+}
+
+/// Which counter produced a cached count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CounterKey {
+    Builtin(Tokenizer),
+    /// A caller's counter, by an identity the caller chooses (the boundary uses `id(callable)`).
+    External(u64),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    tokens: usize,
+    last_used: u32,
+}
+
+/// Parsed provider usage: the prompt size the provider measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+}
+
+/// Why an observation was not learned from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// Measured on a context that a later compaction replaced.
+    Stale,
+    /// Nothing counted to compare with.
+    NoMeasurement,
+    /// The prompt was too small to learn from.
+    TooSmall,
+}
+
+/// The mutable state of one conversation. The Python class wraps it in a lock.
+#[derive(Debug)]
+pub struct State {
+    key: Option<(CounterKey, Framing)>,
+    cache: HashMap<u64, Entry>,
+    generation: u32,
+    /// Messages counted (cache misses) by the last measurement.
+    pub last_counted: usize,
+    /// Raw total of the last measurement, and the compaction epoch it was taken in.
+    last_total: Option<(usize, u64)>,
+    last_extras: usize,
+    epoch: u64,
+    removed: HashSet<u64>,
+    ratio: f64,
+    observations: u32,
+    /// Calls left that may only micro-compact (after a summarizer failure).
+    pub cooldown_remaining: u32,
+    /// The last summary text this conversation was compacted with.
+    pub last_summary: Option<String>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            key: None,
+            cache: HashMap::new(),
+            generation: 0,
+            last_counted: 0,
+            last_total: None,
+            last_extras: 0,
+            epoch: 0,
+            removed: HashSet::new(),
+            ratio: 1.0,
+            observations: 0,
+            cooldown_remaining: 0,
+            last_summary: None,
+        }
+    }
+}
+
+impl State {
+    /// First half of a measurement: the cached count of each fingerprint (`None` to count).
+    /// Counting happens outside the state (it may call a Python counter, which must not run
+    /// under the state's lock); [`State::store`] records the new counts.
+    pub fn lookup(&mut self, key: CounterKey, framing: Framing, fps: &[u64]) -> Vec<Option<usize>> {
+        if self.key != Some((key, framing)) {
+            self.cache.clear();
+            self.key = Some((key, framing));
+        }
+        self.generation = self.generation.wrapping_add(1);
+        let gen = self.generation;
+        fps.iter()
+            .map(|fp| {
+                if *fp == 0 {
+                    return None;
+                }
+                self.cache.get_mut(fp).map(|e| {
+                    e.last_used = gen;
+                    e.tokens
+                })
+            })
+            .collect()
+    }
+
+    /// Second half of a measurement: remember the counts of the messages just counted.
+    /// Ignored when another measurement with a different counter came in between.
+    pub fn store(
+        &mut self,
+        key: CounterKey,
+        framing: Framing,
+        counted: &[(u64, usize)],
+        total_messages: usize,
+    ) {
+        self.last_counted = counted.len();
+        if self.key != Some((key, framing)) {
+            return;
+        }
+        let gen = self.generation;
+        for &(fp, tokens) in counted {
+            if fp != 0 {
+                self.cache.insert(
+                    fp,
+                    Entry {
+                        tokens,
+                        last_used: gen,
+                    },
+                );
+            }
+        }
+        if self.cache.len() > 2 * total_messages + 64 {
+            self.cache
+                .retain(|_, e| gen.wrapping_sub(e.last_used) < EVICT_AFTER);
+        }
+    }
+
+    /// Count each message with a built-in tokenizer, reusing cached counts (both halves).
+    pub fn measure(
+        &mut self,
+        tok: Tokenizer,
+        framing: Framing,
+        messages: &[Message<'_>],
+    ) -> Vec<usize> {
+        let key = CounterKey::Builtin(tok);
+        let fps: Vec<u64> = messages.iter().map(|m| m.fingerprint).collect();
+        let cached = self.lookup(key, framing, &fps);
+        let mut counted = Vec::new();
+        let out = messages
+            .iter()
+            .zip(cached)
+            .map(|(m, c)| {
+                c.unwrap_or_else(|| {
+                    let n = message_tokens(tok, m, framing);
+                    counted.push((m.fingerprint, n));
+                    n
+                })
+            })
+            .collect();
+        self.store(key, framing, &counted, messages.len());
+        out
+    }
+
+    /// Remember the raw total of a full measurement (messages + system + tools), and how
+    /// much of it the system prompt and tool definitions were.
+    pub fn record_total(&mut self, total: usize, extras: usize) {
+        self.last_total = Some((total, self.epoch));
+        self.last_extras = extras;
+    }
+
+    /// Tokens of the system prompt and tools at the last measurement.
+    pub fn last_extras(&self) -> usize {
+        self.last_extras
+    }
+
+    /// The counter and framing of the cached counts.
+    pub fn counter_key(&self) -> Option<(CounterKey, Framing)> {
+        self.key
+    }
+
+    /// Number of cached message counts.
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The learned ratio of real to counted tokens (1.0 until usage is observed).
+    pub fn ratio(&self) -> f64 {
+        self.ratio
+    }
+
+    pub fn observations(&self) -> u32 {
+        self.observations
+    }
+
+    /// Scale a raw count by the learned ratio, rounding up.
+    pub fn calibrate(&self, raw: usize) -> usize {
+        if self.observations == 0 {
+            raw
+        } else {
+            (raw as f64 * self.ratio).ceil() as usize
+        }
+    }
+
+    /// Learn from a provider's usage. `counted` is our raw count of the same prompt and
+    /// `fingerprints` its messages' fingerprints (when the caller passed the messages);
+    /// without them the last measurement is used, if no compaction happened since.
+    pub fn observe(
+        &mut self,
+        usage: Usage,
+        counted: Option<(usize, &[u64])>,
+    ) -> Result<f64, Ignored> {
+        let raw = match counted {
+            Some((raw, fps)) => {
+                if fps.iter().any(|fp| self.removed.contains(fp)) {
+                    return Err(Ignored::Stale);
+                }
+                raw
+            }
+            None => match self.last_total {
+                Some((raw, epoch)) if epoch == self.epoch => raw,
+                Some(_) => return Err(Ignored::Stale),
+                None => return Err(Ignored::NoMeasurement),
+            },
+        };
+        if raw < MIN_OBSERVED_TOKENS || usage.prompt_tokens < MIN_OBSERVED_TOKENS {
+            return Err(Ignored::TooSmall);
+        }
+        let obs = (usage.prompt_tokens as f64 / raw as f64).clamp(MIN_RATIO, MAX_RATIO);
+        self.ratio = if self.observations == 0 {
+            obs
+        } else {
+            (1.0 - EMA_WEIGHT) * self.ratio + EMA_WEIGHT * obs
+        }
+        .clamp(MIN_RATIO, MAX_RATIO);
+        self.observations += 1;
+        Ok(self.ratio)
+    }
+
+    /// A compaction replaced the messages with these fingerprints: usage measured on a
+    /// context that still holds any of them is stale from now on.
+    pub fn note_compaction(
+        &mut self,
+        removed: impl IntoIterator<Item = u64>,
+        summary: Option<String>,
+    ) {
+        self.epoch += 1;
+        self.removed
+            .extend(removed.into_iter().filter(|&fp| fp != 0));
+        if summary.is_some() {
+            self.last_summary = summary;
+        }
+    }
+
+    /// Number of compactions noted.
+    pub fn compactions(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Forget everything.
+    pub fn reset(&mut self) {
+        *self = State::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    fn msgs(texts: &[&'static str]) -> Vec<Message<'static>> {
+        texts
+            .iter()
+            .map(|t| {
+                let mut m = Message::text(Role::User, t);
+                m.fingerprint = fingerprint_of(&m);
+                m
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counts_only_new_messages() {
+        let mut s = State::default();
+        let f = Framing::default();
+        let a = msgs(&["one", "two", "three"]);
+        let first = s.measure(Tokenizer::Approx, f, &a);
+        assert_eq!(s.last_counted, 3);
+        let b = msgs(&["one", "two", "three", "four"]);
+        let second = s.measure(Tokenizer::Approx, f, &b);
+        assert_eq!(s.last_counted, 1);
+        assert_eq!(&second[..3], &first[..]);
+        // Edited content is a different key.
+        let c = msgs(&["one", "TWO, edited at length", "three", "four"]);
+        s.measure(Tokenizer::Approx, f, &c);
+        assert_eq!(s.last_counted, 1);
+        // Another tokenizer starts over.
+        s.measure(
+            Tokenizer::Exact(crate::tokens::exact::Encoding::O200kBase),
+            f,
+            &c,
+        );
+        assert_eq!(s.last_counted, 4);
+    }
+
+    #[test]
+    fn calibration_is_bounded_and_skips_stale_usage() {
+        let mut s = State::default();
+        assert_eq!(
+            s.observe(
+                Usage {
+                    prompt_tokens: 1000
+                },
+                None
+            ),
+            Err(Ignored::NoMeasurement)
+        );
+        s.record_total(1000, 0);
+        assert_eq!(s.observe(Usage { prompt_tokens: 900 }, None), Ok(0.9));
+        assert_eq!(s.calibrate(1000), 900);
+        // A wild report moves the average but stays inside the bounds.
+        let r = s
+            .observe(
+                Usage {
+                    prompt_tokens: 100_000,
+                },
+                None,
+            )
+            .unwrap();
+        assert!(r <= MAX_RATIO && r > 0.9);
+        s.note_compaction([42], None);
+        assert_eq!(
+            s.observe(Usage { prompt_tokens: 500 }, None),
+            Err(Ignored::Stale)
+        );
+        assert_eq!(
+            s.observe(Usage { prompt_tokens: 500 }, Some((1000, &[7, 42]))),
+            Err(Ignored::Stale)
+        );
+        assert!(s
+            .observe(Usage { prompt_tokens: 500 }, Some((1000, &[7])))
+            .is_ok());
+        assert_eq!(
+            s.observe(Usage { prompt_tokens: 10 }, Some((20, &[7]))),
+            Err(Ignored::TooSmall)
+        );
+    }
+}
