@@ -208,6 +208,8 @@ impl<'py> Extractor<'py> {
             index: Some(index),
             path: String::new(),
         };
+        // Each message's fingerprint covers its own content only.
+        self.fp = 0;
         let acc = Access::of(
             obj,
             &Loc {
