@@ -301,7 +301,10 @@ impl<'py> Extractor<'py> {
         if self.fingerprints {
             let mut fp = mix(self.fp, role as u64 | (u64::from(m.empty) << 8));
             for b in &m.blocks {
-                fp = mix(fp, b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40));
+                fp = mix(
+                    fp,
+                    b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40),
+                );
                 for p in &b.texts {
                     if let Piece::Owned(s) = p {
                         fp = mix(fp, hash_bytes(s.as_bytes()));

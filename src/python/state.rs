@@ -5,7 +5,9 @@ use super::extract::{parse_format, Extractor};
 use super::tokens::parse_tokenizer;
 use crate::message::{Conversation, Message};
 use crate::state::{CounterKey, Ignored, State, Usage};
-use crate::tokens::counter::{message_parts, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer};
+use crate::tokens::counter::{
+    message_parts, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer,
+};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
@@ -38,7 +40,9 @@ fn parse_usage(usage: &Bound<'_, PyAny>) -> PyResult<Usage> {
     }
     if usage.is_instance_of::<PyInt>() {
         let n: i64 = usage.extract()?;
-        return usize::try_from(n).map(|prompt_tokens| Usage { prompt_tokens }).map_err(|_| bad("must be >= 0"));
+        return usize::try_from(n)
+            .map(|prompt_tokens| Usage { prompt_tokens })
+            .map_err(|_| bad("must be >= 0"));
     }
     let get = |name: &Bound<'_, PyString>| -> PyResult<Option<usize>> {
         let v = if let Ok(d) = usage.cast::<PyDict>() {
@@ -52,7 +56,9 @@ fn parse_usage(usage: &Bound<'_, PyAny>) -> PyResult<Usage> {
                     return Err(bad(&format!("{} must be an int", name.to_string_lossy())));
                 }
                 let n: i64 = v.extract()?;
-                usize::try_from(n).map(Some).map_err(|_| bad("token counts must be >= 0"))
+                usize::try_from(n)
+                    .map(Some)
+                    .map_err(|_| bad("token counts must be >= 0"))
             }
             _ => Ok(None),
         }
@@ -70,7 +76,9 @@ fn parse_usage(usage: &Bound<'_, PyAny>) -> PyResult<Usage> {
             prompt_tokens: input + read + created,
         });
     }
-    Err(bad("expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)"))
+    Err(bad(
+        "expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)",
+    ))
 }
 
 /// The counter of a measurement: a built-in tokenizer or the caller's callable.
@@ -83,12 +91,19 @@ impl<'py> Counter<'py> {
     pub fn parse(tokenizer: &Bound<'py, PyAny>) -> PyResult<Self> {
         let py = tokenizer.py();
         if let Ok(name) = tokenizer.cast::<PyString>() {
-            return Ok(Counter::Builtin(parse_tokenizer(py, &name.to_string_lossy())?));
+            return Ok(Counter::Builtin(parse_tokenizer(
+                py,
+                &name.to_string_lossy(),
+            )?));
         }
         if tokenizer.is_callable() {
             return Ok(Counter::Callable(tokenizer.clone()));
         }
-        Err(config_error(py, "tokenizer", "expected \"approx\", \"o200k_base\", \"cl100k_base\" or a callable str -> int"))
+        Err(config_error(
+            py,
+            "tokenizer",
+            "expected \"approx\", \"o200k_base\", \"cl100k_base\" or a callable str -> int",
+        ))
     }
 
     fn key(&self) -> CounterKey {
@@ -99,14 +114,21 @@ impl<'py> Counter<'py> {
     }
 
     fn call(&self, text: &str) -> PyResult<usize> {
-        let Counter::Callable(c) = self else { unreachable!("only callables are called") };
+        let Counter::Callable(c) = self else {
+            unreachable!("only callables are called")
+        };
         let py = c.py();
         let n = c.call1((PyString::new(py, text),))?;
         if n.is_instance_of::<PyBool>() || !n.is_instance_of::<PyInt>() {
-            return Err(config_error(py, "tokenizer", &format!("the callable returned {}, expected an int >= 0", n.repr()?)));
+            return Err(config_error(
+                py,
+                "tokenizer",
+                &format!("the callable returned {}, expected an int >= 0", n.repr()?),
+            ));
         }
         let v: i64 = n.extract()?;
-        usize::try_from(v).map_err(|_| config_error(py, "tokenizer", "the callable returned a negative count"))
+        usize::try_from(v)
+            .map_err(|_| config_error(py, "tokenizer", "the callable returned a negative count"))
     }
 
     fn count_message(&self, m: &Message<'_>, framing: Framing) -> PyResult<usize> {
@@ -122,20 +144,35 @@ impl<'py> Counter<'py> {
     }
 
     /// Tokens of the separate system prompt and of the tool definitions.
-    pub fn count_extras(&self, py: Python<'_>, conv: &Conversation<'_>, framing: Framing) -> PyResult<(usize, usize)> {
+    pub fn count_extras(
+        &self,
+        py: Python<'_>,
+        conv: &Conversation<'_>,
+        framing: Framing,
+    ) -> PyResult<(usize, usize)> {
         match self {
             Counter::Builtin(t) => {
                 let t = *t;
-                Ok(py.detach(|| (system_tokens(t, &conv.system, framing), tools_tokens(t, &conv.tools))))
+                Ok(py.detach(|| {
+                    (
+                        system_tokens(t, &conv.system, framing),
+                        tools_tokens(t, &conv.tools),
+                    )
+                }))
             }
             Counter::Callable(_) => {
-                let mut sys = if conv.system.is_empty() { 0 } else { framing.message_overhead_tokens };
+                let mut sys = if conv.system.is_empty() {
+                    0
+                } else {
+                    framing.message_overhead_tokens
+                };
                 for p in &conv.system {
                     sys += self.call(&p.text().to_utf8())?;
                 }
                 let mut tools = 0;
                 for p in &conv.tools {
-                    tools += crate::tokens::counter::TOOL_DEF_OVERHEAD_TOKENS + self.call(&p.text().to_utf8())?;
+                    tools += crate::tokens::counter::TOOL_DEF_OVERHEAD_TOKENS
+                        + self.call(&p.text().to_utf8())?;
                 }
                 Ok((sys, tools))
             }
@@ -156,18 +193,30 @@ impl<'py> Counter<'py> {
             Some(s) => py.detach(|| s.lock().lookup(key, framing, &fps)),
             None => vec![None; messages.len()],
         };
-        let missing: Vec<usize> = (0..messages.len()).filter(|&i| cached[i].is_none()).collect();
+        let missing: Vec<usize> = (0..messages.len())
+            .filter(|&i| cached[i].is_none())
+            .collect();
         let fresh: Vec<usize> = match self {
             Counter::Builtin(t) => {
                 let t = *t;
-                py.detach(|| missing.iter().map(|&i| message_tokens(t, &messages[i], framing)).collect())
+                py.detach(|| {
+                    missing
+                        .iter()
+                        .map(|&i| message_tokens(t, &messages[i], framing))
+                        .collect()
+                })
             }
-            Counter::Callable(_) => {
-                missing.iter().map(|&i| self.count_message(&messages[i], framing)).collect::<PyResult<_>>()?
-            }
+            Counter::Callable(_) => missing
+                .iter()
+                .map(|&i| self.count_message(&messages[i], framing))
+                .collect::<PyResult<_>>()?,
         };
         if let Some(s) = state {
-            let stored: Vec<(u64, usize)> = missing.iter().zip(&fresh).map(|(&i, &n)| (fps[i], n)).collect();
+            let stored: Vec<(u64, usize)> = missing
+                .iter()
+                .zip(&fresh)
+                .map(|(&i, &n)| (fps[i], n))
+                .collect();
             py.detach(|| s.lock().store(key, framing, &stored, messages.len()));
         }
         let mut out: Vec<usize> = cached.into_iter().map(|c| c.unwrap_or(0)).collect();
@@ -209,17 +258,22 @@ impl ConversationState {
             None => None,
             Some(msgs) => {
                 let format = parse_format(py, format)?;
-                let ex = Extractor::new(py).with_fingerprints().conversation(msgs, format, system, tools)?;
+                let ex = Extractor::new(py)
+                    .with_fingerprints()
+                    .conversation(msgs, format, system, tools)?;
                 let conv = ex.conv();
                 let (key, framing) = {
                     let st = self.lock();
-                    st.counter_key().unwrap_or((CounterKey::Builtin(Tokenizer::Approx), Framing::default()))
+                    st.counter_key()
+                        .unwrap_or((CounterKey::Builtin(Tokenizer::Approx), Framing::default()))
                 };
                 let fps: Vec<u64> = conv.messages.iter().map(|m| m.fingerprint).collect();
                 let raw = match key {
                     CounterKey::Builtin(t) => {
                         let per = py.detach(|| self.lock().measure(t, framing, &conv.messages));
-                        per.iter().sum::<usize>() + system_tokens(t, &conv.system, framing) + tools_tokens(t, &conv.tools)
+                        per.iter().sum::<usize>()
+                            + system_tokens(t, &conv.system, framing)
+                            + tools_tokens(t, &conv.tools)
                     }
                     CounterKey::External(_) => {
                         // A Python counter cannot run here: use the counts cached by the last check.
@@ -234,7 +288,10 @@ impl ConversationState {
             }
         };
         let mut st = self.lock();
-        let r = st.observe(usage, counted.as_ref().map(|(raw, fps)| (*raw, fps.as_slice())));
+        let r = st.observe(
+            usage,
+            counted.as_ref().map(|(raw, fps)| (*raw, fps.as_slice())),
+        );
         Ok(match r {
             Ok(_) => true,
             Err(Ignored::Stale | Ignored::NoMeasurement | Ignored::TooSmall) => false,
