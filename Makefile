@@ -33,8 +33,8 @@ test: ## cargo test (the core, no Python) and pytest against the release build
 lint: ## cargo fmt --check, clippy -D warnings, ruff, and stubtest (the .pyi must match the module)
 	cargo fmt --check
 	cargo clippy -q --all-targets --all-features -- -D warnings
-	$(BIN)/ruff check python tests benches examples
-	$(BIN)/ruff format --check python tests benches examples
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m mypy.stubtest context_compactor._core --allowlist .ci/stubtest-allowlist
 
 .PHONY: bench
