@@ -121,6 +121,24 @@ impl BlockKind {
     }
 }
 
+/// Where a block sits in the wire message, so that an edited copy can be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Origin {
+    /// The message's `content` string.
+    #[default]
+    Content,
+    /// `content[k]` (an OpenAI part or an Anthropic block).
+    Part(usize),
+    /// OpenAI assistant `refusal` field.
+    Refusal,
+    /// OpenAI `tool_calls[k]`.
+    Call(usize),
+    /// OpenAI legacy `function_call`.
+    FunctionCall,
+    /// The whole message (an OpenAI `tool`/`function` result message).
+    Whole,
+}
+
 /// A piece of text that counts towards the prompt: borrowed from the caller, or built by the
 /// boundary where the wire value is not a string (an Anthropic `tool_use.input` object).
 #[derive(Clone, Debug)]
@@ -160,12 +178,15 @@ pub struct Block<'a> {
     pub images: u32,
     /// Anthropic `tool_result.is_error`.
     pub is_error: bool,
+    /// Where the block sits in the wire message.
+    pub origin: Origin,
 }
 
 impl<'a> Block<'a> {
     pub fn new(kind: BlockKind) -> Self {
         Block {
             kind,
+            origin: Origin::Content,
             texts: Vec::new(),
             id: None,
             name: None,

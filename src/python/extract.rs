@@ -12,7 +12,9 @@
 
 use super::errors::message_type_error;
 use super::text::KeepAlive;
-use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Piece, Role};
+use crate::message::{
+    Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
+};
 use crate::state::{hash_bytes, mix};
 use crate::text::Text;
 use pyo3::intern;
@@ -27,13 +29,19 @@ const MAX_DEPTH: usize = 64;
 /// A view plus the strong references that keep its borrowed strings alive.
 ///
 /// Field order matters: `conv` is dropped before `_keep`.
-pub struct Extracted<'py> {
+pub struct Extracted {
     conv: Conversation<'static>,
-    _keep: KeepAlive<'py>,
+    _keep: KeepAlive,
 }
 
-impl<'py> Extracted<'py> {
+impl Extracted {
     pub fn conv(&self) -> &Conversation<'_> {
+        &self.conv
+    }
+
+    /// The view with its internal lifetime, for objects that hold it next to this `Extracted`
+    /// (a plan). They must be dropped before it: declare them first in the holding struct.
+    pub fn conv_static(&self) -> &Conversation<'static> {
         &self.conv
     }
 }
@@ -145,7 +153,7 @@ impl<'a, 'py> Access<'a, 'py> {
 /// Builds views, keeping every borrowed string alive.
 pub struct Extractor<'py> {
     py: Python<'py>,
-    keep: KeepAlive<'py>,
+    keep: KeepAlive,
     pub hints: FormatHints,
     /// Compute message fingerprints (for a `ConversationState`'s cache).
     fingerprints: bool,
@@ -245,6 +253,7 @@ impl<'py> Extractor<'py> {
                     None
                 };
                 let mut b = Block::new(BlockKind::ToolResult);
+                b.origin = Origin::Whole;
                 b.id = id;
                 if role == Role::Function {
                     b.name = self.opt_str(&acc, intern!(py, "name"), &loc)?;
@@ -265,6 +274,7 @@ impl<'py> Extractor<'py> {
             if let Some(r) = acc.get(intern!(py, "refusal"), &loc)? {
                 let t = self.text(&r, &loc.child("refusal"))?;
                 let mut b = Block::new(BlockKind::Refusal);
+                b.origin = Origin::Refusal;
                 b.texts.push(Piece::Borrowed(t));
                 blocks.push(b);
                 empty = false;
@@ -279,7 +289,9 @@ impl<'py> Extractor<'py> {
                 empty = false;
             }
             for (k, call) in items.iter().enumerate() {
-                blocks.push(self.tool_call(call, &loc.item(k))?);
+                let mut b = self.tool_call(call, &loc.item(k))?;
+                b.origin = Origin::Call(k);
+                blocks.push(b);
             }
         }
         if let Some(fc) = acc.get(intern!(py, "function_call"), &loc)? {
@@ -289,6 +301,7 @@ impl<'py> Extractor<'py> {
             let facc = Access::of(&fc, &loc)?;
             let name = self.opt_str(&facc, intern!(py, "name"), &loc)?;
             let mut b = Block::new(BlockKind::ToolCall);
+            b.origin = Origin::FunctionCall;
             b.name = name;
             if let Some(a) = facc.get(intern!(py, "arguments"), &loc)? {
                 let t = self.text(&a, &loc.child("arguments"))?;
@@ -376,7 +389,9 @@ impl<'py> Extractor<'py> {
             ));
         }
         for (k, part) in self.sequence(c, loc)?.iter().enumerate() {
-            blocks.push(self.block(part, &loc.item(k))?);
+            let mut b = self.block(part, &loc.item(k))?;
+            b.origin = Origin::Part(k);
+            blocks.push(b);
         }
         Ok(())
     }
@@ -616,7 +631,7 @@ impl<'py> Extractor<'py> {
         format: Option<Format>,
         system: Option<&Bound<'py, PyAny>>,
         tools: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Extracted<'py>> {
+    ) -> PyResult<Extracted> {
         let root = Loc {
             index: None,
             path: "messages".to_owned(),

@@ -37,19 +37,20 @@ pub unsafe fn borrow_text<'a>(s: &Bound<'_, PyString>) -> PyResult<Text<'a>> {
 
 /// Strings borrowed by a view, kept alive (one strong reference each) while the view is used,
 /// so a concurrent thread that edits a message cannot free a buffer the core is reading.
+/// They are owned references (`Py`), so a plan can hold them across calls.
 #[derive(Default)]
-pub struct KeepAlive<'py> {
-    strings: Vec<Bound<'py, PyString>>,
+pub struct KeepAlive {
+    strings: Vec<Py<PyString>>,
 }
 
-impl<'py> KeepAlive<'py> {
+impl KeepAlive {
     /// Borrow `s` for as long as this `KeepAlive` lives.
-    pub fn text(&mut self, s: &Bound<'py, PyString>) -> PyResult<Text<'static>> {
+    pub fn text(&mut self, s: &Bound<'_, PyString>) -> PyResult<Text<'static>> {
         // SAFETY: the strong reference pushed below outlives every use of the returned text:
         // views holding `'static` texts never outlive the `KeepAlive` they were built with
         // (see `Extracted`, which drops the view first).
         let t = unsafe { borrow_text(s)? };
-        self.strings.push(s.clone());
+        self.strings.push(s.clone().unbind());
         Ok(t)
     }
 }
