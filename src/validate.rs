@@ -353,7 +353,12 @@ fn check_strict(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static 
             continue;
         }
         seen_other = true;
-        // Tool results answer the assistant, as Anthropic's user-role results do.
+        // Tool results answer the assistant, as Anthropic's user-role results do; the results
+        // of parallel calls are one turn.
+        let prev_results = i > 0 && messages[i - 1].is_result_only();
+        if m.is_result_only() && prev_results {
+            continue;
+        }
         let side = if m.role == Role::Assistant {
             Role::Assistant
         } else {

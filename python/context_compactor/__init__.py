@@ -6,6 +6,8 @@ README for the two commands and a ten-line example.
 
 from __future__ import annotations
 
+import logging
+
 from context_compactor._core import (
     ConversationState,
     ConversationStructure,
@@ -29,12 +31,25 @@ from context_compactor.errors import (
     StoreError,
     SummarizerError,
 )
+from context_compactor.plan import CompactionPlan
+from context_compactor.results import (
+    CompactionPreview,
+    CompactResult,
+    RecordEntry,
+    SummaryRequest,
+    SummaryResponse,
+)
 from context_compactor.tokens import TokenCounter
+
+logging.getLogger("context_compactor").addHandler(logging.NullHandler())
 
 __all__ = [
     "PRESETS",
+    "CompactResult",
     "CompactionCheck",
     "CompactionConfig",
+    "CompactionPlan",
+    "CompactionPreview",
     "CompactorError",
     "ConfigError",
     "ContextCompactor",
@@ -44,9 +59,12 @@ __all__ = [
     "MessageCounts",
     "MessageTypeError",
     "Problem",
+    "RecordEntry",
     "SelectiveRule",
     "StoreError",
     "SummarizerError",
+    "SummaryRequest",
+    "SummaryResponse",
     "TokenCounter",
     "__version__",
     "analyze_conversation",

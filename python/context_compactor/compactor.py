@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
+from context_compactor._summarize import call_async, call_sync, check_reply, classify, describe
 from context_compactor.config import CompactionConfig
-from context_compactor.errors import ConfigError
+from context_compactor.errors import ConfigError, SummarizerError
+from context_compactor.plan import CompactionPlan
+from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse
 from context_compactor.tokens import TokenCounter
+
+log = logging.getLogger("context_compactor")
+
+Pinned = Iterable[int] | Callable[[int, Any], bool] | None
 
 __all__ = ["CompactionCheck", "ContextCompactor"]
 
@@ -186,6 +196,274 @@ class ContextCompactor:
     ) -> bool:
         """``check(...).should_compact``."""
         return self.check(messages, system=system, tools=tools, format=format, state=state).should_compact
+
+    # -- planning -----------------------------------------------------------------------------------
+
+    def _pinned(self, messages: Sequence[Any], pinned: Pinned) -> list[bool] | None:
+        if pinned is None:
+            return None
+        n = len(messages)
+        flags = [False] * n
+        if callable(pinned):
+            for i, m in enumerate(messages):
+                flags[i] = bool(pinned(i, m))
+            return flags
+        for i in pinned:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise ConfigError(f"pinned: expected message indices or a predicate, got {i!r}", "pinned")
+            if not -n <= i < n:
+                raise ConfigError(f"pinned: index {i} is out of range for {n} messages", "pinned")
+            flags[i] = True
+        return flags
+
+    def plan(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+        pinned: Pinned = None,
+        state: _core.ConversationState | None = None,
+    ) -> CompactionPlan:
+        """Plan a compaction without calling any LLM (bring your own call).
+
+        Repairs invalid input (``repair=True``), runs micro-compaction and the selective rules,
+        chooses a legal cut, and returns the :class:`CompactionPlan` whose ``request`` is what to
+        summarise (``None`` when no summary is needed). ``force=True`` ignores the thresholds
+        (the ``/compact`` command). ``pinned``: message indices, or a predicate
+        ``(index, message) -> bool``; pinned messages (and their whole tool block) are kept.
+        """
+        core = _core.plan(
+            messages,
+            config=self._config,
+            system=system,
+            tools=tools,
+            format=format,
+            pinned=self._pinned(messages, pinned),
+            mode="force" if force else "auto",
+            instructions=instructions,
+            state=state,
+        )
+        return CompactionPlan(core, self._config.tokenizer)
+
+    def micro_compact(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        pinned: Pinned = None,
+        state: _core.ConversationState | None = None,
+    ) -> CompactResult:
+        """Micro-compaction only, whatever the thresholds: tool results older than the last
+        ``keep_recent_tool_results`` become placeholders and older long arguments are cut
+        (protected tools, the kept head and the recent tail untouched). No LLM."""
+        core = _core.plan(
+            messages,
+            config=self._config,
+            system=system,
+            tools=tools,
+            format=format,
+            pinned=self._pinned(messages, pinned),
+            mode="micro",
+            state=state,
+        )
+        return CompactionPlan(core, self._config.tokenizer).apply(None)
+
+    # -- compaction -----------------------------------------------------------------------------------
+
+    def _unchanged(self, messages: Sequence[Any], system: Any, plan: CompactionPlan, reason: str) -> CompactResult:
+        n = len(messages)
+        return CompactResult(
+            messages=list(messages),
+            system=system,
+            tokens_before=plan.tokens_before,
+            tokens_after=plan.tokens_before,
+            original_count=n,
+            retained_count=n,
+            strategy="none",
+            reason=reason,
+        )
+
+    def _fallback(
+        self, plan: CompactionPlan, exc: Exception, state: _core.ConversationState | None, flushed: int
+    ) -> CompactResult:
+        cfg = self._config
+        kind = classify(exc)
+        if cfg.on_summarizer_error == "raise" or (cfg.on_summarizer_error == "fallback" and kind == "permanent"):
+            raise SummarizerError(f"the summarizer failed ({kind}): {describe(exc)}") from exc
+        reason = describe(exc)
+        log.warning("summarizer failed (%s, %s); falling back to the built-in rule summary", kind, reason)
+        if state is not None and cfg.cooldown_calls:
+            _core.start_cooldown(state, cfg.cooldown_calls)
+        return plan.apply(None, fallback_reason=reason, flushed_memories=flushed)
+
+    def _done(self, result: CompactResult) -> CompactResult:
+        if result.compacted:
+            log.info(
+                "compacted: strategy=%s tokens %d -> %d, %d messages replaced%s",
+                result.strategy,
+                result.tokens_before,
+                result.tokens_after,
+                result.compacted_count,
+                ", OVER BUDGET" if result.over_budget else "",
+            )
+            if self._config.log_content and result.summary:
+                log.debug("summary: %s", result.summary)
+        return result
+
+    def _steps(
+        self,
+        plan: CompactionPlan,
+        messages: Sequence[Any],
+        system: Any,
+        state: _core.ConversationState | None,
+    ) -> Generator[tuple[str, Any], Any, CompactResult]:
+        """The compaction, once for both drivers: yields ``("hook", (fn, arg))`` and
+        ``("summarize", request)``; the sync or async driver performs them and sends back the
+        value (or throws the exception in)."""
+        request = plan.request
+        preview = CompactionPreview(messages, plan.tokens_before, request, request.replaced_count if request else 0)
+        result: CompactResult | None = None
+        if request is None:
+            result = plan.apply(None)
+            if not result.compacted:
+                return result
+        if self.on_before_compact is not None:
+            yield ("hook", (self.on_before_compact, preview))
+        if preview.vetoed:
+            return self._unchanged(messages, system, plan, preview._veto or "vetoed")
+        if result is not None:
+            result = replace(result, flushed_memories=preview._flushed)
+        elif preview._summary is not None:
+            result = plan.apply(preview._summary, flushed_memories=preview._flushed)
+        elif self.summarizer is None:
+            result = plan.apply(None, flushed_memories=preview._flushed)
+        else:
+            try:
+                current = plan
+                while True:
+                    reply = yield ("summarize", current.request)
+                    text, truncated = check_reply(reply)
+                    if current.remaining_chunks == 0:
+                        result = current.apply(SummaryResponse(text, truncated), flushed_memories=preview._flushed)
+                        break
+                    current = current.advance(text)
+            except SummarizerError:
+                raise
+            except Exception as e:
+                result = self._fallback(plan, e, state, preview._flushed)
+        if self.on_compacted is not None:
+            yield ("hook", (self.on_compacted, result))
+        return self._done(result)
+
+    def compact(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+        pinned: Pinned = None,
+        state: _core.ConversationState | None = None,
+    ) -> CompactResult:
+        """Compact if due (or always with ``force=True``), calling the summarizer synchronously.
+
+        The ladder: micro → selective rules → a summary of the span between the kept head and
+        tail (your summarizer, else the built-in rule summary; on a transient failure, timeout,
+        empty or error-like reply: the rule summary, with ``fallback_reason`` set) → fewer tail
+        messages → truncation; ``over_budget=True`` if still above the soft threshold. The input
+        is never modified. An async summarizer or hook needs :meth:`acompact`.
+        """
+        plan = self.plan(
+            messages,
+            system=system,
+            tools=tools,
+            format=format,
+            force=force,
+            instructions=instructions,
+            pinned=pinned,
+            state=state,
+        )
+        steps = self._steps(plan, messages, system, state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                kind, arg = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                if kind == "hook":
+                    fn, payload = arg
+                    r = fn(payload)
+                    if inspect.isawaitable(r):
+                        close = getattr(r, "close", None)
+                        if callable(close):
+                            close()
+                        raise SummarizerError(
+                            f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: "
+                            "use `await compactor.acompact(...)`"
+                        )
+                else:
+                    value = call_sync(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+            except BaseException as e:
+                error = e
+
+    async def acompact(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+        pinned: Pinned = None,
+        state: _core.ConversationState | None = None,
+    ) -> CompactResult:
+        """:meth:`compact` for async code: async (or sync, run in a worker thread) summarizers and
+        hooks, ``asyncio.wait_for`` timeouts. Cancelling it propagates ``CancelledError`` and
+        applies nothing."""
+        plan = self.plan(
+            messages,
+            system=system,
+            tools=tools,
+            format=format,
+            force=force,
+            instructions=instructions,
+            pinned=pinned,
+            state=state,
+        )
+        steps = self._steps(plan, messages, system, state)
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                kind, arg = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                if kind == "hook":
+                    fn, payload = arg
+                    r = fn(payload)
+                    if inspect.isawaitable(r):
+                        await r
+                else:
+                    value = await call_async(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+            except asyncio.CancelledError:
+                steps.close()
+                raise
+            except BaseException as e:
+                error = e
 
     def __repr__(self) -> str:
         c = self._config

@@ -4,6 +4,8 @@
 
 mod errors;
 mod extract;
+mod plan;
+mod render;
 mod state;
 mod text;
 mod tokens;
@@ -17,5 +19,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     validate::register(m)?;
     tokens::register(m)?;
     state::register(m)?;
+    plan::register(m)?;
+    m.add_function(wrap_pyfunction!(looks_like_error, m)?)?;
     Ok(())
+}
+
+/// Whether a summarizer's reply (without `<summary>` tags) reads like an error, a traceback or a
+/// refusal rather than a summary (English and Chinese).
+#[pyfunction]
+fn looks_like_error(reply: &str) -> bool {
+    crate::summary::text::looks_like_error(reply)
 }

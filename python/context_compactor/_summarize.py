@@ -1,0 +1,181 @@
+"""Calling the user's summarizer: timeouts, cancellation, error classes, reply checks.
+
+Design notes:
+
+- ``compact()`` runs a sync summarizer in a *daemon* thread and waits with a deadline; at the
+  deadline the thread is abandoned (it cannot be killed) and the fallback ladder runs. A
+  ``ThreadPoolExecutor`` would be simpler but its workers are joined at interpreter exit, so a
+  hung LLM call would hang the program's exit.
+- ``acompact()`` awaits an async summarizer under ``asyncio.wait_for``; a sync one runs in a
+  daemon thread whose result is handed back to the loop, so the loop never blocks.
+- Cancelling ``acompact()`` propagates ``CancelledError``: the ladder catches ``Exception``, never
+  ``BaseException``, and nothing has been applied before the summary is in.
+- ``compact()`` never runs an event loop itself (``asyncio.run`` inside a library breaks async SDK
+  clients on their second call): an awaitable reply is closed and reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from context_compactor import _core
+from context_compactor.errors import SummarizerError
+from context_compactor.results import SummaryRequest, SummaryResponse
+
+TRANSIENT_NAMES = frozenset(
+    {
+        "RateLimitError",
+        "APITimeoutError",
+        "APIConnectionError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "OverloadedError",
+        "TimeoutException",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "ConnectError",
+        "RemoteProtocolError",
+    }
+)
+PERMANENT_NAMES = frozenset(
+    {
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "NotFoundError",
+        "BadRequestError",
+        "UnprocessableEntityError",
+    }
+)
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 413, 422})
+
+
+class SummarizerTimeout(TimeoutError):
+    """The summarizer did not answer within ``summarizer_timeout_s``."""
+
+
+class BadReply(Exception):
+    """The summarizer's reply cannot be used as a summary (empty, an error text, not a str)."""
+
+
+def classify(exc: BaseException) -> str:
+    """``"transient"``, ``"permanent"`` or ``"unknown"`` for an exception from a summarizer.
+
+    Recognises the ``openai`` and ``anthropic`` SDK exception classes by name (no import
+    needed), any ``status_code`` attribute (also on ``exc.response``), timeouts and connection
+    errors.
+    """
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError, BadReply)):
+        return "transient"
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & PERMANENT_NAMES:
+        return "permanent"
+    if names & TRANSIENT_NAMES:
+        return "transient"
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        if status in PERMANENT_STATUS:
+            return "permanent"
+        if status in TRANSIENT_STATUS or status >= 500:
+            return "transient"
+    return "unknown"
+
+
+def describe(exc: BaseException) -> str:
+    """``"ErrorClass: short text"`` for ``fallback_reason``."""
+    text = str(exc).strip().replace("\n", " ")
+    if len(text) > 160:
+        text = text[:157] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def check_reply(reply: Any) -> tuple[str, bool]:
+    """The reply's text and truncation flag, or :class:`BadReply`."""
+    truncated = False
+    if isinstance(reply, SummaryResponse):
+        truncated = bool(reply.truncated)
+        reply = reply.text
+    if not isinstance(reply, str):
+        raise BadReply(f"the summarizer returned {type(reply).__name__}, not str or SummaryResponse")
+    if not reply.strip():
+        raise BadReply("the summarizer returned empty text")
+    if "<summary" not in reply and _core.looks_like_error(reply):
+        raise BadReply("the reply looks like an error or a refusal, not a summary")
+    return reply, truncated
+
+
+def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
+    """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the deadline."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = summarizer(request)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    t = threading.Thread(target=run, name="context-compactor-summarizer", daemon=True)
+    t.start()
+    if not done.wait(timeout):
+        raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+    if "error" in box:
+        raise box["error"]
+    value = box["value"]
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if callable(close):
+            close()
+        raise SummarizerError(
+            "the summarizer returned an awaitable: use `await compactor.acompact(...)` "
+            "(compact() does not run an event loop)"
+        )
+    return value
+
+
+async def call_async(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
+    """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread."""
+    loop = asyncio.get_running_loop()
+    if inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(
+        getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's async __call__
+    ):
+        value = summarizer(request)
+    else:
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def deliver(ok: bool, payload: Any) -> None:
+            if fut.done():
+                return
+            if ok:
+                fut.set_result(payload)
+            else:
+                fut.set_exception(payload)
+
+        def run() -> None:
+            try:
+                v = summarizer(request)
+                loop.call_soon_threadsafe(deliver, True, v)
+            except BaseException as e:
+                with contextlib.suppress(RuntimeError):  # the loop is gone
+                    loop.call_soon_threadsafe(deliver, False, e)
+
+        threading.Thread(target=run, name="context-compactor-summarizer", daemon=True).start()
+        try:
+            value = await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}") from None
+    if inspect.isawaitable(value):
+        try:
+            value = await asyncio.wait_for(value, timeout)
+        except asyncio.TimeoutError:
+            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}") from None
+    return value

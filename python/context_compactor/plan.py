@@ -1,0 +1,106 @@
+"""`CompactionPlan`: a compaction waiting for its summary (bring your own LLM call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_compactor import _core
+from context_compactor.errors import SummarizerError
+from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
+
+__all__ = ["CompactionPlan"]
+
+
+def _request(d: dict[str, Any] | None) -> SummaryRequest | None:
+    if d is None:
+        return None
+    return SummaryRequest(
+        system_prompt=d["system_prompt"],
+        user_prompt=d["user_prompt"],
+        previous_summary=d["previous_summary"],
+        instructions=d["instructions"],
+        max_tokens=d["max_tokens"],
+        must_keep=tuple(d["must_keep"]),
+        language=d["language"],
+        replaced_count=d["replaced_count"],
+        chunk=d["chunk"],
+        chunks=d["chunks"],
+    )
+
+
+class CompactionPlan:
+    """What a compaction will replace, and the request for its summary.
+
+    Pure: nothing happens to your messages until you use the result of :meth:`apply`.
+
+    Example:
+        >>> plan = compactor.plan(messages)
+        >>> text = my_llm(plan.request.messages) if plan.request else None
+        >>> result = plan.apply(text)          # None: the built-in rule summary
+        >>> messages = result.messages
+    """
+
+    __slots__ = ("_core_plan", "_request", "_tokenizer")
+
+    def __init__(self, core_plan: _core.Plan, tokenizer: Any) -> None:
+        self._core_plan = core_plan
+        self._tokenizer = tokenizer
+        self._request = _request(core_plan.request())
+
+    @property
+    def request(self) -> SummaryRequest | None:
+        """The summary request (for the current chunk), or ``None`` when no summary is needed."""
+        return self._request
+
+    @property
+    def remaining_chunks(self) -> int:
+        """Chunks after the current one (long spans are summarised in chunks, each updating the
+        previous summary): call :meth:`advance` with each reply until this is 0."""
+        return self._core_plan.remaining_chunks
+
+    @property
+    def reason(self) -> str | None:
+        """Why no (more) compaction is planned, when so."""
+        return self._core_plan.reason
+
+    @property
+    def tokens_before(self) -> int:
+        """Tokens of the conversation now."""
+        return self._core_plan.tokens_before
+
+    def advance(self, summary: str | SummaryResponse) -> CompactionPlan:
+        """The plan for the next chunk, given the summary of the chunks so far."""
+        text = summary.text if isinstance(summary, SummaryResponse) else summary
+        if not isinstance(text, str):
+            raise SummarizerError(f"advance expects the summary text, got {type(text).__name__}")
+        return CompactionPlan(self._core_plan.advance(text), self._tokenizer)
+
+    def apply(self, summary: str | SummaryResponse | None = None, **extra: Any) -> CompactResult:
+        """Finish the compaction.
+
+        Args:
+            summary: The summarizer's reply for the (last) chunk: a ``str`` (the part inside
+                ``<summary>`` tags is used), a :class:`SummaryResponse`, or ``None`` for the
+                built-in rule summary. Ignored when :attr:`request` is ``None``.
+
+        Returns:
+            The :class:`CompactResult`. Must-keep facts missing from the summary are appended, the
+            summary is capped at ``summary_max_tokens``, and the budget ladder runs.
+        """
+        truncated = False
+        if isinstance(summary, SummaryResponse):
+            truncated = bool(summary.truncated)
+            summary = summary.text
+        if summary is not None and not isinstance(summary, str):
+            raise SummarizerError(f"apply expects a str, SummaryResponse or None, got {type(summary).__name__}")
+        d = self._core_plan.apply(summary, truncated, self._tokenizer)
+        return CompactResult._from_core(d, **extra)
+
+    def __repr__(self) -> str:
+        r = self._request
+        if r is None:
+            return f"CompactionPlan(request=None, reason={self.reason!r})"
+        return (
+            f"CompactionPlan(replaced_count={r.replaced_count}, chunk={r.chunk + 1}/{r.chunks}, "
+            f"language={r.language!r})"
+        )

@@ -1,0 +1,218 @@
+"""The values a compaction hands back and forth: requests, responses, results, previews."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CompactResult", "CompactionPreview", "RecordEntry", "SummaryRequest", "SummaryResponse"]
+
+Strategy = Literal["none", "micro", "selective", "summary", "rule_summary", "truncation"]
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What your summarizer is asked to summarise.
+
+    Send ``messages`` (an OpenAI-style ``[system, user]`` list, no tools) to any chat model, or
+    build your own call from ``system_prompt`` and ``user_prompt``. Return the reply text (or a
+    :class:`SummaryResponse`); the summary is expected inside ``<summary>…</summary>``.
+
+    Attributes:
+        system_prompt: Instructions for the summarizing model.
+        user_prompt: The transcript of the replaced messages and what to write.
+        previous_summary: The summary of an earlier compaction this one updates (incremental).
+        instructions: Extra instructions given to ``compact(instructions=...)``.
+        max_tokens: The summary's cap (``summary_max_tokens``); pass it as the reply limit.
+        must_keep: File paths, URLs and error names the summary should keep (missing ones are
+            appended to the summary anyway).
+        language: ``"en"`` or ``"zh"``: the conversation's language.
+        replaced_count: How many messages the summary replaces.
+        chunk: This chunk (0-based) when the span is summarised in chunks.
+        chunks: Number of chunks.
+    """
+
+    system_prompt: str
+    user_prompt: str
+    previous_summary: str | None = None
+    instructions: str | None = None
+    max_tokens: int = 2000
+    must_keep: tuple[str, ...] = ()
+    language: str = "en"
+    replaced_count: int = 0
+    chunk: int = 0
+    chunks: int = 1
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """A ready OpenAI-style request: ``[{"role": "system", ...}, {"role": "user", ...}]``."""
+        return [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.user_prompt},
+        ]
+
+
+@dataclass(frozen=True)
+class SummaryResponse:
+    """A summarizer's reply with details.
+
+    Attributes:
+        text: The reply (the summary, ideally inside ``<summary>`` tags).
+        truncated: The model stopped at its token limit (``finish_reason == "length"``).
+        usage: The provider's usage object, if you want it kept with the result.
+    """
+
+    text: str
+    truncated: bool = False
+    usage: Any = None
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    """What happened to one input message.
+
+    Attributes:
+        index: Index of the message in the input list (a row id in a ``Session``).
+        action: ``"summarized"``, ``"cleared"`` (tool output → placeholder), ``"args_cut"``,
+            ``"thinking_dropped"``, ``"image_removed"``, ``"text_cut"``, ``"truncated"``,
+            ``"repaired"`` or ``"dropped"`` (by repair).
+        detail: Readable detail (tool name, sizes).
+    """
+
+    index: int
+    action: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """The outcome of a compaction.
+
+    Kept messages are the same objects as in the input; edited and new ones are new dicts. The
+    input list is never modified: use ``result.messages`` (and ``result.system`` for Anthropic's
+    separate system prompt).
+
+    Attributes:
+        messages: The conversation to send now.
+        system: The system prompt to send (changed only with ``summary_role="system"`` on
+            Anthropic; otherwise what you passed).
+        summary: The summary message's text, if a summary was made.
+        tokens_before: Tokens before (calibrated with a state).
+        tokens_after: Tokens after.
+        original_count: Input messages.
+        retained_count: Input messages still present (kept or edited).
+        compacted_count: Input messages replaced or removed.
+        flushed_memories: What an ``on_before_compact`` hook reported with ``preview.flushed(n)``.
+        strategy: ``"none"``, ``"micro"``, ``"selective"``, ``"summary"``, ``"rule_summary"`` or
+            ``"truncation"``.
+        fallback_reason: Why the summarizer's reply was not used (error class and short text).
+        over_budget: Still above the soft threshold; ``over_budget_reason`` says why.
+        repairs: Repairs made to invalid input, in words.
+        record: One :class:`RecordEntry` per replaced or edited input message.
+        phases: ``(phase, tokens after it)`` for each step that ran.
+        must_keep_missing: Must-keep facts that did not fit in the summary.
+        must_keep: The must-keep facts of the replaced span.
+        summary_truncated: The summary was cut to ``summary_max_tokens``.
+        reason: Why nothing (more) was done, when so.
+        language: The conversation's language (``"en"`` / ``"zh"``).
+    """
+
+    messages: list[Any]
+    system: Any = None
+    summary: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    original_count: int = 0
+    retained_count: int = 0
+    compacted_count: int = 0
+    flushed_memories: int = 0
+    strategy: Strategy = "none"
+    fallback_reason: str | None = None
+    over_budget: bool = False
+    over_budget_reason: str | None = None
+    repairs: tuple[str, ...] = ()
+    record: tuple[RecordEntry, ...] = ()
+    phases: tuple[tuple[str, int], ...] = ()
+    must_keep_missing: tuple[str, ...] = ()
+    must_keep: tuple[str, ...] = ()
+    summary_truncated: bool = False
+    reason: str | None = None
+    language: str = "en"
+
+    @property
+    def compacted(self) -> bool:
+        """Whether anything changed (``strategy != "none"``)."""
+        return self.strategy != "none"
+
+    @property
+    def saved_tokens(self) -> int:
+        """``tokens_before - tokens_after``."""
+        return self.tokens_before - self.tokens_after
+
+    @classmethod
+    def _from_core(cls, d: dict[str, Any], **extra: Any) -> CompactResult:
+        return cls(
+            messages=d["messages"],
+            system=d["system"],
+            summary=d["summary"],
+            tokens_before=d["tokens_before"],
+            tokens_after=d["tokens_after"],
+            original_count=d["original_count"],
+            retained_count=d["retained_count"],
+            compacted_count=d["compacted_count"],
+            strategy=d["strategy"],
+            over_budget=d["over_budget"],
+            over_budget_reason=d["over_budget_reason"],
+            repairs=tuple(d["repairs"]),
+            record=tuple(RecordEntry(r["index"], r["action"], r["detail"]) for r in d["record"]),
+            phases=tuple((str(p), int(t)) for p, t in d["phases"]),
+            must_keep_missing=tuple(d["must_keep_missing"]),
+            must_keep=tuple(d["must_keep"]),
+            summary_truncated=d["summary_truncated"],
+            reason=d["reason"],
+            language=d["language"],
+            **extra,
+        )
+
+
+@dataclass
+class CompactionPreview:
+    """What ``on_before_compact`` sees before a compaction runs the summarizer.
+
+    Call :meth:`veto` to keep the conversation as it is, :meth:`use_summary` to supply the
+    summary yourself (the summarizer is not called), :meth:`flushed` to report memories saved
+    elsewhere (seed 000's memory flush; shown in ``result.flushed_memories``).
+
+    Attributes:
+        messages: The input messages (do not modify them).
+        tokens_before: Tokens now.
+        request: The summary request that would be sent (``None`` for micro/selective only).
+        replaced_count: Messages the summary would replace.
+    """
+
+    messages: Sequence[Any]
+    tokens_before: int
+    request: SummaryRequest | None
+    replaced_count: int = 0
+    _veto: str | None = field(default=None, repr=False)
+    _summary: str | None = field(default=None, repr=False)
+    _flushed: int = field(default=0, repr=False)
+
+    def veto(self, reason: str = "vetoed by on_before_compact") -> None:
+        """Cancel this compaction; the result has ``strategy="none"`` and this reason."""
+        self._veto = reason or "vetoed by on_before_compact"
+
+    def use_summary(self, text: str) -> None:
+        """Use ``text`` as the summary instead of calling the summarizer."""
+        if not isinstance(text, str):
+            raise TypeError(f"use_summary expects a str, got {type(text).__name__}")
+        self._summary = text
+
+    def flushed(self, n: int) -> None:
+        """Report ``n`` memories flushed to your own store before compaction."""
+        self._flushed += int(n)
+
+    @property
+    def vetoed(self) -> bool:
+        return self._veto is not None

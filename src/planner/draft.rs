@@ -1,0 +1,194 @@
+//! The working list the planner edits: one slot per output message, each with the view the
+//! rest of the core reads (for counting, structure and validation) and how to build it.
+
+use super::out::{OutBlock, OutMsg};
+use crate::message::{Block, BlockKind, Conversation, Message, Piece, Role};
+use crate::text::Text;
+use crate::tokens::counter::{message_parts, Framing};
+
+/// Counts the tokens of a text (the configured tokenizer).
+pub trait Count {
+    fn count(&self, text: Text<'_>) -> usize;
+}
+
+impl<F: Fn(Text<'_>) -> usize> Count for F {
+    fn count(&self, text: Text<'_>) -> usize {
+        self(text)
+    }
+}
+
+/// Tokens of a message view with `counter`.
+pub fn tokens_of(m: &Message<'_>, framing: Framing, counter: &dyn Count) -> usize {
+    let (fixed, texts, names) = message_parts(m, framing);
+    fixed
+        + texts.iter().map(|p| counter.count(p.text())).sum::<usize>()
+        + names
+            .iter()
+            .map(|n| counter.count(Text::Utf8(n)))
+            .sum::<usize>()
+}
+
+/// One output message in the making.
+#[derive(Clone, Debug)]
+pub struct Slot<'a> {
+    pub out: OutMsg,
+    pub view: Message<'a>,
+    pub tokens: usize,
+    /// Pinned by the caller (never replaced or edited).
+    pub pinned: bool,
+}
+
+impl<'a> Slot<'a> {
+    /// Input message `i`, unchanged.
+    pub fn keep(conv: &Conversation<'a>, i: usize, tokens: usize, pinned: bool) -> Self {
+        Slot {
+            out: OutMsg::Keep(i),
+            view: conv.messages[i].clone(),
+            tokens,
+            pinned,
+        }
+    }
+
+    /// A slot built from `out`, counted with `counter`.
+    pub fn build(
+        conv: &Conversation<'a>,
+        out: OutMsg,
+        framing: Framing,
+        counter: &dyn Count,
+    ) -> Self {
+        let view = view_of(conv, &out);
+        let tokens = tokens_of(&view, framing, counter);
+        Slot {
+            out,
+            view,
+            tokens,
+            pinned: false,
+        }
+    }
+
+    /// Index of the input message this slot comes from.
+    pub fn source(&self) -> Option<usize> {
+        self.out.source()
+    }
+
+    /// Make the slot a `Rebuild` (if it is a `Keep`) so blocks can be edited.
+    fn rebuildable(&mut self) -> Option<&mut Vec<OutBlock>> {
+        if let OutMsg::Keep(i) = self.out {
+            let blocks = (0..self.view.blocks.len())
+                .map(|k| OutBlock::Orig {
+                    msg: i,
+                    block: k,
+                    edit: None,
+                })
+                .collect();
+            self.out = OutMsg::Rebuild { from: i, blocks };
+        }
+        match &mut self.out {
+            OutMsg::Rebuild { blocks, .. } => Some(blocks),
+            _ => None,
+        }
+    }
+
+    /// Replace the text of block `k` (a result's content, a call's arguments, a text). An image
+    /// block becomes a text block. Returns false for blocks of new messages (never edited).
+    pub fn edit_block(
+        &mut self,
+        k: usize,
+        text: String,
+        framing: Framing,
+        counter: &dyn Count,
+    ) -> bool {
+        let Some(blocks) = self.rebuildable() else {
+            return false;
+        };
+        let OutBlock::Orig { edit, .. } = &mut blocks[k] else {
+            return false;
+        };
+        *edit = Some(text.clone());
+        let b = &mut self.view.blocks[k];
+        if b.kind == BlockKind::Image {
+            b.kind = BlockKind::Text;
+        }
+        b.images = 0;
+        b.texts = vec![Piece::Owned(text)];
+        self.tokens = tokens_of(&self.view, framing, counter);
+        true
+    }
+
+    /// Drop block `k`. Returns false when it cannot be dropped.
+    pub fn drop_block(&mut self, k: usize, framing: Framing, counter: &dyn Count) -> bool {
+        let Some(blocks) = self.rebuildable() else {
+            return false;
+        };
+        blocks.remove(k);
+        self.view.blocks.remove(k);
+        self.view.empty = self.view.blocks.is_empty();
+        self.tokens = tokens_of(&self.view, framing, counter);
+        true
+    }
+}
+
+/// The view of an output message.
+pub fn view_of<'a>(conv: &Conversation<'a>, out: &OutMsg) -> Message<'a> {
+    match out {
+        OutMsg::Keep(i) => conv.messages[*i].clone(),
+        OutMsg::Rebuild { from, blocks } => {
+            let mut m = Message::new(conv.messages[*from].role, blocks_view(conv, blocks));
+            m.fingerprint = 0;
+            m
+        }
+        OutMsg::New { role, blocks } => Message::new(*role, blocks_view(conv, blocks)),
+    }
+}
+
+fn blocks_view<'a>(conv: &Conversation<'a>, blocks: &[OutBlock]) -> Vec<Block<'a>> {
+    blocks
+        .iter()
+        .map(|b| match b {
+            OutBlock::Orig { msg, block, edit } => {
+                let mut v = conv.messages[*msg].blocks[*block].clone();
+                if let Some(text) = edit {
+                    if v.kind == BlockKind::Image {
+                        v.kind = BlockKind::Text;
+                    }
+                    v.images = 0;
+                    v.texts = vec![Piece::Owned(text.clone())];
+                }
+                v
+            }
+            OutBlock::Text(t) => {
+                let mut v = Block::new(BlockKind::Text);
+                v.texts.push(Piece::Owned(t.clone()));
+                v
+            }
+            OutBlock::Result {
+                id,
+                name,
+                text,
+                is_error,
+            } => {
+                let mut v = Block::new(BlockKind::ToolResult);
+                v.id = id.clone();
+                v.name = name.clone();
+                v.is_error = *is_error;
+                v.texts.push(Piece::Owned(text.clone()));
+                v
+            }
+        })
+        .collect()
+}
+
+/// The views of a slot list (for structure and validation).
+pub fn views<'a>(slots: &[Slot<'a>]) -> Vec<Message<'a>> {
+    slots.iter().map(|s| s.view.clone()).collect()
+}
+
+/// Total tokens of the slots.
+pub fn total(slots: &[Slot<'_>]) -> usize {
+    slots.iter().map(|s| s.tokens).sum()
+}
+
+/// Whether the role speaks for the user side (for strict alternation).
+pub fn is_user_side(m: &Message<'_>) -> bool {
+    m.role != Role::Assistant && !m.role.is_instruction()
+}

@@ -1,0 +1,486 @@
+//! Micro-compaction and selective rules: shrink old tool output, long arguments, thinking of
+//! finished turns, images and long old texts — no LLM, no change of message order.
+//!
+//! Design note: what is cleared is chosen so that the recent context stays byte-identical (the
+//! kept head and tail are the same objects, which keeps a provider's cached prompt prefix up to
+//! the first edit valid), protected tools are never touched, and text that already carries a
+//! placeholder or cut marker is never cut again. A micro pass whose savings stay under
+//! `clear_at_least_tokens` is dropped whole: editing an old message invalidates the provider's
+//! prompt cache from that point on, which costs more than a few hundred tokens save.
+
+use super::draft::{tokens_of, Count, Slot};
+use super::out::RecordEntry;
+use super::{Action, Item, PlanConfig};
+use crate::message::{BlockKind, Role};
+use crate::structure::analyze;
+use crate::summary::text::{cut_json_args, head_tail, is_cut};
+use std::collections::HashMap;
+
+/// Prefix of every placeholder the compactor writes.
+pub const PLACEHOLDER_PREFIX: &str = "[context-compactor:";
+
+/// Whether a text is (or starts with) one of our placeholders or cut markers.
+pub fn already_compacted(text: &str) -> bool {
+    text.starts_with(PLACEHOLDER_PREFIX) || is_cut(text)
+}
+
+/// Which slots micro and selective compaction may not touch: instructions, pinned messages,
+/// the kept head and the recent tail.
+pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
+    let n = slots.len();
+    let mut frozen: Vec<bool> = slots
+        .iter()
+        .map(|s| s.pinned || s.view.role.is_instruction() || is_summary(s))
+        .collect();
+    let (head_end, tail_start) = head_and_tail(slots, cfg);
+    for f in &mut frozen[..head_end] {
+        *f = true;
+    }
+    for f in &mut frozen[tail_start.max(head_end).min(n)..] {
+        *f = true;
+    }
+    frozen
+}
+
+/// Whether a slot is an earlier compaction's summary message.
+pub fn is_summary(s: &Slot<'_>) -> bool {
+    s.view
+        .blocks
+        .first()
+        .and_then(|b| b.texts.first())
+        .is_some_and(|p| super::is_summary_text(&p.text().to_utf8()))
+}
+
+/// End of the kept head and start of the kept tail, both at legal cut points.
+pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
+    let n = slots.len();
+    let views = super::draft::views(slots);
+    let s = analyze(&views);
+    let legal = |c: usize| s.cut_points.binary_search(&c).is_ok();
+    // Head: the first `keep_first_messages` conversation messages (the task), stopping at an
+    // earlier summary, extended to a legal cut.
+    let mut head_end = 0;
+    let mut taken = 0;
+    while head_end < n && taken < cfg.keep_first_messages {
+        let v = &slots[head_end];
+        if is_summary(v) {
+            break;
+        }
+        if !v.view.role.is_instruction() {
+            taken += 1;
+        }
+        head_end += 1;
+    }
+    while head_end < n && !legal(head_end) {
+        head_end += 1;
+    }
+    // Tail: at least `keep_recent_messages` messages and `keep_recent_tokens` tokens, starting
+    // at a legal cut (the longer tail when both are set).
+    let mut tail_start = n.saturating_sub(cfg.keep_recent_messages);
+    if let Some(min_tokens) = cfg.keep_recent_tokens {
+        let mut acc = 0;
+        let mut c = n;
+        while c > 0 && acc < min_tokens {
+            c -= 1;
+            acc += slots[c].tokens;
+        }
+        tail_start = tail_start.min(c);
+    }
+    while tail_start > 0 && !legal(tail_start) {
+        tail_start -= 1;
+    }
+    (head_end, tail_start.max(head_end))
+}
+
+/// Map call id → tool name over the slots.
+fn tool_names(slots: &[Slot<'_>]) -> HashMap<String, String> {
+    let mut names = HashMap::new();
+    for s in slots {
+        for b in s.view.calls() {
+            if let (Some(id), Some(name)) = (&b.id, &b.name) {
+                names.insert(id.clone(), name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The placeholder for a cleared tool result.
+pub fn result_placeholder(
+    name: &str,
+    chars: usize,
+    tokens: usize,
+    offload: Option<&str>,
+) -> String {
+    match offload {
+        Some(path) => format!(
+            "{PLACEHOLDER_PREFIX} output of {name} cleared, {chars} chars / ~{tokens} tokens; full output saved to {path}]"
+        ),
+        None => format!(
+            "{PLACEHOLDER_PREFIX} output of {name} cleared, {chars} chars / ~{tokens} tokens]"
+        ),
+    }
+}
+
+/// A planned offload of a cleared result's full text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offload {
+    pub path: String,
+    pub text: String,
+}
+
+/// File name for offloaded text: a content hash, so the same output is written once.
+pub fn offload_path(dir: &str, text: &str) -> String {
+    let h = crate::state::hash_bytes(text.as_bytes());
+    let h2 = crate::state::mix(h, text.len() as u64);
+    format!(
+        "{}/tool-output-{h:016x}{h2:08x}.txt",
+        dir.trim_end_matches('/')
+    )
+    .replace("//", "/")
+    .chars()
+    .take(4096)
+    .collect()
+}
+
+/// What a pass changed.
+#[derive(Default)]
+pub struct Pass {
+    pub changed: usize,
+    pub record: Vec<RecordEntry>,
+    pub offloads: Vec<Offload>,
+}
+
+fn result_text(slot: &Slot<'_>, k: usize) -> String {
+    slot.view.blocks[k]
+        .texts
+        .iter()
+        .map(|p| p.text().to_utf8().into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Clear one result block into a placeholder. Returns the tokens saved (0 if not worth it).
+#[allow(clippy::too_many_arguments)]
+fn clear_result(
+    slot: &mut Slot<'_>,
+    k: usize,
+    name: &str,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+    pass: &mut Pass,
+) -> usize {
+    let b = &slot.view.blocks[k];
+    let text = result_text(slot, k);
+    if already_compacted(&text) {
+        return 0;
+    }
+    let images = b.images;
+    let chars = text.chars().count();
+    let tokens: usize = b
+        .texts
+        .iter()
+        .map(|p| counter.count(p.text()))
+        .sum::<usize>()
+        + images as usize * cfg.framing.image_tokens;
+    let offload = cfg
+        .offload_dir
+        .as_deref()
+        .map(|dir| offload_path(dir, &text));
+    let placeholder = result_placeholder(name, chars, tokens, offload.as_deref());
+    if counter.count(crate::text::Text::Utf8(&placeholder)) + 8 >= tokens {
+        return 0;
+    }
+    let before = slot.tokens;
+    if !slot.edit_block(k, placeholder, cfg.framing, counter) {
+        return 0;
+    }
+    if let (Some(path), Some(src)) = (offload, slot.source()) {
+        let _ = src;
+        pass.offloads.push(Offload { path, text });
+    }
+    pass.changed += 1;
+    if let Some(i) = slot.source() {
+        pass.record.push(RecordEntry {
+            index: i,
+            action: "cleared",
+            detail: format!("output of {name}: {chars} chars, ~{tokens} tokens"),
+        });
+    }
+    before.saturating_sub(slot.tokens)
+}
+
+/// Cut one call's long arguments. Returns the tokens saved.
+fn cut_args(
+    slot: &mut Slot<'_>,
+    k: usize,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+) -> Option<(usize, RecordEntry)> {
+    let b = &slot.view.blocks[k];
+    let args: String = b
+        .texts
+        .iter()
+        .map(|p| p.text().to_utf8().into_owned())
+        .collect();
+    if args.chars().count() <= cfg.max_tool_arg_chars || already_compacted(&args) {
+        return None;
+    }
+    let name = b.name.clone().unwrap_or_else(|| "?".to_owned());
+    let cut = cut_json_args(&args, cfg.max_tool_arg_chars)?;
+    let before = slot.tokens;
+    if !slot.edit_block(k, cut, cfg.framing, counter) {
+        return None;
+    }
+    let entry = RecordEntry {
+        index: slot.source()?,
+        action: "args_cut",
+        detail: format!("arguments of {name}: {} chars", args.chars().count()),
+    };
+    Some((before.saturating_sub(slot.tokens), entry))
+}
+
+/// Micro-compaction: results older than the last `keep_recent_tool_results` become
+/// placeholders, older long arguments are cut; skipped whole when it frees too little.
+pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -> Pass {
+    let frozen = frozen(slots, cfg);
+    let names = tool_names(slots);
+    let protected = |name: &str| cfg.protected_tools.iter().any(|p| p == name);
+
+    // Every result block, in order; the last N stay intact.
+    let mut results: Vec<(usize, usize)> = Vec::new();
+    for (si, s) in slots.iter().enumerate() {
+        for (k, b) in s.view.blocks.iter().enumerate() {
+            if b.kind == BlockKind::ToolResult {
+                results.push((si, k));
+            }
+        }
+    }
+    let keep_from = results.len().saturating_sub(cfg.keep_recent_tool_results);
+    // Calls whose results are old are old calls.
+    let old_ids: std::collections::HashSet<String> = results[..keep_from]
+        .iter()
+        .filter_map(|&(si, k)| slots[si].view.blocks[k].id.clone())
+        .collect();
+
+    let mut trial: Vec<Slot<'_>> = slots.clone();
+    let mut pass = Pass::default();
+    let mut saved = 0;
+    for &(si, k) in &results[..keep_from] {
+        if frozen[si] {
+            continue;
+        }
+        let b = &trial[si].view.blocks[k];
+        let name = b
+            .name
+            .clone()
+            .or_else(|| b.id.as_ref().and_then(|id| names.get(id).cloned()))
+            .unwrap_or_else(|| "a tool".to_owned());
+        if protected(&name) {
+            continue;
+        }
+        saved += clear_result(&mut trial[si], k, &name, cfg, counter, &mut pass);
+    }
+    for si in 0..trial.len() {
+        if frozen[si] || trial[si].view.role != Role::Assistant {
+            continue;
+        }
+        for k in 0..trial[si].view.blocks.len() {
+            let b = &trial[si].view.blocks[k];
+            if b.kind != BlockKind::ToolCall {
+                continue;
+            }
+            let old = b.id.as_ref().is_some_and(|id| old_ids.contains(id));
+            let name = b.name.clone().unwrap_or_default();
+            if !old || protected(&name) {
+                continue;
+            }
+            if let Some((s, entry)) = cut_args(&mut trial[si], k, cfg, counter) {
+                saved += s;
+                pass.changed += 1;
+                pass.record.push(entry);
+            }
+        }
+    }
+    if pass.changed == 0 || saved < cfg.clear_at_least_tokens {
+        return Pass::default();
+    }
+    *slots = trial;
+    pass
+}
+
+/// Selective rules in priority order until the slots fit `target` tokens (plus `extra`).
+pub fn selective(
+    slots: &mut Vec<Slot<'_>>,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+    extra: usize,
+    target: usize,
+) -> Pass {
+    let mut pass = Pass::default();
+    let mut rules = cfg.selective_rules.clone();
+    rules.sort_by_key(|r| r.2);
+    let names = tool_names(slots);
+    let protected = |name: &str| cfg.protected_tools.iter().any(|p| p == name);
+    let mut k = 0;
+    while k < rules.len() {
+        if super::draft::total(slots) + extra <= target {
+            break;
+        }
+        let priority = rules[k].2;
+        let frozen = frozen(slots, cfg);
+        // Thinking of the pending loop stays (Anthropic needs it with its tool results).
+        let views = super::draft::views(slots);
+        let st = analyze(&views);
+        let pending_loop = st
+            .thinking_loops
+            .last()
+            .copied()
+            .filter(|l| l.end + 1 == slots.len());
+        let mut drop_slots = Vec::new();
+        while k < rules.len() && rules[k].2 == priority {
+            let (item, action, _) = rules[k];
+            k += 1;
+            if action == Action::Never {
+                continue;
+            }
+            for si in 0..slots.len() {
+                if frozen[si] {
+                    continue;
+                }
+                let role = slots[si].view.role;
+                let mut bi = 0;
+                while bi < slots[si].view.blocks.len() {
+                    let b = &slots[si].view.blocks[bi];
+                    let kind = b.kind;
+                    let before = slots[si].tokens;
+                    let mut removed = false;
+                    match (item, kind) {
+                        (Item::ToolResults, BlockKind::ToolResult) => {
+                            let name = b
+                                .name
+                                .clone()
+                                .or_else(|| b.id.as_ref().and_then(|id| names.get(id).cloned()))
+                                .unwrap_or_else(|| "a tool".to_owned());
+                            if !protected(&name) {
+                                if action == Action::HeadTail {
+                                    let text = result_text(&slots[si], bi);
+                                    if !already_compacted(&text) {
+                                        if let Some(cut) =
+                                            head_tail(&text, cfg.max_tool_arg_chars * 2)
+                                        {
+                                            if slots[si].edit_block(bi, cut, cfg.framing, counter) {
+                                                record(
+                                                    &mut pass,
+                                                    &slots[si],
+                                                    "text_cut",
+                                                    format!("output of {name}"),
+                                                );
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    clear_result(
+                                        &mut slots[si],
+                                        bi,
+                                        &name,
+                                        cfg,
+                                        counter,
+                                        &mut pass,
+                                    );
+                                }
+                            }
+                        }
+                        (Item::Thinking, BlockKind::Thinking | BlockKind::RedactedThinking) => {
+                            let in_pending =
+                                pending_loop.is_some_and(|l| l.start <= si && si <= l.end);
+                            if !in_pending {
+                                if slots[si].view.blocks.len() == 1 {
+                                    drop_slots.push(si);
+                                } else if slots[si].drop_block(bi, cfg.framing, counter) {
+                                    removed = true;
+                                    record(
+                                        &mut pass,
+                                        &slots[si],
+                                        "thinking_dropped",
+                                        String::new(),
+                                    );
+                                }
+                            }
+                        }
+                        (Item::Images, BlockKind::Image) => {
+                            if action == Action::Drop && slots[si].view.blocks.len() > 1 {
+                                if slots[si].drop_block(bi, cfg.framing, counter) {
+                                    removed = true;
+                                    record(&mut pass, &slots[si], "image_removed", String::new());
+                                }
+                            } else if slots[si].edit_block(
+                                bi,
+                                format!("{PLACEHOLDER_PREFIX} image removed]"),
+                                cfg.framing,
+                                counter,
+                            ) {
+                                record(&mut pass, &slots[si], "image_removed", String::new());
+                            }
+                        }
+                        (Item::AssistantText, BlockKind::Text) if role == Role::Assistant => {
+                            cut_text(&mut slots[si], bi, cfg, counter, &mut pass);
+                        }
+                        (Item::UserText, BlockKind::Text) if role == Role::User => {
+                            cut_text(&mut slots[si], bi, cfg, counter, &mut pass);
+                        }
+                        _ => {}
+                    }
+                    if slots[si].tokens != before || removed {
+                        pass.changed += 1;
+                    }
+                    if !removed {
+                        bi += 1;
+                    }
+                }
+            }
+        }
+        // Assistant messages that were only thinking go entirely (they hold no calls).
+        for &si in drop_slots.iter().rev() {
+            if let Some(i) = slots[si].source() {
+                pass.record.push(RecordEntry {
+                    index: i,
+                    action: "thinking_dropped",
+                    detail: "a message of thinking only".to_owned(),
+                });
+            }
+            slots.remove(si);
+            pass.changed += 1;
+        }
+    }
+    pass
+}
+
+fn record(pass: &mut Pass, slot: &Slot<'_>, action: &'static str, detail: String) {
+    if let Some(i) = slot.source() {
+        pass.record.push(RecordEntry {
+            index: i,
+            action,
+            detail,
+        });
+    }
+}
+
+fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count, pass: &mut Pass) {
+    let text = result_text(slot, k);
+    let limit = (cfg.max_tool_arg_chars * 4).max(1_000);
+    if text.chars().count() <= limit || already_compacted(&text) || super::is_summary_text(&text) {
+        return;
+    }
+    if let Some(cut) = head_tail(&text, limit / 2) {
+        let chars = text.chars().count();
+        if slot.edit_block(k, cut, cfg.framing, counter) {
+            record(pass, slot, "text_cut", format!("{chars} chars"));
+        }
+    }
+}
+
+/// Tokens of a slot recomputed (after external edits).
+pub fn recount(slot: &mut Slot<'_>, cfg: &PlanConfig, counter: &dyn Count) {
+    slot.tokens = tokens_of(&slot.view, cfg.framing, counter);
+}

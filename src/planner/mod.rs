@@ -1,0 +1,166 @@
+//! The planner: check → repair → micro → selective → legal cut → summary request, then
+//! `apply(summary)` → must-keep check, caps, assembly and the budget ladder.
+//!
+//! Pure and deterministic: the same conversation, configuration, state and summary give the
+//! same output. No Python callable is held: the caller's summarizer runs between `plan` (which
+//! returns a [`SummaryRequest`]) and `apply`. Token counts come from a [`Count`] the caller
+//! passes (the configured tokenizer).
+//!
+//! Design note — the ladder. A compaction must end at or under the soft threshold or say
+//! `over_budget`; it must never leave an invalid or half-compacted conversation. So each step
+//! only runs if the previous one was not enough, in increasing order of what it loses: micro
+//! (old tool output becomes placeholders), selective rules (thinking of finished turns, images,
+//! long old texts), a summary of the span between the kept head and tail (incremental when an
+//! earlier summary exists), then a shorter tail, then a hard trim of the oldest legal blocks.
+
+pub mod compact;
+pub mod draft;
+pub mod micro;
+pub mod out;
+pub mod repair;
+
+pub use compact::{plan, Outcome, Planned, SummaryRequest};
+pub use draft::{Count, Slot};
+pub use out::{OutBlock, OutMsg, RecordEntry};
+
+use crate::tokens::counter::Framing;
+use crate::validate::Profile;
+
+/// Stable first line of every summary message.
+pub const SUMMARY_MARKER: &str = "[context-compactor summary]";
+
+/// Whether a text is a summary message written by a compaction.
+pub fn is_summary_text(text: &str) -> bool {
+    text.trim_start().starts_with(SUMMARY_MARKER)
+}
+
+/// Item types of selective rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Item {
+    ToolResults,
+    Thinking,
+    Images,
+    AssistantText,
+    UserText,
+}
+
+impl Item {
+    pub fn parse(s: &str) -> Option<Item> {
+        Some(match s {
+            "tool_results" => Item::ToolResults,
+            "thinking" => Item::Thinking,
+            "images" => Item::Images,
+            "assistant_text" => Item::AssistantText,
+            "user_text" => Item::UserText,
+            _ => return None,
+        })
+    }
+}
+
+/// Actions of selective rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    Placeholder,
+    Drop,
+    HeadTail,
+    Never,
+}
+
+impl Action {
+    pub fn parse(s: &str) -> Option<Action> {
+        Some(match s {
+            "placeholder" => Action::Placeholder,
+            "drop" => Action::Drop,
+            "head_tail" => Action::HeadTail,
+            "never" => Action::Never,
+            _ => return None,
+        })
+    }
+}
+
+/// What `plan` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Whatever the thresholds call for (`compact()`).
+    Auto,
+    /// Micro-compaction only, whatever the thresholds (`micro_compact()`).
+    Micro,
+    /// Ignore the thresholds: the `/compact` command (`compact(force=True)`).
+    Force,
+}
+
+/// The configuration the planner reads (thresholds already in calibrated tokens).
+#[derive(Clone, Debug)]
+pub struct PlanConfig {
+    pub soft: usize,
+    pub hard: usize,
+    pub target: usize,
+    pub micro_threshold: usize,
+    pub keep_first_messages: usize,
+    pub keep_recent_messages: usize,
+    pub keep_recent_tokens: Option<usize>,
+    pub keep_recent_tool_results: usize,
+    pub max_tool_arg_chars: usize,
+    pub protected_tools: Vec<String>,
+    pub clear_at_least_tokens: usize,
+    pub offload_dir: Option<String>,
+    pub selective_rules: Vec<(Item, Action, i64)>,
+    pub summary_max_tokens: usize,
+    /// Put the summary in the system prompt (`summary_role="system"`).
+    pub summary_in_system: bool,
+    pub user_messages_budget_tokens: usize,
+    pub summarizer_max_input_tokens: Option<usize>,
+    pub transcript_item_max_chars: usize,
+    pub min_savings_ratio: f64,
+    pub repair: bool,
+    pub profile: Option<Profile>,
+    pub framing: Framing,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            soft: 96_000,
+            hard: 120_000,
+            target: 60_000,
+            micro_threshold: 60_000,
+            keep_first_messages: 1,
+            keep_recent_messages: 6,
+            keep_recent_tokens: None,
+            keep_recent_tool_results: 4,
+            max_tool_arg_chars: 500,
+            protected_tools: Vec::new(),
+            clear_at_least_tokens: 2_000,
+            offload_dir: None,
+            selective_rules: vec![
+                (Item::ToolResults, Action::Placeholder, 10),
+                (Item::Thinking, Action::Drop, 20),
+                (Item::Images, Action::Placeholder, 20),
+                (Item::AssistantText, Action::HeadTail, 30),
+                (Item::UserText, Action::Never, 50),
+            ],
+            summary_max_tokens: 2_000,
+            summary_in_system: false,
+            user_messages_budget_tokens: 2_000,
+            summarizer_max_input_tokens: None,
+            transcript_item_max_chars: 2_000,
+            min_savings_ratio: 0.1,
+            repair: true,
+            profile: None,
+            framing: Framing::default(),
+        }
+    }
+}
+
+impl PlanConfig {
+    /// A configuration for a window of `budget` tokens with the default ratios.
+    pub fn for_budget(budget: usize) -> Self {
+        PlanConfig {
+            soft: budget * 8 / 10,
+            hard: budget,
+            target: budget / 2,
+            micro_threshold: budget / 2,
+            ..PlanConfig::default()
+        }
+    }
+}

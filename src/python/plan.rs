@@ -1,0 +1,452 @@
+//! `plan()` and the `Plan` object: the planner behind `ContextCompactor.plan/compact`.
+//!
+//! The caller's summarizer never enters Rust: `plan()` returns a `Plan` whose `request()` is
+//! what to summarise; `apply(text)` finishes. A Python counter (a callable tokenizer) is passed
+//! to each call that counts, never stored.
+
+use super::errors::config_error;
+use super::extract::{parse_format, Extracted, Extractor};
+use super::render::Source;
+use super::state::{ConversationState, Counter};
+use crate::planner::compact::PlanError;
+use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned};
+use crate::summary::language::Language;
+use crate::text::Text;
+use crate::tokens::counter::{Framing, Tokenizer};
+use crate::validate::Profile;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+fn attr<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
+    cfg: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<T> {
+    cfg.getattr(name)?.extract::<T>().map_err(|e| {
+        let e: PyErr = e.into();
+        config_error(cfg.py(), name, &format!("invalid value: {e}"))
+    })
+}
+
+/// Read a `CompactionConfig` (thresholds calibrated tokens, as the config computes them).
+fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
+    let py = cfg.py();
+    let mut rules = Vec::new();
+    for r in cfg.getattr("selective_rules")?.try_iter()? {
+        let r = r?;
+        let item: String = attr(&r, "item")?;
+        let action: String = attr(&r, "action")?;
+        let priority: i64 = attr(&r, "priority")?;
+        let (Some(item), Some(action)) = (Item::parse(&item), Action::parse(&action)) else {
+            return Err(config_error(
+                py,
+                "selective_rules",
+                "unknown item or action",
+            ));
+        };
+        rules.push((item, action, priority));
+    }
+    let role: String = attr(cfg, "summary_role")?;
+    let profile: Option<String> = attr(cfg, "profile")?;
+    Ok(PlanConfig {
+        soft: attr(cfg, "soft_threshold")?,
+        hard: attr(cfg, "hard_threshold")?,
+        target: attr(cfg, "target_tokens")?,
+        micro_threshold: attr(cfg, "micro_threshold")?,
+        keep_first_messages: attr(cfg, "keep_first_messages")?,
+        keep_recent_messages: attr(cfg, "keep_recent_messages")?,
+        keep_recent_tokens: attr(cfg, "keep_recent_tokens")?,
+        keep_recent_tool_results: attr(cfg, "keep_recent_tool_results")?,
+        max_tool_arg_chars: attr(cfg, "max_tool_arg_chars")?,
+        protected_tools: attr(cfg, "protected_tools")?,
+        clear_at_least_tokens: attr(cfg, "clear_at_least_tokens")?,
+        offload_dir: attr(cfg, "offload_dir")?,
+        selective_rules: rules,
+        summary_max_tokens: attr(cfg, "summary_max_tokens")?,
+        summary_in_system: role == "system",
+        user_messages_budget_tokens: attr(cfg, "user_messages_budget_tokens")?,
+        summarizer_max_input_tokens: attr(cfg, "summarizer_max_input_tokens")?,
+        transcript_item_max_chars: attr(cfg, "transcript_item_max_chars")?,
+        min_savings_ratio: attr(cfg, "min_savings_ratio")?,
+        repair: attr(cfg, "repair")?,
+        profile: profile.as_deref().and_then(Profile::parse),
+        framing: Framing {
+            message_overhead_tokens: attr(cfg, "message_overhead_tokens")?,
+            image_tokens: attr(cfg, "image_tokens")?,
+        },
+    })
+}
+
+/// Run `f` with a `Count` for `counter`: the built-in tokenizer with the GIL released, or the
+/// Python callable (errors kept and raised after).
+fn with_counter<R: Send>(
+    py: Python<'_>,
+    counter: &Counter<'_>,
+    f: impl FnOnce(&dyn planner::Count) -> R + Send,
+) -> PyResult<R> {
+    match counter {
+        Counter::Builtin(t) => {
+            let t: Tokenizer = *t;
+            Ok(py.detach(|| f(&move |x: Text<'_>| t.count(x))))
+        }
+        Counter::Callable(c) => {
+            let err: RefCell<Option<PyErr>> = RefCell::new(None);
+            let count = |x: Text<'_>| -> usize {
+                if err.borrow().is_some() {
+                    return 0;
+                }
+                let r = c
+                    .call1((x.to_utf8().as_ref(),))
+                    .and_then(|n| n.extract::<usize>())
+                    .map_err(|e| {
+                        let bad =
+                            config_error(py, "tokenizer", "the callable must return an int >= 0");
+                        bad.set_cause(py, Some(e));
+                        bad
+                    });
+                r.unwrap_or_else(|e| {
+                    *err.borrow_mut() = Some(e);
+                    0
+                })
+            };
+            // Not Send: runs attached, which a Python counter needs anyway.
+            let r = run_attached(f, &count);
+            match err.into_inner() {
+                Some(e) => Err(e),
+                None => Ok(r),
+            }
+        }
+    }
+}
+
+fn run_attached<R>(f: impl FnOnce(&dyn planner::Count) -> R, count: &dyn planner::Count) -> R {
+    f(count)
+}
+
+struct Inner {
+    // Declared before `ex`: it borrows the strings `ex` keeps alive.
+    planned: Planned<'static>,
+    ex: Arc<Extracted>,
+    messages: Arc<Vec<Py<PyAny>>>,
+    system: Option<Py<PyAny>>,
+    state: Option<Py<ConversationState>>,
+}
+
+/// A compaction waiting for its summary (see `CompactionPlan` in the Python shell).
+#[pyclass(frozen, module = "context_compactor._core")]
+pub struct Plan {
+    inner: Arc<Inner>,
+}
+
+fn language_code(l: Language) -> &'static str {
+    match l {
+        Language::En => "en",
+        Language::Zh => "zh",
+    }
+}
+
+#[pymethods]
+impl Plan {
+    /// The summary request for the current chunk as a dict, or `None`.
+    fn request<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(r) = self.inner.planned.request() else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("system_prompt", r.system_prompt)?;
+        d.set_item("user_prompt", r.user_prompt)?;
+        d.set_item("previous_summary", r.previous_summary)?;
+        d.set_item("instructions", r.instructions)?;
+        d.set_item("max_tokens", r.max_tokens)?;
+        d.set_item("must_keep", r.must_keep)?;
+        d.set_item("language", language_code(r.language))?;
+        d.set_item("replaced_count", r.replaced_count)?;
+        d.set_item("chunk", r.chunk)?;
+        d.set_item("chunks", r.chunks)?;
+        Ok(Some(d))
+    }
+
+    /// Chunks left after the current one.
+    #[getter]
+    fn remaining_chunks(&self) -> usize {
+        self.inner.planned.remaining_chunks()
+    }
+
+    /// Why nothing (more) is planned, if so.
+    #[getter]
+    fn reason(&self) -> Option<String> {
+        self.inner.planned.reason.clone()
+    }
+
+    /// Tokens before compaction (calibrated).
+    #[getter]
+    fn tokens_before(&self) -> usize {
+        self.inner.planned.tokens_before
+    }
+
+    /// The plan for the next chunk, `text` being the summary of the chunks so far.
+    fn advance(&self, py: Python<'_>, text: &str) -> Plan {
+        let planned = self.inner.planned.advance(text);
+        Plan {
+            inner: Arc::new(Inner {
+                planned,
+                ex: self.inner.ex.clone(),
+                messages: self.inner.messages.clone(),
+                system: self.inner.system.as_ref().map(|s| s.clone_ref(py)),
+                state: self.inner.state.as_ref().map(|s| s.clone_ref(py)),
+            }),
+        }
+    }
+
+    /// Finish with `summary` (`None`: the built-in rule summary). Returns the result's fields.
+    #[pyo3(signature = (summary, truncated=false, tokenizer=None))]
+    fn apply<'py>(
+        &self,
+        py: Python<'py>,
+        summary: Option<&str>,
+        truncated: bool,
+        tokenizer: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let counter = match tokenizer {
+            None => Counter::Builtin(Tokenizer::Approx),
+            Some(t) => Counter::parse(t)?,
+        };
+        let planned = &self.inner.planned;
+        let summary = summary.map(str::to_owned);
+        let outcome = with_counter(py, &counter, |c| {
+            planned.apply(summary.as_deref(), truncated, c)
+        })?;
+        let conv = self.inner.ex.conv_static();
+        // Offloaded tool output is written before the placeholders that name it are returned.
+        for o in &outcome.offloads {
+            write_offload(py, &o.path, &o.text)?;
+        }
+        let src = Source {
+            py,
+            messages: &self.inner.messages,
+            conv,
+        };
+        let msgs = PyList::empty(py);
+        for s in &outcome.slots {
+            msgs.append(src.render(&s.out)?)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("messages", msgs)?;
+        let system = self.inner.system.as_ref().map(|s| s.bind(py).clone());
+        let system = match (&outcome.system_summary, system) {
+            (Some(text), None) => Some(pyo3::types::PyString::new(py, text).into_any()),
+            (Some(text), Some(s)) => {
+                if let Ok(st) = s.extract::<String>() {
+                    Some(pyo3::types::PyString::new(py, &format!("{st}\n\n{text}")).into_any())
+                } else {
+                    let l = PyList::empty(py);
+                    for b in s.try_iter()? {
+                        l.append(b?)?;
+                    }
+                    let blk = PyDict::new(py);
+                    blk.set_item("type", "text")?;
+                    blk.set_item("text", text)?;
+                    l.append(blk)?;
+                    Some(l.into_any())
+                }
+            }
+            (None, s) => s,
+        };
+        d.set_item("system", system)?;
+        d.set_item("summary", outcome.summary.clone())?;
+        d.set_item("summary_truncated", outcome.summary_truncated)?;
+        d.set_item("strategy", outcome.strategy)?;
+        d.set_item("tokens_before", outcome.tokens_before)?;
+        d.set_item("tokens_after", outcome.tokens_after)?;
+        d.set_item("over_budget", outcome.over_budget)?;
+        d.set_item("over_budget_reason", outcome.over_budget_reason.clone())?;
+        d.set_item("reason", outcome.reason.clone())?;
+        d.set_item("original_count", outcome.original_count)?;
+        d.set_item("retained_count", outcome.retained_count)?;
+        d.set_item("compacted_count", outcome.compacted_count)?;
+        d.set_item("repairs", outcome.repairs.clone())?;
+        d.set_item("must_keep_missing", outcome.must_keep_missing.clone())?;
+        let record = PyList::empty(py);
+        for r in &outcome.record {
+            let e = PyDict::new(py);
+            e.set_item("index", r.index)?;
+            e.set_item("action", r.action)?;
+            e.set_item("detail", &r.detail)?;
+            record.append(e)?;
+        }
+        d.set_item("record", record)?;
+        d.set_item("phases", outcome.phases.clone())?;
+        d.set_item("language", language_code(planned.language))?;
+        d.set_item("must_keep", planned.facts.clone())?;
+        // The state learns that the replaced messages are gone (stale usage) and the summary.
+        if let Some(state) = &self.inner.state {
+            if outcome.strategy != "none" {
+                let mut present = vec![false; conv.messages.len()];
+                for s in &outcome.slots {
+                    if let Some(i) = s.source() {
+                        if s.out.is_keep() {
+                            present[i] = true;
+                        }
+                    }
+                }
+                let removed: Vec<u64> = conv
+                    .messages
+                    .iter()
+                    .zip(&present)
+                    .filter(|(_, &p)| !p)
+                    .map(|(m, _)| m.fingerprint)
+                    .collect();
+                let summary = outcome.summary.clone();
+                let st = state.get();
+                py.detach(|| st.lock().note_compaction(removed, summary));
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// Write offloaded tool output: atomically (temporary file, then rename), once per content.
+fn write_offload(py: Python<'_>, path: &str, text: &str) -> PyResult<()> {
+    let p = std::path::Path::new(path);
+    if p.exists() {
+        return Ok(());
+    }
+    let r = (|| -> std::io::Result<()> {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, text.as_bytes())?;
+        std::fs::rename(&tmp, p)
+    })();
+    r.map_err(|e| {
+        let err = config_error(py, "offload_dir", &format!("could not write {path}: {e}"));
+        err.set_cause(
+            py,
+            Some(pyo3::exceptions::PyOSError::new_err(e.to_string())),
+        );
+        err
+    })
+}
+
+/// Plan a compaction.
+#[pyfunction]
+#[pyo3(signature = (messages, *, config, system=None, tools=None, format=None, pinned=None, mode="auto", instructions=None, state=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    config: &Bound<'_, PyAny>,
+    system: Option<&Bound<'_, PyAny>>,
+    tools: Option<&Bound<'_, PyAny>>,
+    format: Option<&str>,
+    pinned: Option<Vec<bool>>,
+    mode: &str,
+    instructions: Option<String>,
+    state: Option<Bound<'_, ConversationState>>,
+) -> PyResult<Plan> {
+    let cfg = plan_config(config)?;
+    let mode = match mode {
+        "auto" => Mode::Auto,
+        "micro" => Mode::Micro,
+        "force" => Mode::Force,
+        other => return Err(config_error(py, "mode", &format!("unknown mode {other:?}"))),
+    };
+    let counter = Counter::parse(&config.getattr(intern!(py, "tokenizer"))?)?;
+    let format = parse_format(py, format)?;
+    let mut ex = Extractor::new(py);
+    if state.is_some() {
+        ex = ex.with_fingerprints();
+    }
+    let ex = Arc::new(ex.conversation(messages, format, system, tools)?);
+    let conv = ex.conv_static();
+    let n = conv.messages.len();
+    let pinned = pinned.unwrap_or_else(|| vec![false; n]);
+    if pinned.len() != n {
+        return Err(config_error(py, "pinned", "one flag per message expected"));
+    }
+    let st = state.as_ref().map(|s| s.get());
+    let tokens = counter.count_messages(py, &conv.messages, cfg.framing, st)?;
+    let (sys, tls) = counter.count_extras(py, conv, cfg.framing)?;
+    let (ratio, cooldown) = match st {
+        Some(s) => {
+            let mut g = s.lock();
+            g.record_total(tokens.iter().sum::<usize>() + sys + tls, sys + tls);
+            let ratio = if g.observations() > 0 { g.ratio() } else { 1.0 };
+            let cooldown = mode != Mode::Micro && g.cooldown_remaining > 0;
+            if cooldown {
+                g.cooldown_remaining -= 1;
+            }
+            (ratio, cooldown)
+        }
+        None => (1.0, false),
+    };
+    let planned = with_counter(py, &counter, |c| {
+        planner::plan(
+            conv,
+            &tokens,
+            sys + tls,
+            &pinned,
+            &cfg,
+            mode,
+            cooldown,
+            ratio,
+            instructions,
+            c,
+        )
+    })?;
+    let planned = match planned {
+        Ok(p) => p,
+        Err(PlanError::Invalid(problems)) => {
+            let list = PyList::empty(py);
+            let cls = py.import("context_compactor._core")?.getattr("Problem")?;
+            for p in &problems {
+                list.append(cls.call1((p.index, p.rule, &p.message))?)?;
+            }
+            let exc = py
+                .import("context_compactor.errors")?
+                .getattr("InvalidConversationError")?
+                .call1((
+                    format!(
+                        "the conversation is not valid for the provider ({} problem(s), first: {}) and repair=False",
+                        problems.len(),
+                        problems[0]
+                    ),
+                    list,
+                ))?;
+            return Err(PyErr::from_value(exc));
+        }
+    };
+    let items: Vec<Py<PyAny>> = if let Ok(l) = messages.cast::<PyList>() {
+        l.iter().map(|m| m.unbind()).collect()
+    } else {
+        messages
+            .try_iter()?
+            .map(|m| m.map(|m| m.unbind()))
+            .collect::<PyResult<_>>()?
+    };
+    Ok(Plan {
+        inner: Arc::new(Inner {
+            planned,
+            ex,
+            messages: Arc::new(items),
+            system: system.filter(|s| !s.is_none()).map(|s| s.clone().unbind()),
+            state: state.map(|s| s.unbind()),
+        }),
+    })
+}
+
+/// Add a `ConversationState` cool-down of `calls` calls (after a summarizer failure).
+#[pyfunction]
+pub fn start_cooldown(state: &Bound<'_, ConversationState>, calls: u32) {
+    state.get().lock().cooldown_remaining = calls;
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Plan>()?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(start_cooldown, m)?)?;
+    Ok(())
+}
