@@ -45,11 +45,21 @@ def load_case(fmt: str, path: Path) -> tuple[list[Any], Any]:
     return t.messages, t.system
 
 
+def strings(value: Any) -> list[str]:
+    """Every string inside a message (so facts are matched on the text, not on JSON escapes)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in strings(v)]
+    if hasattr(value, "model_dump"):
+        return strings(value.model_dump())
+    return []
+
+
 def output_text(result: CompactResult) -> str:
-    parts = [json.dumps(m, ensure_ascii=False, default=str) for m in result.messages]
-    if result.system is not None:
-        parts.append(json.dumps(result.system, ensure_ascii=False))
-    return "\n".join(parts)
+    return "\n".join(strings(result.messages) + strings(result.system))
 
 
 def assert_invariants(
@@ -72,7 +82,9 @@ def assert_invariants(
     # Invariant 3: head and tail are the same objects.
     if result.strategy != "truncation" and not result.over_budget and not result.repairs:
         ids = {id(m) for m in result.messages}
-        non_system = [m for m in messages if (m.get("role") if isinstance(m, dict) else None) not in ("system", "developer")]
+        non_system = [
+            m for m in messages if (m.get("role") if isinstance(m, dict) else None) not in ("system", "developer")
+        ]
         for m in non_system[: cfg.keep_first_messages]:
             assert id(m) in ids, "the kept head must come back as the same object"
         shortened = any(p == "tail_shortened" for p, _ in result.phases)
@@ -107,7 +119,7 @@ FACTS: list[tuple[int, int]] = []
 @pytest.mark.parametrize(("fmt", "path"), CASES, ids=IDS)
 @pytest.mark.parametrize("summary", [None, CANNED], ids=["rule", "llm"])
 def test_window_30_percent(fmt: str, path: Path, summary: str | None) -> None:
-    messages, result, compactor = run(fmt, path, summary, window=0.3)
+    _, result, compactor = run(fmt, path, summary, window=0.3)
     assert result.strategy != "none" or result.reason
     if result.tokens_before >= compactor.config.soft_threshold and result.strategy != "none":
         SAVINGS.setdefault(str(summary is None), []).append(1 - result.tokens_after / result.tokens_before)
@@ -197,5 +209,40 @@ def test_ten_chained_compactions_stay_valid_and_incremental() -> None:
             assert "Summary #" in requests[-1].previous_summary
             assert "Summary #" not in requests[-1].user_prompt.split("<previous")[0] or True
     assert seen_previous >= 5
-    summaries = [m for m in convo if isinstance(m.get("content"), str) and "[context-compactor summary]" in m["content"]]
+    summaries = [
+        m for m in convo if isinstance(m.get("content"), str) and "[context-compactor summary]" in m["content"]
+    ]
     assert len(summaries) == 1, "one summary message, updated in place"
+
+
+def plausible_summarizer(req: SummaryRequest) -> str:
+    """Writes a summary from the request alone, the way a model would (no network)."""
+    lines = req.user_prompt.splitlines()
+    asks = [ln[len("[user]: ") :][:160] for ln in lines if ln.startswith("[user]: ")][:5]
+    tools = sorted(
+        {ln.split("→", 1)[1].split("]")[0].strip() for ln in lines if "→" in ln and ln.startswith("[assistant")}
+    )
+    zh = req.language == "zh"
+    head = "## 目标\n" if zh else "## Goal\n"
+    body = head + "\n".join(f"- {a}" for a in asks)
+    body += ("\n## 工具\n" if zh else "\n## Tools used\n") + ", ".join(tools[:20])
+    if req.previous_summary:
+        body = req.previous_summary[:1500] + "\n\n" + body
+    return f"<summary>\n{body}\n</summary>"
+
+
+@pytest.mark.parametrize(("fmt", "path"), CASES, ids=IDS)
+def test_whole_path_with_a_plausible_summarizer(fmt: str, path: Path) -> None:
+    messages, system = load_case(fmt, path)
+    before = copy.deepcopy(messages)
+    total = TokenCounter().count_messages(messages, system=system, format=fmt)
+    window = max(total // 3, 500)
+    compactor = ContextCompactor(
+        max_context_tokens=window, reserve_tokens=window // 20, summarizer=plausible_summarizer
+    )
+    result = compactor.compact(messages, system=system, format=fmt)
+    assert_invariants(messages, before, system, fmt, compactor, result)
+    if result.summary is not None:
+        assert result.fallback_reason is None
+        text = output_text(result)
+        assert all(f in text for f in result.must_keep if f not in result.must_keep_missing)

@@ -1,20 +1,26 @@
 """The ``context-compactor`` command line.
 
-``context-compactor stats FILE`` prints where a transcript's tokens go: by role, by tool, and the
-largest messages. Files are read with :func:`context_compactor.io.load` (OpenAI JSON, Anthropic
-JSON, Claude Code session JSONL).
+``context-compactor compact FILE --max-tokens N`` compacts a transcript and prints a before/after
+report (``--out`` writes the result); ``context-compactor stats FILE`` prints where a transcript's
+tokens go: by role, by tool, and the largest messages. Files are read with
+:func:`context_compactor.io.load` (OpenAI JSON, Anthropic JSON, Claude Code session JSONL).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from context_compactor import _core
-from context_compactor.errors import CompactorError
+from context_compactor.compactor import ContextCompactor
+from context_compactor.config import CompactionConfig
+from context_compactor.errors import CompactorError, ConfigError
 from context_compactor.tokens import TokenCounter
 
 __all__ = ["main"]
@@ -140,6 +146,132 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_config(args: argparse.Namespace) -> CompactionConfig:
+    data: dict[str, Any] = {}
+    if args.config:
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            try:
+                import tomli as tomllib  # type: ignore[no-redef]
+            except ModuleNotFoundError:
+                raise ConfigError("config: reading TOML needs Python 3.11+ or the tomli package", "config") from None
+        with open(args.config, "rb") as f:
+            data = tomllib.load(f)
+        data = data.get("context_compactor", data)
+    if args.max_tokens is not None:
+        data["max_context_tokens"] = args.max_tokens
+        if "reserve_tokens" not in data:
+            data["reserve_tokens"] = min(8_000, args.max_tokens // 10)
+    if args.keep_recent is not None:
+        data["keep_recent_messages"] = args.keep_recent
+    if args.tokenizer is not None:
+        data["tokenizer"] = args.tokenizer
+    return CompactionConfig.from_dict(data)
+
+
+def _import_summarizer(spec: str) -> Callable[..., Any]:
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ConfigError(f"summarizer: expected module:function, got {spec!r}", "summarizer")
+    sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    finally:
+        sys.path.pop(0)
+    if not callable(fn):
+        raise ConfigError(f"summarizer: {spec} is not callable", "summarizer")
+    return fn  # type: ignore[no-any-return]
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from context_compactor.io import load, save
+
+    transcript = load(args.file, format=args.format)
+    config = _load_config(args)
+    summarizer = _import_summarizer(args.summarizer) if args.summarizer else None
+    compactor = ContextCompactor(config, summarizer=summarizer)
+    t0 = time.perf_counter()
+    result = compactor.compact(
+        transcript.messages,
+        system=transcript.system,
+        tools=transcript.tools,
+        format=transcript.format,
+        force=args.force,
+    )
+    elapsed = time.perf_counter() - t0
+    problems = _core.validate_messages(result.messages, format=transcript.format, system=result.system)
+    text = json.dumps(result.messages, ensure_ascii=False, default=str)
+    if result.system is not None:
+        text += json.dumps(result.system, ensure_ascii=False, default=str)
+    kept = sum(1 for f in result.must_keep if f in text)
+    if args.out:
+        save(args.out, result.messages, system=result.system, tools=transcript.tools, format=transcript.format)
+    if args.json:
+        report = {
+            "file": str(args.file),
+            "format": transcript.format,
+            "strategy": result.strategy,
+            "tokens_before": result.tokens_before,
+            "tokens_after": result.tokens_after,
+            "soft_threshold": config.soft_threshold,
+            "messages_before": result.original_count,
+            "messages_after": len(result.messages),
+            "messages_replaced": result.compacted_count,
+            "facts_kept": kept,
+            "facts_total": len(result.must_keep),
+            "over_budget": result.over_budget,
+            "over_budget_reason": result.over_budget_reason,
+            "fallback_reason": result.fallback_reason,
+            "reason": result.reason,
+            "repairs": list(result.repairs),
+            "valid": not problems,
+            "seconds": round(elapsed, 4),
+            "out": args.out,
+        }
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return 0 if not problems else 1
+    out = sys.stdout
+    out.write(f"{args.file}: {transcript.format}, {result.original_count} messages\n")
+    out.write(
+        f"window {config.max_context_tokens:,} tokens (soft threshold {config.soft_threshold:,}, "
+        f"target {config.target_tokens:,}), tokenizer {compactor.counter.name}\n\n"
+    )
+    saved = result.tokens_before - result.tokens_after
+    pct = 100 * saved / result.tokens_before if result.tokens_before else 0.0
+    out.write(f"strategy      {result.strategy}\n")
+    out.write(f"tokens        {result.tokens_before:,} -> {result.tokens_after:,}  (saved {saved:,}, {pct:.1f}%)\n")
+    out.write(
+        f"messages      {result.original_count} -> {len(result.messages)}  "
+        f"({result.compacted_count} replaced or removed)\n"
+    )
+    if result.must_keep:
+        out.write(
+            f"facts kept    {kept}/{len(result.must_keep)} (file paths, URLs, error names of the replaced part)\n"
+        )
+    for label, value in (
+        ("phases", ", ".join(f"{p} {t:,}" for p, t in result.phases)),
+        ("repairs", f"{len(result.repairs)}: " + "; ".join(result.repairs[:3]) if result.repairs else ""),
+        ("fallback", result.fallback_reason or ""),
+        ("over budget", result.over_budget_reason or ""),
+        ("note", result.reason if result.strategy == "none" else ""),
+    ):
+        if value:
+            out.write(f"{label:<14}{value}\n")
+    out.write(f"valid         {'yes' if not problems else 'NO: ' + str(problems[0])}\n")
+    out.write(f"time          {elapsed * 1000:.1f} ms\n")
+    if result.summary:
+        lines = result.summary.splitlines()
+        out.write("\nsummary (first lines):\n")
+        for line in lines[:12]:
+            out.write(f"  {line}\n")
+        if len(lines) > 12:
+            out.write(f"  … ({len(lines) - 12} more lines)\n")
+    if args.out:
+        out.write(f"\nwrote {args.out}\n")
+    return 0 if not problems else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="context-compactor", description="Inspect and compact LLM-agent transcripts.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_core.__version__}")
@@ -151,6 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=10, help="how many of the largest messages to list")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("compact", help="compact a transcript and report before/after")
+    p.add_argument("file", help="OpenAI JSON, Anthropic JSON, or Claude Code session JSONL")
+    p.add_argument("--max-tokens", type=int, default=None, help="the model's window (max_context_tokens)")
+    p.add_argument("--config", default=None, help="a TOML file of CompactionConfig fields (or a preset = ...)")
+    p.add_argument("--format", choices=["openai", "anthropic"], default=None, help="force the message format")
+    p.add_argument("--out", default=None, help="write the compacted conversation here (JSON)")
+    p.add_argument(
+        "--summarizer", default=None, help="module:function taking a SummaryRequest (default: the rule summary)"
+    )
+    p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
+    p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
+    p.add_argument("--force", action="store_true", help="compact even below the thresholds (the /compact command)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_compact)
     return parser
 
 

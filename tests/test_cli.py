@@ -1,0 +1,93 @@
+"""The command line on the shipped example and on every corpus file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, claude_code_corpus_files, corpus_or_skip, openai_corpus_files
+from context_compactor import validate_messages
+from context_compactor.cli import main
+from context_compactor.io import load
+
+EXAMPLE = REPO / "examples" / "agent_session.json"
+
+
+def test_stats_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "by role" in out and "by tool" in out and "largest messages" in out
+    assert "read_file" in out and "bash" in out
+    assert main(["stats", str(EXAMPLE), "--json", "--tokenizer", "o200k_base"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["messages"] == 40 and report["tokenizer"] == "o200k_base"
+    assert report["problems"] == []
+
+
+def test_compact_on_the_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "compacted.json"
+    assert main(["compact", str(EXAMPLE), "--max-tokens", "3000", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "strategy      rule_summary" in text and "valid         yes" in text
+    compacted = json.loads(out.read_text(encoding="utf-8"))
+    assert validate_messages(compacted) == []
+    assert len(compacted) < 40
+
+
+def test_compact_with_a_summarizer_module_and_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "my_summarizer.py").write_text(
+        "def summarize(request):\n    return '<summary>Fixed the tax rounding; tests pass.</summary>'\n",
+        encoding="utf-8",
+    )
+    cfg = tmp_path / "cc.toml"
+    cfg.write_text('preset = "development"\nkeep_recent_messages = 2\n', encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        code = main(
+            ["compact", str(EXAMPLE), "--config", str(cfg), "--summarizer", "my_summarizer:summarize", "--json"]
+        )
+    finally:
+        sys.path.remove(str(tmp_path))
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["valid"]
+    assert report["strategy"] in ("summary", "none", "micro", "selective")
+
+
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "user", "content": 5}]', encoding="utf-8")
+    assert main(["compact", str(bad)]) == 2
+    assert "message 0" in capsys.readouterr().err
+    assert main(["compact", str(tmp_path / "missing.json")]) == 2
+
+
+def test_console_script_runs() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "context_compactor.cli", "compact", str(EXAMPLE), "--max-tokens", "3000"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "tokens" in r.stdout
+
+
+def corpus_files() -> list[Path]:
+    return openai_corpus_files() + claude_code_corpus_files()
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_compact_every_corpus_file(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus_or_skip()
+    out = tmp_path / "out.json"
+    code = main(["compact", str(path), "--max-tokens", "6000", "--out", str(out), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert report["valid"]
+    t = load(out)
+    assert validate_messages(t.messages, format=t.format, system=t.system) == []
+    assert report["tokens_after"] <= report["soft_threshold"] or report["over_budget"]
