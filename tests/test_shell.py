@@ -31,7 +31,11 @@ def conversation(turns: int = 30) -> list[dict[str, Any]]:
                 "role": "assistant",
                 "content": f"Step {i}: " + "I considered the failing assertion and the rounding rules once more. " * 20,
                 "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{i}.py"}}'}}
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{i}.py"}}'},
+                    }
                 ],
             }
         )
