@@ -193,3 +193,42 @@ class ConversationState:
     def last_summary(self) -> str | None: ...
     def reset(self) -> None:
         """Forget everything (cache, calibration, cool-down, last summary)."""
+
+@final
+class Plan:
+    """A compaction waiting for its summary (wrapped by :class:`context_compactor.CompactionPlan`)."""
+
+    def request(self) -> dict[str, Any] | None:
+        """The summary request for the current chunk as a dict, or ``None``."""
+    @property
+    def remaining_chunks(self) -> int: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def tokens_before(self) -> int: ...
+    def advance(self, text: str) -> Plan:
+        """The plan for the next chunk, ``text`` being the summary of the chunks so far."""
+    def apply(
+        self, summary: str | None, truncated: bool = False, tokenizer: str | Callable[[str], int] | None = None
+    ) -> dict[str, Any]:
+        """Finish with ``summary`` (``None``: the built-in rule summary); the result's fields."""
+
+def plan(
+    messages: Sequence[Any],
+    *,
+    config: Any,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    format: str | None = None,
+    pinned: Sequence[bool] | None = None,
+    mode: str = "auto",
+    instructions: str | None = None,
+    state: ConversationState | None = None,
+) -> Plan:
+    """Plan a compaction (``mode``: ``"auto"``, ``"micro"`` or ``"force"``) under a ``CompactionConfig``."""
+
+def start_cooldown(state: ConversationState, calls: int) -> None:
+    """Start a cool-down of ``calls`` calls (micro/selective only) after a summarizer failure."""
+
+def looks_like_error(reply: str) -> bool:
+    """Whether a reply without ``<summary>`` tags reads like an error, a traceback or a refusal."""
