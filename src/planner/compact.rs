@@ -402,7 +402,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         .max(128);
     let count_str = |s: &str| counter.count(Text::Utf8(s));
     p.chunks = if p.transcript.is_empty() {
-        vec![0..0]
+        vec![std::ops::Range { start: 0, end: 0 }]
     } else {
         chunk_transcript(&p.transcript, count_str, room)
     };

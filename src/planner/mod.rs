@@ -164,3 +164,6 @@ impl PlanConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

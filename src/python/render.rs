@@ -195,7 +195,7 @@ impl<'s, 'py> Source<'s, 'py> {
         let format = self.conv.format;
         let rendered = blocks
             .iter()
-            .map(|b| self.out_block(b, role))
+            .map(|b| self.out_block(b))
             .collect::<PyResult<Vec<_>>>()?;
         if format == Format::OpenAi && matches!(role, Role::Tool | Role::Function) {
             let content = rendered.into_iter().find_map(|b| match b {
@@ -272,17 +272,11 @@ impl<'s, 'py> Source<'s, 'py> {
         Ok(base.into_any())
     }
 
-    fn out_block(&self, b: &OutBlock, role: Role) -> PyResult<BlockOut<'py>> {
+    fn out_block(&self, b: &OutBlock) -> PyResult<BlockOut<'py>> {
         let py = self.py;
         Ok(match b {
             OutBlock::Orig { msg, block, edit } => self.block(*msg, *block, edit.as_deref())?,
-            OutBlock::Text(t) => {
-                if self.conv.format == Format::OpenAi && role != Role::Tool {
-                    BlockOut::Part(text_block(py, t)?.into_any())
-                } else {
-                    BlockOut::Part(text_block(py, t)?.into_any())
-                }
-            }
+            OutBlock::Text(t) => BlockOut::Part(text_block(py, t)?.into_any()),
             OutBlock::Result {
                 id, text, is_error, ..
             } => {
@@ -319,7 +313,7 @@ impl<'s, 'py> Source<'s, 'py> {
         }
         let parts = PyList::empty(py);
         for b in blocks {
-            match self.out_block(b, role)? {
+            match self.out_block(b)? {
                 BlockOut::Part(p) | BlockOut::Call(p) => parts.append(p)?,
                 BlockOut::ContentString(s) => {
                     parts.append(text_block(py, &s.extract::<String>()?)?)?
