@@ -1,0 +1,782 @@
+//! Text primitives the planner shares: the one cut marker, head + tail cutting of plain text
+//! and of JSON tool arguments, reading an LLM reply, capping a summary, and telling a
+//! summary from an error or a refusal.
+
+use crate::text::Text;
+use std::borrow::Cow;
+
+/// What a cut leaves between head and tail: `…[1234 chars omitted]…`. One marker everywhere,
+/// so [`is_cut`] recognises anything this crate cut and nothing is cut twice.
+pub fn cut_marker(omitted: usize) -> String {
+    format!("…[{omitted} chars omitted]…")
+}
+
+const MARKER_TAIL: &str = " chars omitted]…";
+const MARKER_HEAD: &str = "…[";
+/// Characters of the marker besides the digits.
+const MARKER_FIXED_CHARS: usize = 18;
+
+fn digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// Whether `text` holds a cut marker of this crate (it was cut before).
+pub fn is_cut(text: &str) -> bool {
+    text.match_indices(MARKER_TAIL).any(|(i, _)| {
+        let before = &text[..i];
+        let d = before.len() - before.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        d > 0 && before[..before.len() - d].ends_with(MARKER_HEAD)
+    })
+}
+
+/// Head and tail split of a cut: `(head chars, tail chars)` for a text of `len` chars cut to
+/// at most `max_chars` including the marker (never below one char each side).
+fn split_budget(len: usize, max_chars: usize) -> (usize, usize) {
+    let keep = max_chars
+        .saturating_sub(MARKER_FIXED_CHARS + digits(len))
+        .max(2);
+    (keep - keep / 2, keep / 2)
+}
+
+/// Snaps a head to end after a newline, and a tail to start after one, when one is near the
+/// cut (within a fifth of the side), so cut output keeps whole lines.
+fn snap_lines(head: &mut String, tail: &mut String) -> usize {
+    let mut dropped = 0;
+    let h = head.chars().count();
+    if let Some(i) = head.rfind('\n') {
+        let after = head[i + 1..].chars().count();
+        if after > 0 && after * 5 <= h {
+            dropped += after;
+            head.truncate(i + 1);
+        }
+    }
+    let t = tail.chars().count();
+    if let Some(i) = tail.find('\n') {
+        let before = tail[..i].chars().count();
+        if before > 0 && before * 5 <= t {
+            dropped += before;
+            tail.drain(..i);
+        }
+    }
+    dropped
+}
+
+/// `text` cut to head + marker + tail within `max_chars` characters (code points), or `None`
+/// when it is already that short, when it was cut before ([`is_cut`]), or when a cut would
+/// not make it shorter. Cuts fall on character boundaries and, near the cut, on line ends.
+/// The result is at most `max_chars` long whenever `max_chars` ≥ 30 (the marker's room).
+pub fn head_tail(text: &str, max_chars: usize) -> Option<String> {
+    let len = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    };
+    if len <= max_chars || is_cut(text) {
+        return None;
+    }
+    cut_parts(Text::Utf8(text), len, max_chars)
+}
+
+/// [`head_tail`] of a [`Text`] in any layout, reading only the head and the tail (no
+/// transcoding of the middle, so a huge UCS-2 tool output costs only what is kept). Does not
+/// look for an earlier cut: the transcript may cut a cut text again.
+pub fn head_tail_text(text: Text<'_>, max_chars: usize) -> Option<String> {
+    let len = text.char_len();
+    if len <= max_chars {
+        return None;
+    }
+    cut_parts(text, len, max_chars)
+}
+
+fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
+    let (h, t) = split_budget(len, max_chars);
+    if h + t >= len {
+        return None;
+    }
+    let (mut head, mut tail): (String, String) = match text {
+        Text::Utf8(s) => {
+            let hb = s.char_indices().nth(h).map_or(s.len(), |(i, _)| i);
+            let tb = if s.is_ascii() {
+                s.len() - t
+            } else {
+                s.char_indices().nth(len - t).map_or(s.len(), |(i, _)| i)
+            };
+            (s[..hb].to_owned(), s[tb..].to_owned())
+        }
+        Text::Latin1(b) => (
+            b[..h].iter().map(|&c| c as char).collect(),
+            b[len - t..].iter().map(|&c| c as char).collect(),
+        ),
+        Text::Ucs2(w) => (
+            Text::Ucs2(&w[..h]).chars().collect(),
+            Text::Ucs2(&w[len - t..]).chars().collect(),
+        ),
+        Text::Ucs4(w) => (
+            Text::Ucs4(&w[..h]).chars().collect(),
+            Text::Ucs4(&w[len - t..]).chars().collect(),
+        ),
+    };
+    let omitted = len - h - t + snap_lines(&mut head, &mut tail);
+    let marker = cut_marker(omitted);
+    let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
+    out.push_str(&head);
+    out.push_str(&marker);
+    out.push_str(&tail);
+    Some(out)
+}
+
+/// `text` shortened to at most `max_chars` characters with a trailing `…` (a plain
+/// prefix, for one-line summary items). Borrowed when already short.
+pub fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
+    if max_chars == 0 {
+        return Cow::Borrowed("");
+    }
+    if text.len() <= max_chars || text.chars().nth(max_chars).is_none() {
+        return Cow::Borrowed(text);
+    }
+    let keep = max_chars.saturating_sub(1);
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    let mut s = text[..end].trim_end().to_owned();
+    s.push('…');
+    Cow::Owned(s)
+}
+
+/// A string literal inside a JSON text: byte range including the quotes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JsonStr {
+    pub start: usize,
+    pub end: usize,
+    pub is_key: bool,
+    pub escaped: bool,
+}
+
+impl JsonStr {
+    /// The decoded value (borrowed when it has no escapes).
+    pub fn decode<'a>(&self, json: &'a str) -> Cow<'a, str> {
+        let raw = &json[self.start..self.end];
+        if !self.escaped {
+            return Cow::Borrowed(&raw[1..raw.len() - 1]);
+        }
+        serde_json::from_str::<String>(raw)
+            .map_or(Cow::Borrowed(&raw[1..raw.len() - 1]), Cow::Owned)
+    }
+}
+
+/// Whether `s` is one valid JSON value (checked without building it).
+pub(crate) fn is_json(s: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
+}
+
+/// The string literals of a JSON text, or `None` when it is not valid JSON.
+pub(crate) fn json_strings(json: &str) -> Option<Vec<JsonStr>> {
+    if !is_json(json) {
+        return None;
+    }
+    let b = json.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut escaped = false;
+        i += 1;
+        while i < b.len() && b[i] != b'"' {
+            if b[i] == b'\\' {
+                escaped = true;
+                i += 1;
+            }
+            i += 1;
+        }
+        let end = (i + 1).min(b.len());
+        let mut j = end;
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        out.push(JsonStr {
+            start,
+            end,
+            is_key: j < b.len() && b[j] == b':',
+            escaped,
+        });
+        i = end;
+    }
+    Some(out)
+}
+
+/// Shortest a string value is cut to inside JSON arguments (marker included).
+const JSON_MIN_KEEP: usize = 40;
+
+/// Tool-call arguments over `max_chars` cut to fit. Valid JSON stays valid JSON with the same
+/// keys, numbers and structure: its longest string values are cut (head + marker + tail) to
+/// one common length, the largest at which the whole fits, never below 40 characters; values
+/// cut before are left alone. Anything else is cut as plain text ([`head_tail`]). `None`
+/// when the arguments already fit or nothing can be cut.
+pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
+    let total = if args.is_ascii() {
+        args.len()
+    } else {
+        args.chars().count()
+    };
+    if total <= max_chars {
+        return None;
+    }
+    let Some(spans) = json_strings(args) else {
+        return head_tail(args, max_chars);
+    };
+    // Candidates: (span, decoded value, its chars, its encoded chars).
+    let cands: Vec<(JsonStr, Cow<'_, str>, usize, usize)> = spans
+        .into_iter()
+        .filter(|s| !s.is_key && s.end - s.start > JSON_MIN_KEEP)
+        .filter_map(|s| {
+            let v = s.decode(args);
+            let n = v.chars().count();
+            (n > JSON_MIN_KEEP && !is_cut(&v)).then(|| {
+                let enc = args[s.start..s.end].chars().count();
+                (s, v, n, enc)
+            })
+        })
+        .collect();
+    if cands.is_empty() {
+        return None;
+    }
+    let cut =
+        |v: &str, l: usize| head_tail(v, l).map(|c| serde_json::to_string(&c).unwrap_or_default());
+    // Total chars with every candidate cut to `l`.
+    let size = |l: usize| -> usize {
+        let mut t = total;
+        for (_, v, n, enc) in &cands {
+            if *n > l {
+                if let Some(c) = cut(v, l) {
+                    t = t - enc + c.chars().count();
+                }
+            }
+        }
+        t
+    };
+    let longest = cands.iter().map(|c| c.2).max().unwrap_or(0);
+    let (mut lo, mut hi) = (JSON_MIN_KEEP, longest);
+    if size(lo) <= max_chars {
+        // Largest `l` in [lo, hi) with size(l) ≤ max_chars.
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if size(mid) <= max_chars {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    let l = lo;
+    let mut out = String::with_capacity(args.len().min(max_chars * 4 + 64));
+    let mut at = 0;
+    let mut changed = false;
+    for (s, v, n, _) in &cands {
+        if *n <= l {
+            continue;
+        }
+        if let Some(c) = cut(v, l) {
+            out.push_str(&args[at..s.start]);
+            out.push_str(&c);
+            at = s.end;
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&args[at..]);
+    Some(out)
+}
+
+/// Byte position of `needle` (ASCII, lower case) in `lower` searching backwards.
+fn rfind_before(lower: &str, needle: &str, before: usize) -> Option<usize> {
+    lower[..before].rfind(needle)
+}
+
+/// Removes `<analysis>…</analysis>` blocks (an unclosed one runs to the end).
+fn strip_analysis(s: &str) -> Cow<'_, str> {
+    let lower = s.to_ascii_lowercase();
+    if !lower.contains("<analysis>") {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    while let Some(open) = lower[at..].find("<analysis>").map(|i| i + at) {
+        out.push_str(&s[at..open]);
+        match lower[open..].find("</analysis>") {
+            Some(close) => at = open + close + "</analysis>".len(),
+            None => {
+                at = s.len();
+                break;
+            }
+        }
+    }
+    out.push_str(&s[at..]);
+    Cow::Owned(out)
+}
+
+/// The summary inside an LLM reply: the content of the last complete `<summary>…</summary>`
+/// (tags matched case-insensitively), else the text after a `<summary>` that is never closed,
+/// else the text before a lone `</summary>`, else the whole reply; `<analysis>…</analysis>`
+/// blocks are removed and the result trimmed. The flag says whether a summary tag was found.
+pub fn extract_summary(reply: &str) -> (String, bool) {
+    const OPEN: &str = "<summary>";
+    const CLOSE: &str = "</summary>";
+    let lower = reply.to_ascii_lowercase();
+    let (content, found) = match lower.rfind(CLOSE) {
+        Some(close) => match rfind_before(&lower, OPEN, close) {
+            Some(open) => (&reply[open + OPEN.len()..close], true),
+            None => (&reply[..close], true),
+        },
+        None => match lower.rfind(OPEN) {
+            Some(open) => (&reply[open + OPEN.len()..], true),
+            None => (reply, false),
+        },
+    };
+    (strip_analysis(content).trim().to_owned(), found)
+}
+
+/// Byte offsets at which `text` may be cut after a sentence: after `.`, `!`, `?` followed by
+/// whitespace or the end, after `。`, `！`, `？`, `；`, and before each newline.
+fn sentence_ends(text: &str) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut it = text.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        match c {
+            '\n' => ends.push(i),
+            '.' | '!' | '?' if it.peek().is_none_or(|&(_, n)| n.is_whitespace()) => {
+                ends.push(i + 1)
+            }
+            '。' | '！' | '？' | '；' => ends.push(i + c.len_utf8()),
+            _ => {}
+        }
+    }
+    ends
+}
+
+/// `text` cut to at most `max_tokens` (as `count` counts them) at the last sentence end that
+/// fits (`.`, `!`, `?` before whitespace, `。`, `！`, `？`, `；`, a newline); when no sentence
+/// fits, at the last word (or character) that does. Returns the text and whether it was cut.
+/// Assumes `count` grows with the prefix; O(log n) calls of `count`.
+pub fn cap_to_tokens(
+    text: &str,
+    max_tokens: usize,
+    count: impl Fn(&str) -> usize,
+) -> (String, bool) {
+    if count(text) <= max_tokens {
+        return (text.to_owned(), false);
+    }
+    let fits = |end: usize| count(text[..end].trim_end()) <= max_tokens;
+    // Largest candidate index whose prefix fits (candidates ascending).
+    let best = |cands: &[usize]| -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, cands.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if fits(cands[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1).map(|i| cands[i])
+    };
+    let ends = sentence_ends(text);
+    let end = best(&ends)
+        .filter(|&e| !text[..e].trim().is_empty())
+        .or_else(|| {
+            let words: Vec<usize> = text
+                .char_indices()
+                .filter(|&(_, c)| c.is_whitespace())
+                .map(|(i, _)| i)
+                .collect();
+            best(&words).filter(|&e| !text[..e].trim().is_empty())
+        })
+        .or_else(|| {
+            let chars: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+            best(&chars)
+        })
+        .unwrap_or(0);
+    (text[..end].trim_end().to_owned(), true)
+}
+
+/// How a reply that is an error message, a stack trace, an HTTP error body or a refusal
+/// begins (lower case; matched at the start of the trimmed reply).
+const ERROR_STARTS: &[&str] = &[
+    "error:",
+    "error code",
+    "error -",
+    "error occurred",
+    "an error occurred",
+    "exception:",
+    "traceback (most recent call last)",
+    "internal server error",
+    "bad gateway",
+    "service unavailable",
+    "gateway timeout",
+    "too many requests",
+    "rate limit",
+    "rate_limit",
+    "request failed",
+    "request timed out",
+    "overloaded",
+    "the server is overloaded",
+    "unauthorized",
+    "forbidden",
+    "access denied",
+    "<!doctype html",
+    "<html",
+    "http/1.",
+    "http error",
+    "status code",
+    "upstream connect error",
+    "错误：",
+    "错误:",
+    "错误码",
+    "请求失败",
+    "服务器错误",
+    "服务繁忙",
+    "系统繁忙",
+];
+
+/// Phrases that mark an error anywhere near the start of a tagless reply.
+const ERROR_PHRASES: &[&str] = &[
+    "traceback (most recent call last)",
+    "internal server error",
+    "rate limit exceeded",
+    "rate_limit_error",
+    "overloaded_error",
+    "\"type\":\"error\"",
+    "\"type\": \"error\"",
+    "insufficient_quota",
+    "context_length_exceeded",
+    "maximum context length",
+];
+
+/// How a refusal begins (only looked for in short replies).
+const REFUSAL_STARTS: &[&str] = &[
+    "i'm sorry",
+    "i’m sorry",
+    "i am sorry",
+    "sorry,",
+    "sorry but",
+    "i apologize",
+    "i cannot",
+    "i can't",
+    "i can’t",
+    "i'm unable",
+    "i’m unable",
+    "i am unable",
+    "i'm not able",
+    "i am not able",
+    "i won't",
+    "i will not",
+    "unfortunately, i",
+    "as an ai",
+    "抱歉",
+    "很抱歉",
+    "对不起",
+    "我无法",
+    "我不能",
+    "作为一个ai",
+    "作为ai",
+    "作为人工智能",
+];
+
+/// Replies longer than this are not taken for refusals (a long tagless text is a summary).
+const REFUSAL_MAX_CHARS: usize = 1500;
+
+/// Whether a summarizer reply is an error or a refusal rather than a summary: it has no
+/// `<summary>` tag and is empty, starts like an error message, a Python traceback, an HTTP
+/// error page or JSON error body (`{"error": …}`, `{"type": "error", …}`), or (when short)
+/// a refusal, in English or Chinese.
+pub fn looks_like_error(reply: &str) -> bool {
+    let t = reply.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    if t.trim_end().is_empty() {
+        return true;
+    }
+    if reply
+        .as_bytes()
+        .windows(9)
+        .any(|w| w.eq_ignore_ascii_case(b"<summary>"))
+    {
+        return false;
+    }
+    let head_end = t.char_indices().nth(600).map_or(t.len(), |(i, _)| i);
+    let head = t[..head_end].to_lowercase();
+    if head.starts_with('{') || head.starts_with('[') {
+        let h = head.replace(char::is_whitespace, "");
+        if h.contains("\"error\"") || h.contains("\"type\":\"error\"") || h.contains("\"detail\"") {
+            return true;
+        }
+    }
+    if ERROR_STARTS.iter().any(|p| head.starts_with(p))
+        || ERROR_PHRASES.iter().any(|p| head.contains(p))
+    {
+        return true;
+    }
+    // `429 Too Many Requests`, `503: Service Unavailable`, `HTTP 500`.
+    let code = head.trim_start_matches("http").trim_start();
+    if code.len() >= 3
+        && code.as_bytes()[..3].iter().all(u8::is_ascii_digit)
+        && matches!(code.as_bytes()[0], b'4' | b'5')
+        && code.as_bytes().get(3).is_none_or(|b| !b.is_ascii_digit())
+    {
+        return true;
+    }
+    let short = t.len() <= REFUSAL_MAX_CHARS * 4 && t.chars().count() <= REFUSAL_MAX_CHARS;
+    short && REFUSAL_STARTS.iter().any(|p| head.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_cuts_once_and_marks() {
+        assert_eq!(head_tail("short", 10), None);
+        assert_eq!(head_tail("", 0), None);
+        let s = "a".repeat(1000);
+        let c = head_tail(&s, 100).unwrap();
+        assert!(c.chars().count() <= 100, "{}", c.chars().count());
+        assert!(c.starts_with("aaaa") && c.ends_with("aaaa"));
+        assert!(is_cut(&c));
+        assert!(c.contains("chars omitted"));
+        // The omitted count is exact.
+        let (head, rest) = c.split_once("…[").unwrap();
+        let tail = rest.split_once("]…").unwrap().1;
+        assert!(c.contains(&format!(
+            "…[{} chars omitted]…",
+            1000 - head.len() - tail.len()
+        )));
+        // Never cut twice.
+        assert_eq!(head_tail(&c, 50), None);
+        assert!(!is_cut("a…[x chars omitted]…"));
+        assert!(!is_cut("plain text with chars omitted]…"));
+    }
+
+    #[test]
+    fn head_tail_cjk_emoji_and_lines() {
+        let s = "中文🙂".repeat(300);
+        let c = head_tail(&s, 80).unwrap();
+        assert!(c.chars().count() <= 80);
+        assert!(c.starts_with("中文🙂"));
+        // Lines: the cut snaps to a line end when one is near.
+        let lines: String = (0..200).map(|i| format!("line {i:03}\n")).collect();
+        let c = head_tail(&lines, 200).unwrap();
+        let (head, _) = c.split_once('…').unwrap();
+        assert!(head.ends_with('\n'), "{head:?}");
+        assert!(c.ends_with("line 199\n"));
+    }
+
+    #[test]
+    fn head_tail_text_wide_layouts() {
+        let s: String = "ab🙂".repeat(100);
+        let ucs4: Vec<u32> = s.chars().map(|c| c as u32).collect();
+        let c4 = head_tail_text(Text::Ucs4(&ucs4), 50).unwrap();
+        assert_eq!(c4, head_tail(&s, 50).unwrap());
+        assert!(c4.chars().count() <= 50);
+        let bmp: String = "ab中".repeat(100);
+        let ucs2: Vec<u16> = bmp.chars().map(|c| c as u16).collect();
+        assert_eq!(head_tail_text(Text::Ucs2(&ucs2), 50), head_tail(&bmp, 50));
+        // A lone surrogate becomes U+FFFD, never half a pair.
+        let mut w: Vec<u16> = vec![0x61; 100];
+        w[60] = 0xD83D;
+        let c = head_tail_text(Text::Ucs2(&w), 30).unwrap();
+        let (head, rest) = c.split_once("…[").unwrap();
+        let tail = rest.split_once("]…").unwrap().1;
+        assert!(head
+            .chars()
+            .chain(tail.chars())
+            .all(|ch| ch == 'a' || ch == '\u{FFFD}'));
+        let latin: Vec<u8> = vec![0xE9; 100];
+        assert!(head_tail_text(Text::Latin1(&latin), 30)
+            .unwrap()
+            .starts_with('é'));
+        assert_eq!(head_tail_text(Text::Utf8("abc"), 3), None);
+    }
+
+    #[test]
+    fn shorten_is_a_prefix() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("中文中文中文", 3), "中文…");
+    }
+
+    #[test]
+    fn json_args_stay_valid() {
+        let big = "x".repeat(5000);
+        let args = format!(
+            "{{\"file_path\": \"/srv/app/x.py\", \"old_string\": \"{big}\", \"new_string\": \"{big}\\n中文\", \"n\": 3}}"
+        );
+        let cut = cut_json_args(&args, 500).unwrap();
+        assert!(cut.chars().count() <= 500, "{}", cut.chars().count());
+        let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
+        assert_eq!(v["file_path"], "/srv/app/x.py");
+        assert_eq!(v["n"], 3);
+        assert!(is_cut(v["old_string"].as_str().unwrap()));
+        assert!(v["new_string"].as_str().unwrap().ends_with("\n中文"));
+        // Key order is kept.
+        assert!(cut.find("file_path").unwrap() < cut.find("old_string").unwrap());
+        // Idempotent: the cut fits, and cut values are not cut again.
+        assert_eq!(cut_json_args(&cut, 500), None);
+        assert_eq!(cut_json_args(&cut, 200), None);
+        // Short args are left alone.
+        assert_eq!(cut_json_args("{\"cmd\":\"ls\"}", 500), None);
+    }
+
+    #[test]
+    fn json_args_escapes_and_limits() {
+        let code = "line \"quoted\" \\ back\n".repeat(200);
+        let args = serde_json::json!({"command": code, "k": [1, 2, {"deep": code}]}).to_string();
+        let cut = cut_json_args(&args, 300).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
+        assert!(v["k"][2]["deep"].as_str().unwrap().contains("omitted"));
+        assert!(cut.chars().count() <= 300);
+        // Nothing left to cut: many short strings.
+        let many = serde_json::to_string(&vec!["short string"; 100]).unwrap();
+        assert_eq!(cut_json_args(&many, 100), None);
+        // Not JSON: plain head + tail.
+        let raw = format!("cd /srv && {}", "y".repeat(1000));
+        let c = cut_json_args(&raw, 100).unwrap();
+        assert!(c.starts_with("cd /srv") && is_cut(&c));
+        // Minimum: values never go below the floor, even if the whole stays over.
+        let args = serde_json::json!({"a": "z".repeat(1000)}).to_string();
+        let c = cut_json_args(&args, 5).unwrap();
+        assert!(serde_json::from_str::<serde_json::Value>(&c).is_ok());
+    }
+
+    #[test]
+    fn extract_summary_variants() {
+        assert_eq!(
+            extract_summary("<analysis>thinking</analysis>\n<summary>\nThe gist.\n</summary>"),
+            ("The gist.".into(), true)
+        );
+        assert_eq!(
+            extract_summary("<summary>old</summary> then <SUMMARY>new</Summary> tail"),
+            ("new".into(), true)
+        );
+        assert_eq!(
+            extract_summary("intro <summary>cut off at the end"),
+            ("cut off at the end".into(), true)
+        );
+        assert_eq!(
+            extract_summary("no tags here"),
+            ("no tags here".into(), false)
+        );
+        assert_eq!(
+            extract_summary("<analysis>a</analysis>plain"),
+            ("plain".into(), false)
+        );
+        assert_eq!(
+            extract_summary("<analysis>never closed"),
+            ("".into(), false)
+        );
+        assert_eq!(
+            extract_summary("body only</summary>"),
+            ("body only".into(), true)
+        );
+        assert_eq!(
+            extract_summary("<summary>摘要：完成。</summary>"),
+            ("摘要：完成。".into(), true)
+        );
+        assert_eq!(extract_summary(""), ("".into(), false));
+    }
+
+    fn words(s: &str) -> usize {
+        s.split_whitespace().count() + s.chars().filter(|c| !c.is_ascii()).count()
+    }
+
+    #[test]
+    fn cap_at_sentences() {
+        let t = "One two three. Four five six! Seven eight nine? Ten.";
+        assert_eq!(cap_to_tokens(t, 100, words), (t.to_owned(), false));
+        assert_eq!(
+            cap_to_tokens(t, 7, words),
+            ("One two three. Four five six!".into(), true)
+        );
+        assert_eq!(cap_to_tokens(t, 3, words), ("One two three.".into(), true));
+        // No sentence fits: cut at a word.
+        assert_eq!(cap_to_tokens(t, 2, words), ("One two".into(), true));
+        assert_eq!(cap_to_tokens(t, 0, words), ("".into(), true));
+        // Decimal points and `e.g.` inside a word are not sentence ends.
+        let t = "Pi is 3.14 and e.g.x works. Next.";
+        assert_eq!(cap_to_tokens(t, 6, words).0, "Pi is 3.14 and e.g.x works.");
+        // Chinese punctuation and newlines.
+        let zh = "第一句。第二句！第三句？\n第四行";
+        assert_eq!(
+            cap_to_tokens(zh, 9, words),
+            ("第一句。第二句！".into(), true)
+        );
+        assert_eq!(
+            cap_to_tokens("a b\nc d\ne f", 4, words),
+            ("a b\nc d".into(), true)
+        );
+    }
+
+    #[test]
+    fn errors_and_refusals() {
+        for e in [
+            "",
+            "  \n",
+            "Error: 529 overloaded",
+            "Traceback (most recent call last):\n  File \"x.py\", line 1",
+            "{\"error\": {\"message\": \"Rate limit reached\", \"type\": \"rate_limit_error\"}}",
+            "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}",
+            "<!DOCTYPE html><html><body>502 Bad Gateway</body></html>",
+            "429 Too Many Requests",
+            "HTTP 503 Service Unavailable",
+            "I'm sorry, but I can't help with that.",
+            "I cannot summarize this conversation.",
+            "As an AI language model, I do not have access.",
+            "抱歉，我无法完成这个请求。",
+            "对不起，我不能处理。",
+            "我无法访问该对话。",
+            "Internal Server Error",
+            "rate limit exceeded, retry later",
+        ] {
+            assert!(looks_like_error(e), "{e:?}");
+        }
+        for ok in [
+            "<summary>I'm sorry to report the tests failed.</summary>",
+            "The user asked to fix billing/tax.py. Error handling was refactored.",
+            "Errors and fixes: a KeyError in tax.py was fixed.",
+            "用户要求修复 tax.py 中的错误处理。",
+            "2024 was the year the project started.",
+        ] {
+            assert!(!looks_like_error(ok), "{ok:?}");
+        }
+        // A long tagless text that opens apologetically is still a summary.
+        let long = format!("I'm sorry for the length. {}", "Details. ".repeat(400));
+        assert!(!looks_like_error(&long));
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_bound_holds_from_30() {
+        for len in [31usize, 99, 100, 101, 999, 1000, 12_345, 100_000] {
+            let s = "é".repeat(len);
+            for max in [30usize, 31, 50, 64, 99, 500] {
+                if let Some(c) = head_tail(&s, max) {
+                    assert!(
+                        c.chars().count() <= max,
+                        "len {len} max {max}: {}",
+                        c.chars().count()
+                    );
+                    assert!(c.chars().count() < len);
+                }
+            }
+        }
+    }
+}
