@@ -21,6 +21,7 @@ from context_compactor import _core
 from context_compactor.compactor import ContextCompactor
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import CompactorError, ConfigError
+from context_compactor.replay import add_replay_parser
 from context_compactor.tokens import TokenCounter
 
 __all__ = ["main"]
@@ -298,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="compact even below the thresholds (the /compact command)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_compact)
+    add_replay_parser(sub)
     return parser
 
 

@@ -1,0 +1,977 @@
+"""`Session`: a conversation persisted in SQLite that compacts itself when it has to.
+
+The piece agent builders put in their loop (seed 002's session integration, seed 003's database
+design): append what the agent produces, call :meth:`Session.prepare` before each model call, send
+:meth:`Session.context`. Every original message stays in the store; compactions only change what
+is sent. The storage layout is described in :mod:`context_compactor._store`.
+
+Example:
+    >>> from context_compactor import ContextCompactor
+    >>> from context_compactor.session import Session
+    >>> session = Session(ContextCompactor(max_context_tokens=200_000), ":memory:")
+    >>> row = session.append({"role": "user", "content": "Fix the failing test."})
+    >>> session.prepare() is None          # far below the window: nothing to do
+    True
+    >>> session.context()
+    [{'role': 'user', 'content': 'Fix the failing test.'}]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from context_compactor import _core
+from context_compactor._store import SessionStore, now
+from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
+from context_compactor.errors import MessageTypeError, StoreError
+from context_compactor.results import CompactResult, RecordEntry
+
+__all__ = ["CompactionRecord", "Session", "SessionStore"]
+
+log = logging.getLogger("context_compactor")
+
+#: Record actions after which the message is no longer in the context (the others edit it).
+REMOVED = frozenset({"summarized", "truncated", "dropped"})
+#: How the built-in planner marks its summary message.
+SUMMARY_MARKER = "[context-compactor summary]"
+#: Calibration is restored on reopen from at most this many usage reports.
+_RESTORE_USAGE = 4
+
+
+@dataclass(frozen=True)
+class CompactionRecord:
+    """One persisted compaction of a :class:`Session`.
+
+    Attributes:
+        id: The record id (pass it to :meth:`Session.expand`).
+        session_id: The session it belongs to.
+        created_at: When it was saved (seconds since the epoch).
+        strategy: ``"micro"``, ``"selective"``, ``"summary"``, ``"rule_summary"``, ``"truncation"``,
+            or ``"none"`` for a repair-only record.
+        summary: The summary text, if one was made.
+        tokens_before: Tokens of the context before.
+        tokens_after: Tokens of the context after.
+        replaced: Row ids of the messages it replaced or edited, ascending (the rows of
+            :attr:`record`; may include earlier summaries, which :meth:`Session.expand` resolves).
+        record: What happened to each of those rows, as :class:`RecordEntry` with ``index`` a row id.
+        upto_seq: It compacted the originals up to this position (1-based); later ones follow it.
+        over_budget: Still above the soft threshold afterwards.
+        fallback_reason: Why the summarizer's reply was not used, when so.
+        must_keep: The must-keep facts of the replaced span.
+    """
+
+    id: int
+    session_id: str
+    created_at: float
+    strategy: str
+    summary: str | None
+    tokens_before: int
+    tokens_after: int
+    replaced: tuple[int, ...]
+    record: tuple[RecordEntry, ...]
+    upto_seq: int
+    over_budget: bool = False
+    fallback_reason: str | None = None
+    must_keep: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The context a compaction starts from."""
+
+    messages: list[dict[str, Any]]
+    rows: list[int]
+    tokens: list[int]
+    head: int | None
+    upto_seq: int
+    system: Any
+
+
+# -- message encoding ------------------------------------------------------------------------------------
+
+
+def _default(obj: Any) -> Any:
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _dumps(obj: Any) -> str:
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_default, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: keep them as JSON escapes
+        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=_default, allow_nan=False)
+    return text
+
+
+def _encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
+    """``(plain dict, JSON text)`` of a message dict or SDK object."""
+    if isinstance(message, Mapping):
+        obj: Any = message
+    elif callable(getattr(message, "model_dump", None)):
+        obj = message.model_dump(mode="json", exclude_none=True)
+    else:
+        raise MessageTypeError(
+            f"message {index}: expected a dict or an SDK message object, got {type(message).__name__}", index
+        )
+    try:
+        text = _dumps(obj)
+    except (TypeError, ValueError) as e:
+        raise MessageTypeError(f"message {index} cannot be stored as JSON: {e}", index) from e
+    plain = json.loads(text)
+    if not isinstance(plain, dict):
+        raise MessageTypeError(f"message {index}: expected a mapping, got {type(plain).__name__}", index)
+    if not isinstance(plain.get("role"), str):
+        raise MessageTypeError(f"message {index}: 'role' must be a str, got {plain.get('role')!r}", index, "role")
+    return plain, text
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return ""
+
+
+def _usage_tokens(usage: Any) -> int | None:
+    """The prompt size a usage report gives (OpenAI ``prompt_tokens``; Anthropic input + cache)."""
+    if isinstance(usage, bool):
+        return None
+    if isinstance(usage, int):
+        return usage
+    get = usage.get if isinstance(usage, Mapping) else (lambda k: getattr(usage, k, None))
+    value = get("prompt_tokens")
+    if isinstance(value, int):
+        return value
+    parts = [get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    if not isinstance(parts[0], int):
+        return None
+    return sum(p for p in parts if isinstance(p, int))
+
+
+def _usage_json(usage: Any) -> str | None:
+    try:
+        return _dumps(usage)
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the session ---------------------------------------------------------------------------------------
+
+
+class Session:
+    """A conversation kept in a SQLite store, compacted when it has to be.
+
+    Opens the session ``session_id`` in ``store`` if it exists, else creates it. Append what the
+    agent produces; before each model call run :meth:`prepare` (which checks the context against
+    the compactor's thresholds and compacts when needed, persisting the outcome), then send
+    :meth:`context` (and :attr:`system`, :attr:`tools`). Originals are never lost:
+    :meth:`history` returns them all and :meth:`expand` returns those a compaction replaced.
+
+    Messages may be dicts or the ``openai``/``anthropic`` SDKs' pydantic objects (also inside
+    dicts, e.g. ``{"role": "assistant", "content": response.content}``). They are converted with
+    ``model_dump(mode="json", exclude_none=True)`` and stored as JSON, so :meth:`context`,
+    :meth:`history` and :meth:`expand` always return plain dicts, the same before and after a
+    reopen. Do not modify the dicts they return.
+
+    ``result.record`` of a Session's compaction names **row ids** (DESIGN, Invariant 6): the ids
+    :meth:`append` returned; summaries and edited copies get row ids too.
+
+    Thread-safe: threads and asyncio tasks sharing a Session are serialised (appends wait for
+    each other; a second ``prepare()`` waits for a running one, and appends are not blocked
+    while the summarizer runs). Several processes may share one file; each sees the others'
+    appends and compactions. A lock held longer than ``timeout`` raises :class:`StoreError`.
+
+    Args:
+        compactor: The :class:`ContextCompactor` (its config and summarizer are used).
+        store: A SQLite path, ``":memory:"``, or a :class:`SessionStore` to share a connection.
+        session_id: The session to open or create; a new random id when ``None``.
+        system: The system prompt (Anthropic's separate one; OpenAI keeps it in the messages).
+            ``None`` keeps the stored one; a value replaces it in the store.
+        tools: Tool definitions (``None`` keeps the stored ones).
+        format: ``"openai"`` or ``"anthropic"``; detected from the messages when ``None``.
+        timeout: Seconds to wait for a lock when ``store`` is a path (a :class:`SessionStore`
+            has its own).
+
+    Raises:
+        StoreError: The store cannot be opened or stays locked.
+
+    Example:
+        >>> session = Session(compactor, "agent.db", "ticket-42", system="You are a coding agent.")
+        >>> session.append({"role": "user", "content": "Fix the failing test."})    # doctest: +SKIP
+        1
+        >>> result = session.prepare()        # None, or the CompactResult (record by row id)
+        >>> messages = session.context()      # what to send now
+    """
+
+    def __init__(
+        self,
+        compactor: ContextCompactor,
+        store: str | os.PathLike[str] | SessionStore,
+        session_id: str | None = None,
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(compactor, ContextCompactor):
+            raise TypeError(f"compactor: expected a ContextCompactor, got {type(compactor).__name__}")
+        if format not in (None, "openai", "anthropic"):
+            raise ValueError(f"format: expected 'openai', 'anthropic' or None, got {format!r}")
+        if session_id is not None and not isinstance(session_id, str):
+            raise TypeError(f"session_id: expected a str, got {type(session_id).__name__}")
+        if isinstance(store, SessionStore):
+            self._store, self._own_store = store, False
+        elif isinstance(store, (str, os.PathLike)):
+            self._store, self._own_store = SessionStore(store, timeout=timeout), True
+        else:
+            raise TypeError(f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}")
+        self._compactor = compactor
+        self._id = session_id if session_id is not None else uuid.uuid4().hex
+        self._state = _core.ConversationState()
+        self._compacting = threading.Lock()
+        self.last_check: CompactionCheck | None = None
+        # The in-memory context: rows, messages and their token counts, kept in step with the store.
+        self._rows: list[int] = []
+        self._msgs: list[dict[str, Any]] = []
+        self._tok: list[int] = []
+        self._raw = 0
+        self._extra = 0
+        self._head: int | None = None
+        self._head_system: Any = None
+        self._upto = 0
+        self._last_seq = 0
+        self._marker: tuple[int, int] | None = None
+        self._sent: tuple[list[dict[str, Any]], int | None] | None = None
+        self._micro_at: int | None = None
+        try:
+            self._open(system, tools, format)
+        except BaseException:
+            if self._own_store:
+                self._store.close()
+            raise
+
+    # -- opening and syncing ----------------------------------------------------------------------------
+
+    def _open(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> None:
+        system_json = None if system is None else _dumps(system)
+        tools_json = None if tools is None else _dumps(list(tools))
+        with self._store.locked(), self._store.transaction("open a session") as conn:
+            row = conn.execute("SELECT system, tools, format FROM sessions WHERE id = ?", (self._id,)).fetchone()
+            t = now()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO sessions (id, created_at, updated_at, format, system, tools) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (self._id, t, t, format, system_json, tools_json),
+                )
+                row = (system_json, tools_json, format)
+            else:
+                changes = {
+                    k: v
+                    for k, v, old in (
+                        ("system", system_json, row[0]),
+                        ("tools", tools_json, row[1]),
+                        ("format", format, row[2]),
+                    )
+                    if v is not None and v != old
+                }
+                if changes:
+                    sets = ", ".join(f"{k} = ?" for k in changes)
+                    conn.execute(
+                        f"UPDATE sessions SET {sets}, updated_at = ? WHERE id = ?", (*changes.values(), t, self._id)
+                    )
+                    row = (changes.get("system", row[0]), changes.get("tools", row[1]), changes.get("format", row[2]))
+            self._system = _loads(row[0])
+            self._tools: list[Any] | None = _loads(row[1])
+            self._format: str | None = row[2]
+            self._load(conn)
+            self._marker = (conn.execute("PRAGMA data_version").fetchone()[0], self._store._writes + 1)
+        self._restore_calibration()
+
+    def _load(self, conn: Any) -> None:
+        """Read the current context from the store (the head compaction's, then later originals)."""
+        last_seq, head = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (self._id,)).fetchone()
+        rows: list[int] = []
+        msgs: list[dict[str, Any]] = []
+        upto, head_system = 0, None
+        if head is not None:
+            upto, system_json = conn.execute(
+                "SELECT upto_seq, system FROM compactions WHERE id = ?", (head,)
+            ).fetchone()
+            head_system = _loads(system_json)
+            for rid, text in conn.execute(
+                "SELECT m.id, m.json FROM context_items c JOIN messages m ON m.id = c.message "
+                "WHERE c.compaction = ? ORDER BY c.pos",
+                (head,),
+            ):
+                rows.append(rid)
+                msgs.append(json.loads(text))
+        for rid, text in conn.execute(
+            "SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (self._id, upto)
+        ):
+            rows.append(rid)
+            msgs.append(json.loads(text))
+        self._head, self._head_system, self._upto, self._last_seq = head, head_system, upto, last_seq
+        self._rows, self._msgs = rows, msgs
+        self._micro_at = None
+        self._recount()
+
+    def _recount(self) -> None:
+        """Detect the format (unless fixed) and count every message of the context and the extras."""
+        counter = self._compactor.counter
+        self._fmt = self._format or _core.detect_format(self._msgs, system=self.system, tools=self._tools)
+        self._tok = list(counter.count_each(self._msgs, format=self._fmt).messages)
+        self._raw = sum(self._tok)
+        self._extra = counter.count_each([], system=self.system, tools=self._tools, format=self._fmt).total
+
+    def _add(self, rows: Sequence[int], msgs: Sequence[dict[str, Any]]) -> None:
+        """Append to the in-memory context, counting only the new messages."""
+        self._rows.extend(rows)
+        self._msgs.extend(msgs)
+        if self._format is None and self._fmt != "anthropic" and _core.detect_format(msgs) == "anthropic":
+            self._recount()  # the first Anthropic-only block: the whole context is Anthropic
+            return
+        new = self._compactor.counter.count_each(msgs, format=self._fmt).messages
+        self._tok.extend(new)
+        self._raw += sum(new)
+
+    def _sync(self, conn: Any) -> None:
+        """Catch up with what other connections committed (appends, compactions)."""
+        row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (self._id,)).fetchone()
+        if row is None:
+            raise StoreError(f"session {self._id!r} was deleted from the store")
+        last_seq, head = row
+        if head != self._head:
+            self._load(conn)
+        elif last_seq != self._last_seq:
+            rows, msgs = [], []
+            for rid, text in conn.execute(
+                "SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (self._id, self._last_seq)
+            ):
+                rows.append(rid)
+                msgs.append(json.loads(text))
+            self._last_seq = last_seq
+            self._add(rows, msgs)
+
+    def _refresh(self) -> None:
+        """Under the store lock: sync when anything was committed since we last looked."""
+        marker = self._store.marker()
+        if marker != self._marker:
+            try:
+                self._sync(self._store._conn)
+            except Exception as e:
+                if isinstance(e, StoreError):
+                    raise
+                raise StoreError(f"read: {type(e).__name__}: {e}") from e
+            self._marker = marker
+
+    def _restore_calibration(self) -> None:
+        """Re-learn the calibration from the latest usage reports measured on the current context."""
+        rows = self._store.query(
+            "SELECT prompt_tokens, context_len FROM usage WHERE session = ? AND head IS ? AND learned = 1 "
+            "AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT ?",
+            (self._id, self._head, _RESTORE_USAGE),
+        )
+        rows = [r for r in reversed(rows) if r[1] <= len(self._msgs)]
+        if not rows:
+            return
+        msgs, system = list(self._msgs), self.system
+        self._compactor.counter.count_each(msgs, system=system, tools=self._tools, format=self._fmt, state=self._state)
+        for prompt_tokens, n in rows:
+            self._state.observe_usage(
+                prompt_tokens, messages=msgs[:n], system=system, tools=self._tools, format=self._fmt
+            )
+
+    # -- properties ----------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._id
+
+    @property
+    def compactor(self) -> ContextCompactor:
+        """The compactor in use."""
+        return self._compactor
+
+    @property
+    def store(self) -> SessionStore:
+        """The store."""
+        return self._store
+
+    @property
+    def state(self) -> _core.ConversationState:
+        """The :class:`ConversationState` (cached counts, calibration, cool-down) of this Session."""
+        return self._state
+
+    @property
+    def system(self) -> Any:
+        """The system prompt to send now: the stored one, or, after a compaction with
+        ``summary_role="system"`` on Anthropic, the one that compaction returned."""
+        return self._head_system if self._head_system is not None else self._system
+
+    @property
+    def tools(self) -> list[Any] | None:
+        """The tool definitions to send."""
+        return self._tools
+
+    @property
+    def format(self) -> str:
+        """The format in use: the one given, else the one detected from the messages."""
+        with self._store.locked():
+            self._refresh()
+            return self._fmt
+
+    def __len__(self) -> int:
+        """Number of original messages (the history)."""
+        with self._store.locked():
+            self._refresh()
+            return self._last_seq
+
+    # -- appending -------------------------------------------------------------------------------------------
+
+    def append(self, message: Any) -> int:
+        """Store one message (one transaction) and add it to the context.
+
+        Args:
+            message: A dict or an SDK message object (stored as JSON, returned as a dict).
+
+        Returns:
+            Its row id.
+
+        Raises:
+            MessageTypeError: Not a message (no mapping, no ``role`` str, content of a wrong type)
+                or not storable as JSON. Nothing is stored.
+            StoreError: The store could not be written.
+
+        Example:
+            >>> session.append({"role": "user", "content": "hi"})    # doctest: +SKIP
+            7
+        """
+        return self.extend([message])[0]
+
+    def extend(self, messages: Iterable[Any]) -> list[int]:
+        """Store several messages in one transaction (all or none) and add them to the context.
+
+        Returns:
+            Their row ids, in order.
+
+        Example:
+            >>> session.extend([assistant_message, *tool_results])   # doctest: +SKIP
+            [8, 9, 10]
+        """
+        encoded = [_encode(m, i) for i, m in enumerate(messages)]
+        if not encoded:
+            return []
+        plains = [p for p, _ in encoded]
+        try:
+            _core.validate_messages(plains, format=self._format)
+        except MessageTypeError as e:
+            raise MessageTypeError(str(e), e.index, e.field) from e
+        t = now()
+        with self._store.locked():
+            with self._store.transaction("append") as conn:
+                self._sync(conn)
+                seq = self._last_seq
+                ids = []
+                for plain, text in encoded:
+                    seq += 1
+                    cur = conn.execute(
+                        "INSERT INTO messages (session, seq, kind, role, json, created_at) "
+                        "VALUES (?, ?, 'original', ?, ?, ?)",
+                        (self._id, seq, plain["role"], text, t),
+                    )
+                    ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
+                conn.execute("UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, t, self._id))
+                data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._last_seq = seq
+            self._add(ids, plains)
+            self._marker = (data_version, self._store._writes)
+        return ids
+
+    # -- reading ----------------------------------------------------------------------------------------------
+
+    def context(self) -> list[dict[str, Any]]:
+        """What to send now: the latest compaction's output, then the messages appended after it.
+
+        The Session remembers what it returned: :meth:`record_usage` matches the provider's usage
+        report with it.
+
+        Example:
+            >>> client.chat.completions.create(model=m, messages=session.context())   # doctest: +SKIP
+        """
+        with self._store.locked():
+            self._refresh()
+            snapshot = list(self._msgs)
+            self._sent = (snapshot, self._head)
+            return list(snapshot)
+
+    def context_ids(self) -> list[int]:
+        """The row ids of :meth:`context`, in order."""
+        with self._store.locked():
+            self._refresh()
+            return list(self._rows)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every original message, in the order appended (never compacted)."""
+        return [json.loads(r[0]) for r in self._rows_where("seq IS NOT NULL ORDER BY seq")]
+
+    def history_ids(self) -> list[int]:
+        """The row ids of :meth:`history`, in order."""
+        return [
+            r[0]
+            for r in self._store.query(
+                "SELECT id FROM messages WHERE session = ? AND seq IS NOT NULL ORDER BY seq", (self._id,)
+            )
+        ]
+
+    def message(self, row_id: int) -> dict[str, Any]:
+        """The message stored under ``row_id`` (an original, a summary or an edited copy).
+
+        Raises:
+            KeyError: No such row in this session.
+        """
+        rows = self._store.query("SELECT json FROM messages WHERE session = ? AND id = ?", (self._id, row_id))
+        if not rows:
+            raise KeyError(row_id)
+        return json.loads(rows[0][0])  # type: ignore[no-any-return]
+
+    def _rows_where(self, where: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._store.query(f"SELECT json FROM messages WHERE session = ? AND {where}", (self._id, *params))
+
+    def compactions(self) -> list[CompactionRecord]:
+        """Every compaction of this session, oldest first.
+
+        Example:
+            >>> for c in session.compactions():                     # doctest: +SKIP
+            ...     print(c.id, c.strategy, c.tokens_before, c.tokens_after, len(c.replaced))
+        """
+        with self._store.locked():
+            comps = self._store.query(
+                "SELECT id, created_at, strategy, summary, tokens_before, tokens_after, upto_seq, details "
+                "FROM compactions WHERE session = ? ORDER BY id",
+                (self._id,),
+            )
+            links: dict[int, list[RecordEntry]] = {}
+            for comp, message, action, detail in self._store.query(
+                "SELECT l.compaction, l.message, l.action, l.detail FROM summary_of l "
+                "JOIN compactions c ON c.id = l.compaction WHERE c.session = ? ORDER BY l.compaction, l.message",
+                (self._id,),
+            ):
+                links.setdefault(comp, []).append(RecordEntry(message, action, detail))
+        out = []
+        for cid, created, strategy, summary, before, after, upto, details in comps:
+            d = json.loads(details)
+            record = tuple(links.get(cid, ()))
+            out.append(
+                CompactionRecord(
+                    id=cid,
+                    session_id=self._id,
+                    created_at=created,
+                    strategy=strategy,
+                    summary=summary,
+                    tokens_before=before,
+                    tokens_after=after,
+                    replaced=tuple(sorted({e.index for e in record})),
+                    record=record,
+                    upto_seq=upto,
+                    over_budget=bool(d.get("over_budget")),
+                    fallback_reason=d.get("fallback_reason"),
+                    must_keep=tuple(d.get("must_keep", ())),
+                )
+            )
+        return out
+
+    def expand(self, record_id: int) -> list[dict[str, Any]]:
+        """The original messages a compaction replaced or edited, exactly as appended, in order.
+
+        Rows it names that are themselves products of earlier compactions are resolved: an
+        earlier summary stands for the originals that compaction removed, an edited copy for
+        its original.
+
+        Raises:
+            KeyError: No such compaction in this session.
+
+        Example:
+            >>> record = session.compactions()[-1]                  # doctest: +SKIP
+            >>> originals = session.expand(record.id)
+        """
+        with self._store.locked():
+            if not self._store.query("SELECT 1 FROM compactions WHERE id = ? AND session = ?", (record_id, self._id)):
+                raise KeyError(record_id)
+            todo = [
+                r[0] for r in self._store.query("SELECT message FROM summary_of WHERE compaction = ?", (record_id,))
+            ]
+            seen: set[int] = set()
+            originals: list[tuple[int, str]] = []
+            while todo:
+                rid = todo.pop()
+                if rid in seen:
+                    continue
+                seen.add(rid)
+                kind, seq, source, comp, text = self._store.query(
+                    "SELECT kind, seq, source, compaction, json FROM messages WHERE id = ?", (rid,)
+                )[0]
+                if kind == "original":
+                    originals.append((seq, text))
+                elif kind == "edited" and source is not None:
+                    todo.append(source)
+                elif kind == "summary" and comp is not None:
+                    placeholders = ",".join("?" * len(REMOVED))
+                    todo.extend(
+                        r[0]
+                        for r in self._store.query(
+                            f"SELECT message FROM summary_of WHERE compaction = ? AND action IN ({placeholders})",
+                            (comp, *sorted(REMOVED)),
+                        )
+                    )
+        return [json.loads(text) for _, text in sorted(originals)]
+
+    # -- checking and compacting --------------------------------------------------------------------------------
+
+    def _make_check(self) -> CompactionCheck:
+        """The compactor's check of the current context, from the running counts (O(1))."""
+        cfg = self._compactor.config
+        raw = self._raw + self._extra
+        state = self._state
+        current = math.ceil(raw * state.calibration) if state.observations else raw
+        urgency: Urgency = (
+            "hard" if current >= cfg.hard_threshold else "soft" if current >= cfg.soft_threshold else "none"
+        )
+        return CompactionCheck(
+            should_compact=urgency != "none",
+            urgency=urgency,
+            current_tokens=current,
+            threshold=cfg.soft_threshold,
+            hard_threshold=cfg.hard_threshold,
+            budget=cfg.budget,
+            target_tokens=cfg.target_tokens,
+            raw_tokens=raw,
+            calibration=state.calibration,
+            message_count=len(self._msgs),
+            micro_due=current >= cfg.micro_threshold,
+            format=self._fmt,
+        )
+
+    def check(self) -> CompactionCheck:
+        """Where the current context stands against the window (the same values as
+        ``compactor.check(session.context(), system=..., tools=..., state=session.state)``), from
+        counts kept up to date on each append: its cost does not grow with the conversation."""
+        with self._store.locked():
+            self._refresh()
+            return self._make_check()
+
+    def _begin(self, force: bool) -> _Snapshot | None:
+        """Under the store lock: decide whether to compact and take the context to compact."""
+        with self._store.locked():
+            self._refresh()
+            check = self._make_check()
+            self.last_check = check
+            if not self._msgs:
+                return None
+            due = force or check.should_compact
+            if not due and check.micro_due:
+                # Micro-compaction clears old tool output once it frees clear_at_least_tokens:
+                # try again only after the context grew by that much since the last try.
+                step = max(1, self._compactor.config.clear_at_least_tokens)
+                if self._micro_at is None or check.current_tokens >= self._micro_at + step:
+                    self._micro_at = check.current_tokens
+                    due = True
+            if not due:
+                return None
+            return _Snapshot(
+                list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system
+            )
+
+    def _wait(self) -> float:
+        return self._store.timeout + 2 * float(self._compactor.config.summarizer_timeout_s)
+
+    def prepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
+        """Check the context and compact it when needed (the summarizer called synchronously).
+
+        Compacts when the context reaches the soft threshold (or with ``force=True``, the
+        ``/compact`` command), and tries micro-compaction above ``micro_trigger_ratio`` each time
+        the context grew by ``clear_at_least_tokens``. The outcome is saved in one transaction.
+        The check costs O(1): counts are kept up to date on each append.
+
+        Args:
+            force: Compact even below the thresholds.
+            instructions: Extra instructions for the summary.
+
+        Returns:
+            The :class:`CompactResult` when the context changed (its ``record`` names row ids, its
+            ``messages`` is the compacted context without messages appended meanwhile), else
+            ``None`` (:attr:`last_check` tells where the context stands).
+
+        Raises:
+            StoreError: The store could not be written, or another ``prepare()`` of this Session
+                ran too long.
+            SummarizerError: As :meth:`ContextCompactor.compact`.
+
+        Example:
+            >>> result = session.prepare()                          # doctest: +SKIP
+            >>> if result:
+            ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
+        """
+        if not self._compacting.acquire(timeout=self._wait()):
+            raise StoreError("another prepare() of this Session ran too long")
+        try:
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = self._compactor.compact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            return self._commit(snap, result)
+        finally:
+            self._compacting.release()
+
+    async def aprepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
+        """:meth:`prepare` for async code: an async (or sync, run in a worker thread) summarizer
+        and hooks, through :meth:`ContextCompactor.acompact`.
+
+        Example:
+            >>> result = await session.aprepare()                   # doctest: +SKIP
+        """
+        deadline = time.monotonic() + self._wait()
+        while not self._compacting.acquire(blocking=False):
+            if time.monotonic() > deadline:
+                raise StoreError("another prepare() of this Session ran too long")
+            await asyncio.sleep(0.005)
+        try:
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = await self._compactor.acompact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            return self._commit(snap, result)
+        finally:
+            self._compacting.release()
+
+    def _commit(self, snap: _Snapshot, result: CompactResult) -> CompactResult | None:
+        """Save a compaction (one transaction) and make its output the context."""
+        if not (result.compacted or result.repairs):
+            return None
+        rows = snap.rows
+        record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
+        entries = _derive(snap, result)
+        system_changed = result.system is not snap.system and result.system != snap.system
+        t = now()
+        with self._store.locked():
+            with self._store.transaction("save a compaction") as conn:
+                head = conn.execute("SELECT head FROM sessions WHERE id = ?", (self._id,)).fetchone()
+                if head is None or head[0] != snap.head:
+                    conflict = True
+                else:
+                    conflict = False
+                    details = {
+                        "over_budget": result.over_budget,
+                        "over_budget_reason": result.over_budget_reason,
+                        "fallback_reason": result.fallback_reason,
+                        "must_keep": list(result.must_keep),
+                        "must_keep_missing": list(result.must_keep_missing),
+                        "phases": [list(p) for p in result.phases],
+                        "repairs": list(result.repairs),
+                        "summary_truncated": result.summary_truncated,
+                        "original_count": result.original_count,
+                        "compacted_count": result.compacted_count,
+                        "context_count": len(entries),
+                        "derived_count": sum(1 for e in entries if e[0] is None),
+                        "record_count": len({(e.index, e.action) for e in record}),
+                    }
+                    cur = conn.execute(
+                        "INSERT INTO compactions (session, created_at, upto_seq, strategy, summary, tokens_before, "
+                        "tokens_after, system, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            self._id,
+                            t,
+                            snap.upto_seq,
+                            result.strategy,
+                            result.summary,
+                            result.tokens_before,
+                            result.tokens_after,
+                            _dumps(result.system) if system_changed else None,
+                            _dumps(details),
+                        ),
+                    )
+                    comp = int(cur.lastrowid)  # type: ignore[arg-type]
+                    new_rows: list[int] = []
+                    new_msgs: list[dict[str, Any]] = []
+                    for pos, (rid, msg, kind, source) in enumerate(entries):
+                        if rid is None:
+                            plain, text = _encode(msg, pos)
+                            cur = conn.execute(
+                                "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                (self._id, kind, plain["role"], text, source, comp, t),
+                            )
+                            rid = int(cur.lastrowid)  # type: ignore[arg-type]
+                            msg = plain
+                        new_rows.append(rid)
+                        new_msgs.append(msg)
+                    conn.executemany(
+                        "INSERT INTO context_items (compaction, pos, message) VALUES (?, ?, ?)",
+                        [(comp, pos, rid) for pos, rid in enumerate(new_rows)],
+                    )
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO summary_of (compaction, message, action, detail) VALUES (?, ?, ?, ?)",
+                        [(comp, e.index, e.action, e.detail) for e in record],
+                    )
+                    conn.execute("UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", (comp, t, self._id))
+                data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if conflict:
+                log.warning(
+                    "session %s: another connection compacted it meanwhile; this compaction is dropped", self._id
+                )
+                self._refresh()
+                return None
+            # Messages appended while the summarizer ran follow the new context.
+            n = len(snap.messages)
+            tail_rows, tail_msgs, tail_tok = self._rows[n:], self._msgs[n:], self._tok[n:]
+            known = dict(zip(snap.rows, snap.tokens, strict=True))
+            fresh = [i for i, rid in enumerate(new_rows) if rid not in known]
+            counts = self._compactor.counter.count_each([new_msgs[i] for i in fresh], format=self._fmt).messages
+            known.update((new_rows[i], c) for i, c in zip(fresh, counts, strict=True))
+            self._rows = new_rows + tail_rows
+            self._msgs = new_msgs + tail_msgs
+            self._tok = [known[r] for r in new_rows] + tail_tok
+            self._raw = sum(self._tok)
+            self._head, self._upto = comp, snap.upto_seq
+            self._head_system = result.system if system_changed else None
+            if system_changed:
+                self._extra = self._compactor.counter.count_each(
+                    [], system=self.system, tools=self._tools, format=self._fmt
+                ).total
+            self._micro_at = None
+            self._marker = (data_version, self._store._writes)
+        return replace(result, record=record)
+
+    # -- usage ---------------------------------------------------------------------------------------------------
+
+    def record_usage(self, usage: Any, model: str | None = None) -> bool:
+        """Learn from the provider's usage report of the last call (calibrates the token counts).
+
+        The report is matched with the context :meth:`context` returned last (what was sent) and
+        fed to :meth:`ConversationState.observe_usage`. Reports measured on a context that a
+        compaction has replaced since are stale and ignored. Every report is saved with ``model``;
+        reopening the session re-learns the calibration from the latest ones.
+
+        Args:
+            usage: ``response.usage`` (OpenAI or Anthropic SDK object or dict) or the prompt size
+                as an int.
+            model: The model that answered (saved with the report).
+
+        Returns:
+            Whether the report was learned from.
+
+        Example:
+            >>> response = client.chat.completions.create(model=m, messages=session.context())  # doctest: +SKIP
+            >>> session.record_usage(response.usage, model=m)
+            True
+        """
+        with self._store.locked():
+            self._refresh()
+            sent, head = self._sent if self._sent is not None else (list(self._msgs), self._head)
+            stale = head != self._head
+            system, fmt = self.system, self._fmt
+        learned = False
+        if not stale:
+            self._compactor.counter.count_each(sent, system=system, tools=self._tools, format=fmt, state=self._state)
+            learned = bool(
+                self._state.observe_usage(usage, messages=sent, system=system, tools=self._tools, format=fmt)
+            )
+        with self._store.transaction("record usage") as conn:
+            conn.execute(
+                "INSERT INTO usage (session, created_at, model, prompt_tokens, usage, head, context_len, learned) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (self._id, now(), model, _usage_tokens(usage), _usage_json(usage), head, len(sent), int(learned)),
+            )
+        return learned
+
+    # -- closing -----------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
+        if self._own_store:
+            self._store.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Session({self._id!r}, store={self._store.path!r}, messages={self._last_seq}, "
+            f"context={len(self._msgs)}, compactions={'none' if self._head is None else 'head ' + str(self._head)})"
+        )
+
+
+def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, dict[str, Any], str, int | None]]:
+    """Each message of ``result.messages`` as ``(row id or None, message, kind, source row)``.
+
+    Kept messages are the input objects (their row ids); new dicts are an edited copy of an input
+    message (matched in order with the record's edits, same role), the summary (its marker), or
+    a message the repair inserted.
+    """
+    ids = {id(m): k for k, m in enumerate(snap.messages)}
+    kept = {ids[id(m)] for m in result.messages if id(m) in ids}
+    removed = {e.index for e in result.record if e.action in REMOVED}
+    edited = sorted({e.index for e in result.record if e.action not in REMOVED} - removed - kept)
+    out: list[tuple[int | None, dict[str, Any], str, int | None]] = []
+    last, ptr = -1, 0
+    for m in result.messages:
+        k = ids.get(id(m))
+        if k is not None:
+            out.append((snap.rows[k], m, "original", None))
+            last = k
+            continue
+        while ptr < len(edited) and edited[ptr] < last:
+            ptr += 1
+        plain = m if isinstance(m, dict) else dict(m)
+        if SUMMARY_MARKER in _text_of(plain):
+            out.append((None, plain, "summary", None))
+        elif ptr < len(edited) and snap.messages[edited[ptr]].get("role") == plain.get("role"):
+            k = edited[ptr]
+            ptr += 1
+            last = k
+            out.append((None, plain, "edited", snap.rows[k]))
+        else:
+            out.append((None, plain, "inserted", None))
+    return out

@@ -1,0 +1,636 @@
+"""Session and its SQLite store: resume, expand, row-id records, usage, concurrency, SIGKILL durability."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+from context_compactor import (
+    ContextCompactor,
+    MessageTypeError,
+    StoreError,
+    SummaryRequest,
+    validate_messages,
+)
+from context_compactor._store import MIGRATIONS, SCHEMA_VERSION, SessionStore
+from context_compactor.io import load
+from context_compactor.session import Session
+
+EXAMPLE = REPO / "examples" / "agent_session.json"
+
+
+def tool_round(i: int, size: int = 60) -> list[dict[str, Any]]:
+    """An assistant tool call and its result (OpenAI format), numbered ``i``."""
+    cid = f"call_{i}"
+    return [
+        {
+            "role": "assistant",
+            "content": f"Step {i}: checking /srv/app/mod{i}.py for the KeyError.",
+            "tool_calls": [
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": f'{{"cmd": "cat mod{i}.py"}}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": cid, "content": f"line {i}\n" * size},
+    ]
+
+
+def small(**kw: Any) -> ContextCompactor:
+    kw.setdefault("max_context_tokens", 3000)
+    kw.setdefault("reserve_tokens", 300)
+    return ContextCompactor(**kw)
+
+
+def agent_run(session: Session, rounds: int, start: int = 0) -> list[Any]:
+    """Feed tool rounds as an agent would (prepare before each assistant message); the results."""
+    results = []
+    if len(session) == 0:
+        session.append({"role": "system", "content": "You are a coding agent."})
+        session.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    for i in range(start, start + rounds):
+        r = session.prepare()
+        if r is not None:
+            results.append(r)
+        session.extend(tool_round(i))
+    return results
+
+
+def integrity(path: Path, session_id: str = "s") -> None:
+    """Every compaction is whole: its context, derived rows and links all present (no partial write)."""
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        for cid, details in conn.execute("SELECT id, details FROM compactions WHERE session = ?", (session_id,)):
+            d = json.loads(details)
+            items = conn.execute("SELECT COUNT(*) FROM context_items WHERE compaction = ?", (cid,)).fetchone()[0]
+            derived = conn.execute("SELECT COUNT(*) FROM messages WHERE compaction = ?", (cid,)).fetchone()[0]
+            links = conn.execute("SELECT COUNT(*) FROM summary_of WHERE compaction = ?", (cid,)).fetchone()[0]
+            assert (items, derived, links) == (d["context_count"], d["derived_count"], d["record_count"])
+        head = conn.execute("SELECT head FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
+        if head is not None:
+            assert conn.execute("SELECT 1 FROM compactions WHERE id = ?", (head,)).fetchone()
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM messages WHERE seq IS NOT NULL ORDER BY seq")]
+        assert seqs == list(range(1, len(seqs) + 1))
+    finally:
+        conn.close()
+
+
+# -- basics ------------------------------------------------------------------------------------------------
+
+
+def test_append_context_history_and_row_ids(tmp_path: Path) -> None:
+    s = Session(ContextCompactor(), tmp_path / "s.db", "a")
+    r1 = s.append({"role": "user", "content": "hi"})
+    r2, r3 = s.extend([{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}])
+    assert r1 < r2 < r3
+    assert (
+        s.context()
+        == s.history()
+        == [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "bye"},
+        ]
+    )
+    assert s.context_ids() == s.history_ids() == [r1, r2, r3]
+    assert s.message(r2) == {"role": "assistant", "content": "hello"}
+    assert len(s) == 3 and s.prepare() is None and s.compactions() == []
+    assert s.store.session_ids() == ["a"]
+    with pytest.raises(KeyError):
+        s.message(999)
+    s.close()
+
+
+def test_bad_messages_are_rejected_and_nothing_is_stored(tmp_path: Path) -> None:
+    s = Session(ContextCompactor(), ":memory:")
+    s.append({"role": "user", "content": "ok"})
+    with pytest.raises(MessageTypeError):
+        s.append("not a message")
+    with pytest.raises(MessageTypeError) as e:
+        s.extend([{"role": "user", "content": "fine"}, {"role": "user", "content": 42}])
+    assert e.value.index == 1
+    with pytest.raises(MessageTypeError):
+        s.append({"content": "no role"})
+    with pytest.raises(MessageTypeError):
+        s.append({"role": "user", "content": "x", "bad": float("nan")})
+    assert s.history() == [{"role": "user", "content": "ok"}] and len(s.context()) == 1
+
+
+def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    pytest.importorskip("anthropic")
+    from anthropic.types import TextBlock, ToolUseBlock
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
+    from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+    reply = ChatCompletionMessage(
+        role="assistant",
+        content=None,
+        tool_calls=[
+            ChatCompletionMessageFunctionToolCall(
+                id="call_1", type="function", function=Function(name="bash", arguments='{"cmd": "ls"}')
+            )
+        ],
+    )
+    path = tmp_path / "sdk.db"
+    with Session(ContextCompactor(), path, "o") as s:
+        s.append({"role": "user", "content": "list files"})
+        s.append(reply)
+        s.append({"role": "tool", "tool_call_id": "call_1", "content": "a.py"})
+        ctx = s.context()
+    assert ctx[1] == reply.model_dump(mode="json", exclude_none=True)
+    assert "content" not in ctx[1] and all(isinstance(m, dict) for m in ctx)
+    assert validate_messages(ctx) == []
+    with Session(ContextCompactor(), path, "o") as s:
+        assert s.context() == ctx
+
+    content = [
+        TextBlock(type="text", text="Let me look.", citations=None),
+        ToolUseBlock(type="tool_use", id="toolu_1", name="bash", input={"cmd": "ls"}),
+    ]
+    with Session(ContextCompactor(), path, "a", system="Be brief.") as s:
+        s.append({"role": "user", "content": "list files"})
+        s.append({"role": "assistant", "content": content})
+        s.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]})
+        assert s.format == "anthropic"
+        ctx = s.context()
+    assert ctx[1]["content"][1] == {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "ls"}}
+    assert validate_messages(ctx, format="anthropic", system="Be brief.") == []
+    with Session(ContextCompactor(), path, "a") as s:
+        assert s.context() == ctx and s.system == "Be brief." and s.format == "anthropic"
+
+
+# -- compaction, resume, expand ------------------------------------------------------------------------------
+
+
+def test_prepare_compacts_and_records_row_ids(tmp_path: Path) -> None:
+    s = Session(small(), tmp_path / "s.db", "s")
+    s.append({"role": "system", "content": "You are a coding agent."})
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    results = []
+    for i in range(40):
+        before = s.context_ids()
+        r = s.prepare()
+        if r is not None:
+            results.append(r)
+            assert {e.index for e in r.record} <= set(before), "record entries name row ids of the context"
+            assert r.messages == s.context()
+            assert validate_messages(s.context()) == []
+            assert s.check().current_tokens <= s.compactor.config.soft_threshold
+        s.extend(tool_round(i))
+    assert len(results) >= 2
+    recs = s.compactions()
+    assert [c.id for c in recs] == sorted(c.id for c in recs) and len(recs) == len(results)
+    for rec, r in zip(recs, results, strict=True):
+        assert rec.strategy == r.strategy and rec.summary == r.summary
+        assert (rec.tokens_before, rec.tokens_after) == (r.tokens_before, r.tokens_after)
+        assert set(rec.replaced) == {e.index for e in r.record}
+        assert rec.created_at > 0 and rec.upto_seq > 0
+    s.close()
+
+
+def test_resume_gives_the_same_context(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    s = Session(small(), path, "s")
+    agent_run(s, 30)
+    ctx, ids, chk, recs, hist = s.context(), s.context_ids(), s.check(), s.compactions(), s.history()
+    assert recs
+    s.close()
+    s2 = Session(small(), path, "s")
+    assert s2.context() == ctx and s2.context_ids() == ids
+    assert s2.check() == chk and s2.compactions() == recs and s2.history() == hist
+    # And it carries on where it stopped.
+    agent_run(s2, 10, start=30)
+    assert validate_messages(s2.context()) == []
+    assert len(s2) == len(hist) + 20
+    s2.close()
+
+
+def test_expand_returns_the_exact_originals(tmp_path: Path) -> None:
+    s = Session(small(), tmp_path / "s.db", "s")
+    appended: dict[int, dict[str, Any]] = {}
+    s.append({"role": "system", "content": "You are a coding agent."})
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    for i in range(30):
+        s.prepare()
+        msgs = tool_round(i)
+        for rid, m in zip(s.extend(msgs), msgs, strict=True):
+            appended[rid] = m
+    recs = s.compactions()
+    assert len(recs) >= 2
+    first = recs[0]
+    originals = [appended[r] for r in sorted(first.replaced)]
+    assert s.expand(first.id) == originals
+    # A later compaction names the earlier summary row: expand resolves it to the originals.
+    later = recs[-1]
+    summary_rows = [r for r in later.replaced if r not in appended]
+    expanded = s.expand(later.id)
+    assert all(m in appended.values() for m in expanded)
+    if summary_rows:
+        assert len(expanded) > len([r for r in later.replaced if r in appended])
+    covered = {json.dumps(m, sort_keys=True) for m in expanded}
+    assert all(json.dumps(appended[r], sort_keys=True) in covered for r in later.replaced if r in appended)
+    with pytest.raises(KeyError):
+        s.expand(10_000)
+
+
+def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path) -> None:
+    calls = 0
+
+    def counting(text: str) -> int:
+        nonlocal calls
+        calls += 1
+        return len(text) // 4
+
+    t = load(EXAMPLE)
+    c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300)
+    s = Session(c, ":memory:", system=t.system, tools=t.tools, format=t.format)
+    for m in t.messages:
+        if m["role"] == "assistant":
+            s.prepare()
+        s.append(m)
+        ctx = s.context()
+        assert s.check() == c.check(ctx, system=s.system, tools=s.tools, format=t.format, state=s.state)
+
+    # With a big window nothing compacts; the counter runs only for the new message each time.
+    big = ContextCompactor(max_context_tokens=10**9, tokenizer=counting)
+    per_step = []
+    s = Session(big, ":memory:")
+    for i in range(600):
+        calls = 0
+        s.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"})
+        assert s.prepare() is None
+        per_step.append(calls)
+    assert max(per_step[10:]) == min(per_step[10:]) == per_step[-1] <= 2
+
+
+def test_force_and_instructions(tmp_path: Path) -> None:
+    s = Session(ContextCompactor(), ":memory:")
+    agent_run(s, 12)
+    assert s.prepare() is None
+    seen: list[SummaryRequest] = []
+
+    def summarize(req: SummaryRequest) -> str:
+        seen.append(req)
+        return "<summary>Looked at the modules for the KeyError.</summary>"
+
+    s2 = Session(ContextCompactor(summarizer=summarize), s.store, s.id)
+    r = s2.prepare(force=True, instructions="Keep the module names.")
+    assert r is not None and r.strategy == "summary" and seen[0].instructions == "Keep the module names."
+    assert "Looked at the modules" in json.dumps(s2.context())
+    # The first Session object notices the other's compaction (same store).
+    assert s.context() == s2.context()
+
+
+def test_system_summary_persists_for_anthropic(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, summary_role="system")
+    s = Session(c, path, "a", system="You are a coding agent.", format="anthropic")
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    for i in range(30):
+        s.prepare()
+        s.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Step {i}: reading mod{i}.py"},
+                    {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"cmd": f"cat mod{i}.py"}},
+                ],
+            }
+        )
+        s.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x\n" * 60}]})
+    assert s.compactions()
+    system, ctx = s.system, s.context()
+    assert system != "You are a coding agent." and "You are a coding agent." in json.dumps(system)
+    assert validate_messages(ctx, format="anthropic", system=system) == []
+    s.close()
+    s = Session(c, path, "a")
+    assert s.system == system and s.context() == ctx
+    s.close()
+
+
+# -- usage ---------------------------------------------------------------------------------------------------
+
+
+def test_stale_usage_is_ignored_after_a_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "u.db"
+    s = Session(ContextCompactor(max_context_tokens=20_000), path, "u")
+    agent_run(s, 10)
+    sent = s.context()
+    assert s.record_usage({"prompt_tokens": 2 * s.check().raw_tokens}, model="m1")
+    ratio = s.state.calibration
+    assert ratio > 1.2
+    sent = s.context()
+    assert s.prepare(force=True) is not None
+    # The report of the call made with the old context arrives after the compaction: stale.
+    assert not s.record_usage({"prompt_tokens": 10 * s.check().raw_tokens}, model="m1")
+    assert s.state.calibration == ratio
+    # Measured on the new context, it is learned again.
+    assert len(s.context()) < len(sent)
+    assert s.record_usage(int(1.5 * s.check().raw_tokens), model="m1")
+    learned = s.state.calibration
+    assert learned != ratio
+    rows = s.store.query("SELECT model, learned FROM usage ORDER BY id")
+    assert rows == [("m1", 1), ("m1", 0), ("m1", 1)]
+    s.close()
+    # Reopening re-learns the calibration from reports measured on the current context.
+    s = Session(ContextCompactor(max_context_tokens=20_000), path, "u")
+    assert s.state.observations == 1 and s.state.calibration == pytest.approx(1.5, rel=0.01)
+    s.close()
+
+
+# -- store ------------------------------------------------------------------------------------------------------
+
+
+def test_memory_store_shared_between_sessions() -> None:
+    store = SessionStore(":memory:")
+    a = Session(ContextCompactor(), store, "a")
+    b = Session(ContextCompactor(), store, "b")
+    a.append({"role": "user", "content": "for a"})
+    b.append({"role": "user", "content": "for b"})
+    again = Session(ContextCompactor(), store, "a")
+    assert again.context() == [{"role": "user", "content": "for a"}]
+    assert store.session_ids() == ["a", "b"]
+    assert store.delete_session("b") and not store.delete_session("b")
+    a.close()
+    assert not store.closed  # a Session closes only a store it opened
+    store.close()
+    with pytest.raises(StoreError):
+        a.append({"role": "user", "content": "closed"})
+
+
+def test_migration_from_version_1(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[0][1].split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO sessions (id, created_at, updated_at, last_seq) VALUES ('old', 0, 0, 1)")
+    conn.execute(
+        "INSERT INTO messages (session, seq, kind, role, json, created_at) "
+        "VALUES ('old', 1, 'original', 'user', '{\"role\":\"user\",\"content\":\"kept\"}', 0)"
+    )
+    conn.commit()
+    conn.close()
+    s = Session(ContextCompactor(), path, "old")
+    assert s.store.schema_version == SCHEMA_VERSION == 2
+    assert s.context() == [{"role": "user", "content": "kept"}]
+    s.append({"role": "assistant", "content": "ok"})
+    assert s.record_usage(100) is False  # the usage table exists now (too small to learn from)
+    s.close()
+
+
+def test_newer_schema_and_garbage_files_are_refused(tmp_path: Path) -> None:
+    newer = tmp_path / "newer.db"
+    conn = sqlite3.connect(newer)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        Session(ContextCompactor(), newer)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError):
+        Session(ContextCompactor(), garbage)
+
+
+def test_a_lock_held_too_long_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    s = Session(ContextCompactor(), path, "l", timeout=0.3)
+    s.append({"role": "user", "content": "first"})
+    # Another connection (think: another process) holds the write lock.
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    t0 = time.monotonic()
+    with pytest.raises(StoreError, match="locked"):
+        s.append({"role": "user", "content": "blocked"})
+    assert time.monotonic() - t0 < 5
+    other.execute("ROLLBACK")
+    other.close()
+    s.append({"role": "user", "content": "after"})
+    assert [m["content"] for m in s.history()] == ["first", "after"]
+
+    # Another thread holds the store's own lock.
+    hold = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with s.store.locked():
+            hold.set()
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    hold.wait(5)
+    try:
+        with pytest.raises(StoreError, match="lock"):
+            s.append({"role": "user", "content": "blocked"})
+    finally:
+        release.set()
+        t.join()
+    s.close()
+
+
+# -- concurrency ------------------------------------------------------------------------------------------------
+
+
+def test_threads_on_one_session_serialise(tmp_path: Path) -> None:
+    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400), tmp_path / "t.db", "t")
+    s.append({"role": "user", "content": "start"})
+    returned: dict[int, dict[str, Any]] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        try:
+            for k in range(40):
+                m = {"role": "user" if k % 2 else "assistant", "content": f"w{w}-{k} " + "text " * 30}
+                rid = s.append(m)
+                with lock:
+                    returned[rid] = m
+        except BaseException as e:
+            errors.append(e)
+
+    def preparer() -> None:
+        try:
+            for _ in range(40):
+                s.prepare()
+                time.sleep(0.001)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)] + [threading.Thread(target=preparer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    history = s.history()
+    assert len(history) == 121 and len(returned) == 120
+    for rid, m in returned.items():
+        assert s.message(rid) == m
+    for w in range(3):
+        mine = [m["content"].split()[0] for m in history if m["content"].startswith(f"w{w}-")]
+        assert mine == [f"w{w}-{k}" for k in range(40)]
+    assert s.compactions()
+    assert validate_messages(s.context(), format="openai") == []
+    s.close()
+    integrity(tmp_path / "t.db", "t")
+
+
+def test_asyncio_tasks_on_one_session(tmp_path: Path) -> None:
+    async def summarize(req: SummaryRequest) -> str:
+        await asyncio.sleep(0.01)
+        return "<summary>Worked through the steps.</summary>"
+
+    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), ":memory:")
+    s.append({"role": "user", "content": "start"})
+
+    async def task(w: int) -> int:
+        done = 0
+        for k in range(25):
+            await s.aprepare()
+            s.append({"role": "assistant", "content": f"t{w}-{k} " + "words " * 40})
+            s.append({"role": "user", "content": f"t{w}-{k} ok"})
+            done += 1
+            await asyncio.sleep(0)
+        return done
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(task(w) for w in range(4)))
+
+    assert asyncio.run(main()) == [25] * 4
+    assert len(s) == 201
+    assert any(c.strategy == "summary" for c in s.compactions())
+    assert validate_messages(s.context(), format="openai") == []
+
+
+CHILD_APPEND = textwrap.dedent(
+    """
+    import sys, time
+    from context_compactor import ContextCompactor
+    from context_compactor.session import Session
+    path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    s = Session(ContextCompactor(), path, "shared", timeout=30)
+    for k in range(n):
+        s.append({"role": "user", "content": f"{tag}-{k}"})
+    print("done", flush=True)
+    """
+)
+
+
+def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD_APPEND, encoding="utf-8")
+    Session(ContextCompactor(), path, "shared").close()
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(path), tag, "60"], stdout=subprocess.PIPE, text=True)
+        for tag in ("a", "b")
+    ]
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0 and "done" in out
+    s = Session(ContextCompactor(), path, "shared")
+    contents = [m["content"] for m in s.history()]
+    assert len(contents) == 120
+    for tag in ("a", "b"):
+        assert [c for c in contents if c.startswith(tag)] == [f"{tag}-{k}" for k in range(60)]
+    assert s.context() == s.history()
+    s.close()
+    integrity(path, "shared")
+
+
+# -- SIGKILL ---------------------------------------------------------------------------------------------------
+
+CHILD_KILLED = textwrap.dedent(
+    """
+    import sys, time
+    from context_compactor import ContextCompactor
+    from context_compactor.session import Session
+    path, compact = sys.argv[1], sys.argv[2] == "compact"
+    c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, clear_at_least_tokens=0)
+    s = Session(c, path, "s")
+    # Slow every SQL statement down so that most kills land inside a transaction.
+    s.store._conn.set_progress_handler(lambda: time.sleep(0.0003) or 0, 20)
+    if len(s) == 0:
+        s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    i = len(s)
+    while True:
+        if compact:
+            r = s.prepare()
+            if r is not None:
+                print("c", s.compactions()[-1].id, flush=True)
+        cid = f"call_{i}"
+        s.extend([
+            {"role": "assistant", "content": f"Step {i}: checking mod{i}.py", "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": cid, "content": f"line {i}\\n" * 80},
+        ])
+        print("a", i, flush=True)
+        i += 2
+    """
+)
+
+
+def _run_and_kill(script: Path, path: Path, mode: str, delay: float) -> list[list[str]]:
+    proc = subprocess.Popen([sys.executable, str(script), str(path), mode], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline().split()]  # started: at least one acknowledged write
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    return lines + [line.split() for line in rest.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("mode", ["append", "compact"])
+def test_sigkill_leaves_a_consistent_store(tmp_path: Path, mode: str) -> None:
+    rng = random.Random(6)
+    script = tmp_path / "killed.py"
+    script.write_text(CHILD_KILLED, encoding="utf-8")
+    path = tmp_path / f"{mode}.db"
+    acked: set[int] = set()
+    compactions: set[int] = set()
+    for _ in range(3):
+        for kind, value in _run_and_kill(script, path, mode, rng.uniform(0.05, 0.6)):
+            (acked if kind == "a" else compactions).add(int(value))
+        integrity(path)
+        s = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+        history = s.history()
+        ids = {m["tool_calls"][0]["id"] for m in history if m.get("tool_calls")}
+        assert {f"call_{i}" for i in acked} <= ids, "every acknowledged append survived"
+        assert len(history) % 2 == 1, "an extend is all or nothing"
+        ctx = s.context()
+        assert validate_messages(ctx, format="openai") == []
+        recs = s.compactions()
+        assert compactions <= {c.id for c in recs}, "every acknowledged compaction survived"
+        # The context is the head compaction's, followed by every later original: old or new, never a mix.
+        if recs:
+            head = recs[-1]
+            tail = history[head.upto_seq :]
+            assert ctx[len(ctx) - len(tail) :] == tail
+            assert not set(head.replaced) & set(s.context_ids())
+        else:
+            assert ctx == history
+        s.close()
+    if mode == "compact":
+        assert compactions, "the kills should land after some compactions"
