@@ -7,7 +7,6 @@ import asyncio
 import inspect
 import pickle
 import socket
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -579,16 +578,6 @@ def test_slow_reply_past_summarizer_timeout_finishes_promptly(server: StubServer
     assert r.fallback_reason and r.fallback_reason.startswith("SummarizerTimeout:")
 
 
-# On Python >= 3.11 asyncio.TimeoutError is TimeoutError, and _summarize.call_async's
-# `except asyncio.TimeoutError` around wait_for also catches a TimeoutError the summarizer itself
-# raised: the fallback_reason then claims the compactor's deadline passed (reported to its owner).
-_OWN_TIMEOUT_RENAMED = pytest.mark.xfail(
-    sys.version_info >= (3, 11),
-    reason="call_async reports a summarizer's own TimeoutError as SummarizerTimeout",
-    strict=True,
-)
-
-
 @pytest.mark.parametrize(
     ("kind", "mode"),
     [
@@ -597,7 +586,7 @@ _OWN_TIMEOUT_RENAMED = pytest.mark.xfail(
         ("anthropic", "sync"),
         ("anthropic", "async"),
         ("compat", "sync"),
-        pytest.param("compat", "async", marks=_OWN_TIMEOUT_RENAMED),
+        ("compat", "async"),
     ],
 )
 def test_client_timeout_falls_back(server: StubServer, kind: str, mode: str) -> None:

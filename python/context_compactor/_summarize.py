@@ -49,10 +49,17 @@ PERMANENT_NAMES = frozenset(
         "NotFoundError",
         "BadRequestError",
         "UnprocessableEntityError",
+        "PaymentRequiredError",
+        "PreconditionFailedError",
+        "RequestHeaderFieldsTooLargeError",
+        "CredentialsError",
     }
 )
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 413, 422})
+PERMANENT_STATUS = frozenset({400, 401, 402, 403, 404, 405, 412, 413, 422, 431, 501})
+#: Errors that mean the summarizer's own code is wrong (a bad keyword argument, a missing key):
+#: falling back on every compaction would hide them.
+PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, ImportError)
 
 
 class SummarizerTimeout(TimeoutError):
@@ -77,6 +84,8 @@ def classify(exc: BaseException) -> str:
         return "permanent"
     if names & TRANSIENT_NAMES:
         return "transient"
+    if isinstance(exc, PROGRAMMING_ERRORS):
+        return "permanent"
     status = getattr(exc, "status_code", None)
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
@@ -96,11 +105,13 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def check_reply(reply: Any) -> tuple[str, bool]:
-    """The reply's text and truncation flag, or :class:`BadReply`."""
+def check_reply(reply: Any) -> tuple[str, bool, Any]:
+    """The reply's text, truncation flag and usage, or :class:`BadReply`."""
     truncated = False
+    usage = None
     if isinstance(reply, SummaryResponse):
         truncated = bool(reply.truncated)
+        usage = reply.usage
         reply = reply.text
     if not isinstance(reply, str):
         raise BadReply(f"the summarizer returned {type(reply).__name__}, not str or SummaryResponse")
@@ -108,7 +119,7 @@ def check_reply(reply: Any) -> tuple[str, bool]:
         raise BadReply("the summarizer returned empty text")
     if "<summary" not in reply and _core.looks_like_error(reply):
         raise BadReply("the reply looks like an error or a refusal, not a summary")
-    return reply, truncated
+    return reply, truncated, usage
 
 
 def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
@@ -142,6 +153,22 @@ def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryReque
     return value
 
 
+async def _within(fut: asyncio.Future[Any], timeout: float) -> Any:
+    """Await ``fut`` for at most ``timeout`` seconds. Only our own deadline becomes
+    :class:`SummarizerTimeout`; a ``TimeoutError`` raised by the summarizer itself (its HTTP client
+    giving up) passes through as it is (``asyncio.TimeoutError is TimeoutError`` since 3.11, so
+    ``wait_for`` cannot tell them apart)."""
+    try:
+        done, _ = await asyncio.wait({fut}, timeout=timeout)
+    except asyncio.CancelledError:
+        fut.cancel()
+        raise
+    if not done:
+        fut.cancel()
+        raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+    return fut.result()
+
+
 async def call_async(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
     """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread."""
     loop = asyncio.get_running_loop()
@@ -169,13 +196,7 @@ async def call_async(summarizer: Callable[[SummaryRequest], Any], request: Summa
                     loop.call_soon_threadsafe(deliver, False, e)
 
         threading.Thread(target=run, name="context-compactor-summarizer", daemon=True).start()
-        try:
-            value = await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
-            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}") from None
+        value = await _within(fut, timeout)
     if inspect.isawaitable(value):
-        try:
-            value = await asyncio.wait_for(value, timeout)
-        except asyncio.TimeoutError:
-            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}") from None
+        value = await _within(asyncio.ensure_future(value), timeout)
     return value

@@ -344,13 +344,19 @@ class ContextCompactor:
         elif self.summarizer is None:
             result = plan.apply(None, flushed_memories=preview._flushed)
         else:
+            usages: list[Any] = []
             try:
                 current = plan
                 while True:
                     reply = yield ("summarize", current.request)
-                    text, truncated = check_reply(reply)
+                    text, truncated, usage = check_reply(reply)
+                    usages.append(usage)
                     if current.remaining_chunks == 0:
-                        result = current.apply(SummaryResponse(text, truncated), flushed_memories=preview._flushed)
+                        result = current.apply(
+                            SummaryResponse(text, truncated),
+                            flushed_memories=preview._flushed,
+                            summary_usage=tuple(usages),
+                        )
                         break
                     current = current.advance(text)
             except SummarizerError:

@@ -116,6 +116,7 @@ class CompactResult:
         summary_truncated: The summary was cut to ``summary_max_tokens``.
         reason: Why nothing (more) was done, when so.
         language: The conversation's language (``"en"`` / ``"zh"``).
+        summary_usage: The usage each summarizer call reported (``SummaryResponse.usage``), in order.
     """
 
     messages: list[Any]
@@ -139,6 +140,7 @@ class CompactResult:
     summary_truncated: bool = False
     reason: str | None = None
     language: str = "en"
+    summary_usage: tuple[Any, ...] = ()
 
     @property
     def compacted(self) -> bool:
