@@ -2,8 +2,10 @@
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
 pub mod message;
+pub mod planner;
 pub mod state;
 pub mod structure;
+pub mod summary;
 pub mod text;
 pub mod tokens;
 pub mod validate;

@@ -12,7 +12,7 @@ use crate::summary::language::{detect_language, Language};
 use crate::summary::rule::{rule_summary, truncation_summary};
 use crate::summary::summary_prompts;
 use crate::summary::text::{cap_to_tokens, extract_summary};
-use crate::summary::transcript::{chunk_transcript, render_transcript};
+use crate::summary::transcript::{chunk_transcript, fit_entries, render_transcript};
 use crate::text::Text;
 use crate::validate::{validate, Problem, Profile};
 use std::collections::BTreeSet;
@@ -401,6 +401,8 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         .saturating_sub(cfg.summary_max_tokens + 512)
         .max(128);
     let count_str = |s: &str| counter.count(Text::Utf8(s));
+    // A single over-long entry (a huge paste) is cut to fit one chunk.
+    fit_entries(&mut p.transcript, count_str, room);
     p.chunks = if p.transcript.is_empty() {
         vec![std::ops::Range { start: 0, end: 0 }]
     } else {
