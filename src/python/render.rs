@@ -222,17 +222,12 @@ impl<'s, 'py> Source<'s, 'py> {
                 BlockOut::FunctionCall(f) => function_call = f,
             }
         }
-        let had_string = string_content.is_some();
         let content: Bound<'py, PyAny> = match (string_content, parts.len()) {
             (Some(s), 0) => s,
             (Some(s), _) => {
                 // A string content plus new blocks: become a list.
                 let l = PyList::empty(py);
-                if format == Format::Anthropic || !s.is_instance_of::<PyString>() {
-                    l.append(text_block(py, &s.extract::<String>().unwrap_or_default())?)?;
-                } else {
-                    l.append(text_block(py, &s.extract::<String>()?)?)?;
-                }
+                l.append(text_block(py, &s.extract::<String>()?)?)?;
                 for p in parts.iter() {
                     l.append(p)?;
                 }
@@ -249,7 +244,6 @@ impl<'s, 'py> Source<'s, 'py> {
             }
             (None, _) => parts.into_any(),
         };
-        let _ = had_string;
         base.set_item("content", content)?;
         if format == Format::OpenAi {
             if calls.len() > 0 {
