@@ -356,7 +356,7 @@ def replay(
 
 def _nice_step(span: float, ticks: int = 5) -> float:
     raw = max(span / ticks, 1e-9)
-    mag = 10 ** int(f"{raw:e}".split("e")[1])
+    mag = 10.0 ** int(f"{raw:e}".split("e")[1])
     for m in (1, 2, 2.5, 5, 10):
         if m * mag >= raw:
             return m * mag
@@ -535,7 +535,7 @@ def _summarizer(args: argparse.Namespace) -> Callable[..., Any] | None:
         key = os.environ.get(args.api_key_env) if args.api_key_env else None
         if args.api_key_env and not key:
             raise ValueError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
-        return openai_compatible(args.summarizer_url, args.model, api_key=key)  # type: ignore[no-any-return]
+        return openai_compatible(args.summarizer_url, args.model, api_key=key)
     if args.summarizer:
         from context_compactor.cli import _import_summarizer
 

@@ -159,7 +159,10 @@ def _usage_tokens(usage: Any) -> int | None:
         return None
     if isinstance(usage, int):
         return usage
-    get = usage.get if isinstance(usage, Mapping) else (lambda k: getattr(usage, k, None))
+
+    def get(key: str) -> Any:
+        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
+
     value = get("prompt_tokens")
     if isinstance(value, int):
         return value
