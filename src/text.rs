@@ -97,6 +97,20 @@ pub enum Chars<'a> {
     Ucs4(std::slice::Iter<'a, u32>),
 }
 
+/// A code point, joining a surrogate pair written as two code points (as Python strings may hold
+/// them, e.g. `"\ud83d\ude80"`) into the character they encode — tiktoken does the same — and
+/// replacing a lone surrogate with U+FFFD.
+#[inline]
+fn join_surrogates(w: u32, next: Option<u32>) -> (char, bool) {
+    if (0xD800..0xDC00).contains(&w) {
+        if let Some(lo) = next.filter(|lo| (0xDC00..0xE000).contains(lo)) {
+            let c = 0x10000 + ((w - 0xD800) << 10) + (lo - 0xDC00);
+            return (char::from_u32(c).unwrap_or('\u{FFFD}'), true);
+        }
+    }
+    (char::from_u32(w).unwrap_or('\u{FFFD}'), false)
+}
+
 impl Iterator for Chars<'_> {
     type Item = char;
 
@@ -105,10 +119,23 @@ impl Iterator for Chars<'_> {
         match self {
             Chars::Utf8(c) => c.next(),
             Chars::Latin1(it) => it.next().map(|&b| b as char),
-            Chars::Ucs2(it) => it
-                .next()
-                .map(|&w| char::from_u32(u32::from(w)).unwrap_or('\u{FFFD}')),
-            Chars::Ucs4(it) => it.next().map(|&w| char::from_u32(w).unwrap_or('\u{FFFD}')),
+            Chars::Ucs2(it) => {
+                let w = u32::from(*it.next()?);
+                let lo = it.as_slice().first().map(|&x| u32::from(x));
+                let (c, pair) = join_surrogates(w, lo);
+                if pair {
+                    it.next();
+                }
+                Some(c)
+            }
+            Chars::Ucs4(it) => {
+                let w = *it.next()?;
+                let (c, pair) = join_surrogates(w, it.as_slice().first().copied());
+                if pair {
+                    it.next();
+                }
+                Some(c)
+            }
         }
     }
 
@@ -143,5 +170,13 @@ mod tests {
     fn lone_surrogate_is_replaced() {
         let w = [0x61u16, 0xD800, 0x62];
         assert_eq!(Text::Ucs2(&w).to_utf8(), "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn surrogate_pair_is_joined() {
+        let w = [0x78u16, 0xD83D, 0xDE80, 0x79];
+        assert_eq!(Text::Ucs2(&w).to_utf8(), "x\u{1F680}y");
+        let w4 = [0x78u32, 0xD83D, 0xDE80, 0xDE80];
+        assert_eq!(Text::Ucs4(&w4).to_utf8(), "x\u{1F680}\u{FFFD}");
     }
 }

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import glob
 import hashlib
+import importlib.util
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,17 +51,14 @@ def openai_corpus(corpus_dir: Path) -> dict[str, list[dict[str, Any]]]:
     return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted((corpus_dir / "openai").glob("*.json"))}
 
 
-def _rank_file(name: str) -> Path:
-    """A tiktoken rank file from the crates cargo fetched for this build (no network)."""
-    cargo_home = Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
-    pattern = cargo_home / "registry" / "src" / "*" / "tiktoken-rs-*" / "assets" / f"{name}.tiktoken"
-    hits = sorted(glob.glob(str(pattern)))
-    shipped = REPO / "src" / "tokens" / "data" / f"{name}.tiktoken"
-    if shipped.exists():
-        return shipped
-    if not hits:
-        pytest.skip(f"no local rank file for {name}")
-    return Path(hits[-1])
+def _rank_bytes(name: str) -> bytes:
+    """OpenAI's ``.tiktoken`` rank file for an encoding, rebuilt byte for byte from the rank data the
+    package compiles in (``src/tokens/data``), so tiktoken works offline on any machine."""
+    spec = importlib.util.spec_from_file_location("_cc_ranks", REPO / "src" / "tokens" / "data" / "ranks.py")
+    assert spec is not None and spec.loader is not None
+    ranks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ranks)
+    return bytes(ranks.tiktoken_file(name))
 
 
 def _cache_name(name: str) -> str:
@@ -77,11 +73,7 @@ def tiktoken_encoding(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
     tiktoken = pytest.importorskip("tiktoken")
     cache = tmp_path_factory.mktemp("tiktoken-cache")
     for name in ("o200k_base", "cl100k_base"):
-        try:
-            src = _rank_file(name)
-        except pytest.skip.Exception:
-            continue
-        shutil.copy(src, cache / _cache_name(name))
+        (cache / _cache_name(name)).write_bytes(_rank_bytes(name))
     old = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
     loaded: dict[str, Any] = {}

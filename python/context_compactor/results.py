@@ -144,8 +144,14 @@ class CompactResult:
 
     @property
     def compacted(self) -> bool:
-        """Whether anything changed (``strategy != "none"``)."""
+        """Whether a compaction step ran (``strategy != "none"``)."""
         return self.strategy != "none"
+
+    @property
+    def changed(self) -> bool:
+        """Whether ``messages`` differ from the input: a compaction, or only repairs of invalid input
+        (``strategy="none"`` with ``repairs``). Always send ``result.messages``."""
+        return self.strategy != "none" or bool(self.repairs)
 
     @property
     def saved_tokens(self) -> int:

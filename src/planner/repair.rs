@@ -151,6 +151,11 @@ pub fn repair<'a>(
                             "message {end}: inserted a synthetic result for tool call {} of message {i} (no result was recorded)",
                             show(id)
                         ));
+                        record.push(RecordEntry {
+                            index: i,
+                            action: "repaired",
+                            detail: format!("synthetic result added for {}", show(id)),
+                        });
                         let block = OutBlock::Result {
                             id: c.id.clone(),
                             name: c.name.clone(),
