@@ -39,6 +39,7 @@ from context_compactor.results import (
     SummaryRequest,
     SummaryResponse,
 )
+from context_compactor.session import CompactionRecord, Session, SessionStore
 from context_compactor.tokens import TokenCounter
 
 logging.getLogger("context_compactor").addHandler(logging.NullHandler())
@@ -50,6 +51,7 @@ __all__ = [
     "CompactionConfig",
     "CompactionPlan",
     "CompactionPreview",
+    "CompactionRecord",
     "CompactorError",
     "ConfigError",
     "ContextCompactor",
@@ -61,6 +63,8 @@ __all__ = [
     "Problem",
     "RecordEntry",
     "SelectiveRule",
+    "Session",
+    "SessionStore",
     "StoreError",
     "SummarizerError",
     "SummaryRequest",
