@@ -4,9 +4,10 @@
 
 Inputs: the shared corpus (its 22 conversations, each handled in turn, timings summed), and
 conversations of 1k, 10k and 100k messages built from it (`_data.conversation`: valid
-requests, every copy of a message its own objects). Every figure is measured in this run,
-ours and the baselines' one after the other in the same process: best of N samples, garbage
-collection off while timing (as `timeit` does).
+requests, every copy of a message its own objects). Every figure is measured in this run, in
+one process: best of N samples, ours and the baselines taking turns (one sample each per
+round, so both see the same load on a shared machine), garbage collection off while timing
+(as `timeit` does).
 
 What is compared (the notes under the tables say it again):
 
@@ -40,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _baselines as base
 import _data
-from bench_tokens import emit, fmt_time, machine, markdown, measure_check, note, parser, ratio, timed, verdict
+from bench_tokens import emit, fmt_time, machine, markdown, measure_check, note, parser, ratio, timed_group, verdict
 
 
 def langchain_messages(convs: list[list[dict[str, Any]]]) -> list[list[Any]]:
@@ -97,10 +98,9 @@ def measure_compaction(
         "messages": sum(map(len, convs)),
         "compact_strategies": sorted(set(strategies)),
         "identical_outputs": f"{identical} of {len(convs)}",
-        "micro": timed(micro, repeat),
-        "compact": timed(compact, repeat),
-        "python_micro": timed(python_micro, repeat),
-        "langchain_trim": timed(trim, repeat),
+        **timed_group(
+            {"micro": micro, "compact": compact, "python_micro": python_micro, "langchain_trim": trim}, repeat
+        ),
     }
 
 
@@ -130,9 +130,10 @@ def measure_session(repeat: int) -> dict[str, Any]:
 
     return {
         "messages": len(session),
-        "prepare": timed(session.prepare, max(repeat, 15), setup=append),
-        "append_prepare": timed(append_and_prepare, max(repeat, 15)),
-        "python_check": timed(lambda: base.check(context, soft, hard), repeat),
+        **timed_group({"prepare": session.prepare}, max(repeat, 15), setup=append),
+        **timed_group(
+            {"append_prepare": append_and_prepare, "python_check": lambda: base.check(context, soft, hard)}, repeat
+        ),
     }
 
 
@@ -325,6 +326,11 @@ def main() -> None:
     args = p.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
     results: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "inputs": {}}
+    if not args.no_memory:
+        import bench_memory
+
+        # First, while this process is small (each case runs in a fresh interpreter).
+        results["memory"] = bench_memory.run_all()
 
     inputs: dict[str, list[list[dict[str, Any]]]] = {"corpus": list(_data.corpus().values())}
     for n in sizes:
@@ -348,11 +354,6 @@ def main() -> None:
     results["exact_batch"] = exact_batch(max(3, args.repeat // 2))
     note("Session ...")
     results["session"] = measure_session(args.repeat)
-    if not args.no_memory:
-        import bench_memory
-
-        results["memory"] = bench_memory.run_all()
-
     m = results["machine"]
     tables = [
         f"Python {m['python']}, {m['cpus']} CPUs, load average {m['load_avg_1_5_15']} at the start; best of "
@@ -368,7 +369,8 @@ def main() -> None:
         import bench_memory
 
         tables.append(
-            "#### Peak memory (fresh interpreter per case, `ru_maxrss`)\n\n" + bench_memory.table(results["memory"])
+            "#### Peak memory (fresh interpreter per case; peak RSS as `ru_maxrss` / `VmHWM`)\n\n"
+            + bench_memory.table(results["memory"])
         )
     tables.append(NOTES)
     emit(args, results, tables)

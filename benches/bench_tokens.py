@@ -16,7 +16,8 @@ Prints markdown tables:
 
 Timing: garbage collection off inside timed regions (as `timeit` does); each figure is the
 best of N samples (the machine may be shared: the best is the least disturbed), the median is
-in the JSON. Ratios compare runs of the same process, one after the other.
+in the JSON. Ours and the baselines take turns, one sample each per round, so both see the
+same load; ratios compare figures of the same run.
 """
 
 from __future__ import annotations
@@ -49,42 +50,52 @@ REPO = _data.REPO
 # ---------------------------------------------------------------------------------------------
 
 
-def timed(
-    fn: Callable[[], object],
+def _calibrate(fn: Callable[[], object], min_sample_s: float) -> int:
+    t0 = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t0
+    return max(1, min(10_000, math.ceil(min_sample_s / max(once, 1e-9))))
+
+
+def timed_group(
+    fns: dict[str, Callable[[], object]],
     repeat: int,
     *,
-    setup: Callable[[], object] | None = None,
+    setup: Callable[[], object] | dict[str, Callable[[], object]] | None = None,
     min_sample_s: float = 0.02,
-) -> dict[str, float]:
-    """Seconds per call of `fn`: best and median of `repeat` samples, GC off while timing.
+) -> dict[str, dict[str, float]]:
+    """Seconds per call of each function: best and median of `repeat` samples, GC off while
+    timing. The functions take turns, one sample each per round, so that ours and a baseline
+    see the same load when the machine is shared (a ratio then compares like with like).
 
-    Without `setup`, a sample runs `fn` enough times to last `min_sample_s`; with it, each
-    sample is one call after `setup()` (not timed).
+    Without `setup`, a sample runs its function enough times to last `min_sample_s`; with it,
+    each sample is one call right after `setup()` (not timed; one per function when a dict).
     """
-    number = 1
-    if setup is None:
-        t0 = time.perf_counter()
-        fn()
-        once = time.perf_counter() - t0
-        number = max(1, min(10_000, math.ceil(min_sample_s / max(once, 1e-9))))
-    samples = []
+    setups = setup if isinstance(setup, dict) else {k: setup for k in fns} if setup is not None else {}
+    number = {k: 1 if k in setups else _calibrate(fn, min_sample_s) for k, fn in fns.items()}
+    samples: dict[str, list[float]] = {k: [] for k in fns}
     enabled = gc.isenabled()
     gc.collect()
     try:
         for _ in range(repeat):
-            if setup is not None:
-                setup()
-            gc.disable()
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            samples.append((time.perf_counter() - t0) / number)
-            if enabled:
-                gc.enable()
+            for k, fn in fns.items():
+                if k in setups:
+                    setups[k]()
+                n = number[k]
+                gc.disable()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                samples[k].append((time.perf_counter() - t0) / n)
+                if enabled:
+                    gc.enable()
     finally:
         if enabled:
             gc.enable()
-    return {"best_s": min(samples), "median_s": statistics.median(samples), "samples": len(samples)}
+    return {
+        k: {"best_s": min(v), "median_s": statistics.median(v), "samples": len(v), "calls_per_sample": number[k]}
+        for k, v in samples.items()
+    }
 
 
 def fmt_time(s: float) -> str:
@@ -185,8 +196,7 @@ def measure_check(
             base.check(conv, soft, hard)
 
     out: dict[str, Any] = {"messages": sum(map(len, convs)), "tokens": tokens}
-    out["cold"] = timed(ours_cold, repeat)
-    out["python_cold"] = timed(python_all, repeat)
+    cold: dict[str, Callable[[], object]] = {"cold": ours_cold, "python_cold": python_all}
     if langchain is not None:
         from langchain_core.messages.utils import count_tokens_approximately
 
@@ -194,7 +204,8 @@ def measure_check(
             for lc in langchain:
                 count_tokens_approximately(lc)
 
-        out["langchain_cold"] = timed(lc_count, repeat)
+        cold["langchain_cold"] = lc_count
+    out.update(timed_group(cold, repeat))
 
     states = [ConversationState() for _ in convs]
     cached = [base.CachedCounter() for _ in convs]
@@ -224,14 +235,44 @@ def measure_check(
         for conv, cache in zip(convs, cached, strict=True):
             base.check(conv, soft, hard, cache)
 
-    out["with_state"] = timed(with_state, max(repeat, 15), setup=append)
-    assert all(s.last_counted == 1 for s in states), [s.last_counted for s in states]
+    def with_state_checked() -> None:
+        append()
+        with_state()
+        assert all(s.last_counted == 1 for s in states), [s.last_counted for s in states]
+
+    with_state_checked()
     # The baselines after one append: without a cache, the whole list again (issue 6's "a
     # pure-Python check of the whole list"); for reference, a Python content-key cache.
-    out["python_after_append"] = timed(python_all, repeat, setup=append)
-    out["python_cached_after_append"] = timed(python_cached, max(repeat, 15), setup=append)
+    warm: dict[str, Callable[[], object]] = {
+        "with_state": with_state,
+        "python_after_append": python_all,
+        "python_cached_after_append": python_cached,
+    }
     if langchain is not None:
-        out["langchain_after_append"] = timed(lc_count, repeat, setup=append)
+        warm["langchain_after_append"] = lc_count
+
+    timed_calls = [0]
+
+    def catch_up_then_append() -> None:
+        # The timed call before this one counted exactly the one new message ...
+        if timed_calls[0]:
+            assert all(s.last_counted == 1 for s in states), [s.last_counted for s in states]
+        timed_calls[0] += 1
+        # ... and the other functions' samples appended messages since: count them untimed,
+        # so that the next timed call counts exactly one new message (same for the Python cache).
+        with_state()
+        append()
+
+    def catch_up_cache_then_append() -> None:
+        python_cached()
+        append()
+
+    setups = {k: append for k in warm} | {
+        "with_state": catch_up_then_append,
+        "python_cached_after_append": catch_up_cache_then_append,
+    }
+    out.update(timed_group(warm, max(repeat, 9), setup=setups))
+    assert all(s.last_counted == 1 for s in states), [s.last_counted for s in states]
     return out
 
 
@@ -284,16 +325,22 @@ def estimate_speed(repeat: int, cargo: bool) -> dict[str, Any]:
     text, ascii_text = corpus_text()
     out: dict[str, Any] = {}
     short = "Fix the failing test in tests/test_config.py."
-    out["call_empty"] = timed(lambda: estimate_tokens(""), repeat)
-    out["call_short"] = timed(lambda: estimate_tokens(short), repeat)
-    out["python_call_short"] = timed(lambda: base.estimate(short), repeat)
-    out["len4_call_short"] = timed(lambda: len(short) // 4, repeat)
+    out.update(
+        timed_group(
+            {
+                "call_empty": lambda: estimate_tokens(""),
+                "call_short": lambda: estimate_tokens(short),
+                "python_call_short": lambda: base.estimate(short),
+                "len4_call_short": lambda: len(short) // 4,
+            },
+            repeat,
+        )
+    )
     for name, t in (("ascii", ascii_text), ("all", text)):
         assert estimate_tokens(t) == base.estimate(t)
         size = len(t.encode("utf-8"))
-        ours = timed(lambda t=t: estimate_tokens(t), repeat)
-        theirs = timed(lambda t=t: base.estimate(t), max(3, repeat // 2))
-        out[name] = {"bytes": size, "ours": ours, "python": theirs}
+        r = timed_group({"ours": lambda t=t: estimate_tokens(t), "python": lambda t=t: base.estimate(t)}, repeat)
+        out[name] = {"bytes": size, **r}
     out["cargo"] = cargo_throughput() if cargo else {"error": "skipped (--no-cargo)"}
     return out
 
