@@ -337,6 +337,40 @@ pub struct FormatHints {
 }
 
 impl FormatHints {
+    /// The hints one message's view gives (the same the extractor gathers while reading it).
+    pub fn of(m: &Message<'_>) -> Self {
+        let mut h = FormatHints {
+            openai: matches!(
+                m.role,
+                Role::Tool | Role::Function | Role::System | Role::Developer
+            ),
+            anthropic: false,
+        };
+        for b in &m.blocks {
+            match (b.kind, b.origin) {
+                (BlockKind::Thinking | BlockKind::RedactedThinking, _) => h.anthropic = true,
+                (BlockKind::ToolCall | BlockKind::ToolResult, Origin::Part(_)) => {
+                    h.anthropic = true
+                }
+                (BlockKind::ToolCall, Origin::Call(_) | Origin::FunctionCall) => h.openai = true,
+                _ => {}
+            }
+        }
+        h
+    }
+
+    /// As two bits (for caching).
+    pub fn bits(self) -> u8 {
+        u8::from(self.anthropic) | (u8::from(self.openai) << 1)
+    }
+
+    pub fn from_bits(b: u8) -> Self {
+        FormatHints {
+            anthropic: b & 1 != 0,
+            openai: b & 2 != 0,
+        }
+    }
+
     /// Anthropic-only features win; then OpenAI-only ones; otherwise OpenAI.
     pub fn detect(self) -> Format {
         if self.anthropic {

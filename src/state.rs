@@ -80,6 +80,8 @@ pub enum CounterKey {
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     tokens: usize,
+    /// Format hints of the message (`FormatHints::bits`), so detection needs no re-read.
+    hints: u8,
     last_used: u32,
 }
 
@@ -101,10 +103,32 @@ pub enum Ignored {
 }
 
 /// The mutable state of one conversation. The Python class wraps it in a lock.
+/// Fingerprints are already well-mixed 64-bit values: hashing them again is wasted time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FingerprintHasher(u64);
+
+impl std::hash::Hasher for FingerprintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type FpMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<FingerprintHasher>>;
+
 #[derive(Debug)]
 pub struct State {
     key: Option<(CounterKey, Framing)>,
-    cache: HashMap<u64, Entry>,
+    cache: FpMap<Entry>,
     generation: u32,
     /// Messages counted (cache misses) by the last measurement.
     pub last_counted: usize,
@@ -125,7 +149,7 @@ impl Default for State {
     fn default() -> Self {
         State {
             key: None,
-            cache: HashMap::new(),
+            cache: FpMap::default(),
             generation: 0,
             last_counted: 0,
             last_total: None,
@@ -144,7 +168,12 @@ impl State {
     /// First half of a measurement: the cached count of each fingerprint (`None` to count).
     /// Counting happens outside the state (it may call a Python counter, which must not run
     /// under the state's lock); [`State::store`] records the new counts.
-    pub fn lookup(&mut self, key: CounterKey, framing: Framing, fps: &[u64]) -> Vec<Option<usize>> {
+    pub fn lookup(
+        &mut self,
+        key: CounterKey,
+        framing: Framing,
+        fps: &[u64],
+    ) -> Vec<Option<(usize, u8)>> {
         if self.key != Some((key, framing)) {
             self.cache.clear();
             self.key = Some((key, framing));
@@ -158,7 +187,7 @@ impl State {
                 }
                 self.cache.get_mut(fp).map(|e| {
                     e.last_used = gen;
-                    e.tokens
+                    (e.tokens, e.hints)
                 })
             })
             .collect()
@@ -170,7 +199,7 @@ impl State {
         &mut self,
         key: CounterKey,
         framing: Framing,
-        counted: &[(u64, usize)],
+        counted: &[(u64, usize, u8)],
         total_messages: usize,
     ) {
         self.last_counted = counted.len();
@@ -178,12 +207,13 @@ impl State {
             return;
         }
         let gen = self.generation;
-        for &(fp, tokens) in counted {
+        for &(fp, tokens, hints) in counted {
             if fp != 0 {
                 self.cache.insert(
                     fp,
                     Entry {
                         tokens,
+                        hints,
                         last_used: gen,
                     },
                 );
@@ -209,12 +239,13 @@ impl State {
         let out = messages
             .iter()
             .zip(cached)
-            .map(|(m, c)| {
-                c.unwrap_or_else(|| {
+            .map(|(m, c)| match c {
+                Some((n, _)) => n,
+                None => {
                     let n = message_tokens(tok, m, framing);
-                    counted.push((m.fingerprint, n));
+                    counted.push((m.fingerprint, n, 0));
                     n
-                })
+                }
             })
             .collect();
         self.store(key, framing, &counted, messages.len());

@@ -15,7 +15,6 @@ use super::text::KeepAlive;
 use crate::message::{
     Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
 };
-use crate::state::{hash_bytes, mix};
 use crate::text::Text;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -157,7 +156,6 @@ pub struct Extractor<'py> {
     pub hints: FormatHints,
     /// Compute message fingerprints (for a `ConversationState`'s cache).
     fingerprints: bool,
-    fp: u64,
 }
 
 impl<'py> Extractor<'py> {
@@ -167,7 +165,6 @@ impl<'py> Extractor<'py> {
             keep: KeepAlive::default(),
             hints: FormatHints::default(),
             fingerprints: false,
-            fp: 0,
         }
     }
 
@@ -177,14 +174,9 @@ impl<'py> Extractor<'py> {
         self
     }
 
-    /// Borrow a string for the view (and mix it into the message's fingerprint).
+    /// Borrow a string for the view.
     fn borrow(&mut self, s: &Bound<'py, PyString>) -> PyResult<Text<'static>> {
-        let t = self.keep.text(s)?;
-        if self.fingerprints {
-            // CPython caches a str's hash inside the object: only the first call scans it.
-            self.fp = mix(mix(self.fp, s.hash()? as u64), t.char_len() as u64);
-        }
-        Ok(t)
+        self.keep.text(s)
     }
 
     fn text(&mut self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Text<'static>> {
@@ -209,6 +201,52 @@ impl<'py> Extractor<'py> {
         }
     }
 
+    /// Read one message and the format hints it alone gives.
+    pub fn message_with_hints(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        index: usize,
+    ) -> PyResult<(Message<'static>, FormatHints)> {
+        let saved = std::mem::take(&mut self.hints);
+        let m = self.message(obj, index);
+        let mine = std::mem::replace(&mut self.hints, saved);
+        self.hints.anthropic |= mine.anthropic;
+        self.hints.openai |= mine.openai;
+        Ok((m?, mine))
+    }
+
+    /// The items of the message list.
+    pub fn items(&self, messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.sequence(
+            messages,
+            &Loc {
+                index: None,
+                path: "messages".to_owned(),
+            },
+        )
+    }
+
+    /// Read the separate system prompt and tool definitions into a conversation without
+    /// messages (for counting them).
+    pub fn extras(
+        mut self,
+        format: Format,
+        system: Option<&Bound<'py, PyAny>>,
+        tools: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Extracted> {
+        let mut conv = Conversation::new(format, Vec::new());
+        if let Some(s) = system.filter(|s| !s.is_none()) {
+            conv.system = self.system(s)?;
+        }
+        if let Some(t) = tools.filter(|t| !t.is_none()) {
+            conv.tools = self.tools(t)?;
+        }
+        Ok(Extracted {
+            conv,
+            _keep: self.keep,
+        })
+    }
+
     /// Read one message.
     pub fn message(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<Message<'static>> {
         let py = self.py;
@@ -216,8 +254,6 @@ impl<'py> Extractor<'py> {
             index: Some(index),
             path: String::new(),
         };
-        // Each message's fingerprint covers its own content only.
-        self.fp = 0;
         let acc = Access::of(
             obj,
             &Loc {
@@ -312,20 +348,7 @@ impl<'py> Extractor<'py> {
         let mut m = Message::new(role, blocks);
         m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
         if self.fingerprints {
-            let mut fp = mix(self.fp, role as u64 | (u64::from(m.empty) << 8));
-            for b in &m.blocks {
-                fp = mix(
-                    fp,
-                    b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40),
-                );
-                for p in &b.texts {
-                    if let Piece::Owned(s) = p {
-                        fp = mix(fp, hash_bytes(s.as_bytes()));
-                    }
-                }
-            }
-            // 0 means "no fingerprint".
-            m.fingerprint = fp.max(1);
+            m.fingerprint = super::fingerprint::fingerprint(obj);
         }
         Ok(m)
     }

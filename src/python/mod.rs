@@ -4,6 +4,7 @@
 
 mod errors;
 mod extract;
+mod fingerprint;
 mod plan;
 mod render;
 mod state;

@@ -3,7 +3,7 @@
 use super::errors::{config_error, message_type_error};
 use super::extract::{parse_format, Extractor};
 use super::tokens::parse_tokenizer;
-use crate::message::{Conversation, Message};
+use crate::message::{Conversation, FormatHints, Message};
 use crate::state::{CounterKey, Ignored, State, Usage};
 use crate::tokens::counter::{
     message_parts, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer,
@@ -106,7 +106,7 @@ impl<'py> Counter<'py> {
         ))
     }
 
-    fn key(&self) -> CounterKey {
+    pub fn key(&self) -> CounterKey {
         match self {
             Counter::Builtin(t) => CounterKey::Builtin(*t),
             Counter::Callable(c) => CounterKey::External(c.as_ptr() as u64),
@@ -212,14 +212,17 @@ impl<'py> Counter<'py> {
                 .collect::<PyResult<_>>()?,
         };
         if let Some(s) = state {
-            let stored: Vec<(u64, usize)> = missing
+            let stored: Vec<(u64, usize, u8)> = missing
                 .iter()
                 .zip(&fresh)
-                .map(|(&i, &n)| (fps[i], n))
+                .map(|(&i, &n)| (fps[i], n, FormatHints::of(&messages[i]).bits()))
                 .collect();
             py.detach(|| s.lock().store(key, framing, &stored, messages.len()));
         }
-        let mut out: Vec<usize> = cached.into_iter().map(|c| c.unwrap_or(0)).collect();
+        let mut out: Vec<usize> = cached
+            .into_iter()
+            .map(|c| c.map_or(0, |(n, _)| n))
+            .collect();
         for (&i, n) in missing.iter().zip(fresh) {
             out[i] = n;
         }
@@ -281,7 +284,8 @@ impl ConversationState {
                         if cached.iter().any(Option::is_none) {
                             return Ok(false);
                         }
-                        cached.into_iter().flatten().sum::<usize>() + self.lock().last_extras()
+                        cached.into_iter().flatten().map(|(n, _)| n).sum::<usize>()
+                            + self.lock().last_extras()
                     }
                 };
                 Some((raw, fps))

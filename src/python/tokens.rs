@@ -2,8 +2,10 @@
 
 use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
+use super::fingerprint::fingerprint;
 use super::state::{ConversationState, Counter};
 use super::text::borrow_text;
+use crate::message::{Format, FormatHints};
 use crate::tokens::counter::{Framing, Tokenizer};
 use crate::tokens::estimate::estimate;
 use crate::tokens::exact::{self, Encoding};
@@ -158,18 +160,20 @@ pub fn measure(
         Some(t) => Counter::parse(t)?,
     };
     let format = parse_format(py, format)?;
-    let mut ex = Extractor::new(py);
-    if state.is_some() {
-        ex = ex.with_fingerprints();
-    }
-    let ex = ex.conversation(messages, format, system, tools)?;
-    let conv = ex.conv();
     let framing = Framing {
         message_overhead_tokens,
         image_tokens,
     };
-    let per = counter.count_messages(py, &conv.messages, framing, state)?;
-    let (sys, tls) = counter.count_extras(py, conv, framing)?;
+    let (per, sys, tls, format) = match state {
+        Some(st) => measure_cached(py, &counter, messages, format, system, tools, framing, st)?,
+        None => {
+            let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
+            let conv = ex.conv();
+            let per = counter.count_messages(py, &conv.messages, framing, None)?;
+            let (sys, tls) = counter.count_extras(py, conv, framing)?;
+            (per, sys, tls, conv.format)
+        }
+    };
     let total = per.iter().sum::<usize>() + sys + tls;
     let (calibrated, counted) = match state {
         Some(s) => {
@@ -183,10 +187,67 @@ pub fn measure(
         messages: per,
         system: sys,
         tools: tls,
-        format: conv.format.name(),
+        format: format.name(),
         calibrated_total: calibrated,
         counted,
     })
+}
+
+/// The warm path of `check(state=...)`: fingerprint every message without reading it into a
+/// view (see `fingerprint.rs`), and read and count only the messages the cache does not know.
+#[allow(clippy::too_many_arguments)]
+fn measure_cached(
+    py: Python<'_>,
+    counter: &Counter<'_>,
+    messages: &Bound<'_, PyAny>,
+    format: Option<Format>,
+    system: Option<&Bound<'_, PyAny>>,
+    tools: Option<&Bound<'_, PyAny>>,
+    framing: Framing,
+    st: &ConversationState,
+) -> PyResult<(Vec<usize>, usize, usize, Format)> {
+    let mut ex = Extractor::new(py);
+    let items = ex.items(messages)?;
+    let fps: Vec<u64> = items.iter().map(fingerprint).collect();
+    let key = counter.key();
+    let cached = py.detach(|| st.lock().lookup(key, framing, &fps));
+    let mut hints = FormatHints::default();
+    let mut missing = Vec::new();
+    let mut views = Vec::new();
+    for (i, c) in cached.iter().enumerate() {
+        match c {
+            Some((_, bits)) => {
+                let h = FormatHints::from_bits(*bits);
+                hints.anthropic |= h.anthropic;
+                hints.openai |= h.openai;
+            }
+            None => {
+                let (m, h) = ex.message_with_hints(&items[i], i)?;
+                hints.anthropic |= h.anthropic;
+                hints.openai |= h.openai;
+                missing.push(i);
+                views.push(m);
+            }
+        }
+    }
+    let fresh = counter.count_messages(py, &views, framing, None)?;
+    let stored: Vec<(u64, usize, u8)> = missing
+        .iter()
+        .zip(&fresh)
+        .zip(&views)
+        .map(|((&i, &n), v)| (fps[i], n, FormatHints::of(v).bits()))
+        .collect();
+    let n = items.len();
+    py.detach(|| st.lock().store(key, framing, &stored, n));
+    drop(views);
+    let mut per: Vec<usize> = cached.iter().map(|c| c.map_or(0, |(n, _)| n)).collect();
+    for (&i, n) in missing.iter().zip(fresh) {
+        per[i] = n;
+    }
+    let format = format.unwrap_or_else(|| hints.detect());
+    let extras = Extractor::new(py).extras(format, system, tools)?;
+    let (sys, tls) = counter.count_extras(py, extras.conv(), framing)?;
+    Ok((per, sys, tls, format))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
