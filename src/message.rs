@@ -232,7 +232,9 @@ impl<'a> Block<'a> {
 #[derive(Clone, Debug)]
 pub struct Message<'a> {
     pub role: Role,
-    pub blocks: Vec<Block<'a>>,
+    /// Shared on clone (the planner copies views of every message); edit with
+    /// [`Message::blocks_mut`].
+    pub blocks: std::sync::Arc<Vec<Block<'a>>>,
     /// The content was empty (`""`, `[]`) or absent with no calls.
     pub empty: bool,
     /// A content fingerprint (see `crate::state`), 0 when not computed.
@@ -244,7 +246,7 @@ impl<'a> Message<'a> {
         let empty = blocks.is_empty();
         Message {
             role,
-            blocks,
+            blocks: std::sync::Arc::new(blocks),
             empty,
             fingerprint: 0,
         }
@@ -253,6 +255,11 @@ impl<'a> Message<'a> {
     /// A message whose whole content is one text.
     pub fn text(role: Role, text: &'a str) -> Self {
         Message::new(role, vec![Block::text(text)])
+    }
+
+    /// The blocks, for editing (copied first if shared).
+    pub fn blocks_mut(&mut self) -> &mut Vec<Block<'a>> {
+        std::sync::Arc::make_mut(&mut self.blocks)
     }
 
     pub fn calls(&self) -> impl Iterator<Item = &Block<'a>> {
@@ -305,6 +312,12 @@ impl<'a> Message<'a> {
     }
 }
 
+impl<'a> AsRef<Message<'a>> for Message<'a> {
+    fn as_ref(&self) -> &Message<'a> {
+        self
+    }
+}
+
 /// A whole request: messages plus the separate system prompt and tool definitions.
 #[derive(Clone, Debug)]
 pub struct Conversation<'a> {
@@ -346,7 +359,7 @@ impl FormatHints {
             ),
             anthropic: false,
         };
-        for b in &m.blocks {
+        for b in m.blocks.iter() {
             match (b.kind, b.origin) {
                 (BlockKind::Thinking | BlockKind::RedactedThinking, _) => h.anthropic = true,
                 (BlockKind::ToolCall | BlockKind::ToolResult, Origin::Part(_)) => {

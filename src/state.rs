@@ -54,7 +54,7 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
 /// Fingerprint of a view built in Rust (pure-Rust callers and tests): hashes the texts.
 pub fn fingerprint_of(m: &Message<'_>) -> u64 {
     let mut fp = mix(0, m.role as u64);
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         fp = mix(
             fp,
             b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40),

@@ -57,10 +57,10 @@ pub struct Structure {
 /// OpenAI results are the `tool`/`function` messages right after the call; Anthropic results
 /// sit in the next user message(s), which may also carry text after the results (that message
 /// then closes the block).
-pub fn result_region_end(messages: &[Message<'_>], i: usize) -> usize {
+pub fn result_region_end<'a, M: AsRef<Message<'a>>>(messages: &[M], i: usize) -> usize {
     let mut j = i + 1;
     while j < messages.len() {
-        let m = &messages[j];
+        let m = messages[j].as_ref();
         if m.role == Role::Assistant || !m.has_results() {
             break;
         }
@@ -73,15 +73,21 @@ pub fn result_region_end(messages: &[Message<'_>], i: usize) -> usize {
 }
 
 /// Whether a call with `id` is answered by one of `messages[from..to]`.
-fn answered(messages: &[Message<'_>], from: usize, to: usize, id: Option<&str>) -> bool {
+fn answered<'a, M: AsRef<Message<'a>>>(
+    messages: &[M],
+    from: usize,
+    to: usize,
+    id: Option<&str>,
+) -> bool {
     messages[from..to]
         .iter()
-        .flat_map(|m| m.results())
+        .flat_map(|m| m.as_ref().results())
         .any(|r| r.id.as_deref() == id)
 }
 
 /// Find the tool blocks, thinking loops, turns and legal cut points.
-pub fn analyze(messages: &[Message<'_>]) -> Structure {
+/// Works on any list whose items give a message view (`Message`, or the planner's slots).
+pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
     let n = messages.len();
     let mut s = Structure {
         block_of: vec![None; n],
@@ -90,7 +96,7 @@ pub fn analyze(messages: &[Message<'_>]) -> Structure {
 
     let mut i = 0;
     while i < n {
-        let m = &messages[i];
+        let m = messages[i].as_ref();
         if m.role == Role::Assistant && m.has_calls() {
             let end = result_region_end(messages, i);
             let pending = if end == n {
@@ -117,7 +123,9 @@ pub fn analyze(messages: &[Message<'_>]) -> Structure {
         }
     }
 
-    let turn_starts: Vec<usize> = (0..n).filter(|&i| messages[i].is_user_text()).collect();
+    let turn_starts: Vec<usize> = (0..n)
+        .filter(|&i| messages[i].as_ref().is_user_text())
+        .collect();
     for (k, &start) in turn_starts.iter().enumerate() {
         let end = turn_starts.get(k + 1).map_or(n, |&next| next) - 1;
         s.turns.push(Span { start, end });
@@ -127,9 +135,11 @@ pub fn analyze(messages: &[Message<'_>]) -> Structure {
     // before the next user text.
     let mut i = 0;
     while i < n {
-        if messages[i].role == Role::Assistant && messages[i].starts_with_thinking() {
+        if messages[i].as_ref().role == Role::Assistant
+            && messages[i].as_ref().starts_with_thinking()
+        {
             let mut end = i;
-            while end + 1 < n && !messages[end + 1].is_user_text() {
+            while end + 1 < n && !messages[end + 1].as_ref().is_user_text() {
                 end += 1;
             }
             s.thinking_loops.push(Span { start: i, end });
@@ -236,7 +246,7 @@ mod tests {
     #[test]
     fn anthropic_result_message_with_text_closes_block() {
         let mut mixed = Message::new(Role::User, vec![Block::tool_result(Some("a"), "ok")]);
-        mixed.blocks.push(Block::text("and also this"));
+        mixed.blocks_mut().push(Block::text("and also this"));
         let msgs = vec![
             Message::text(Role::User, "go"),
             Message::new(

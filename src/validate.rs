@@ -432,7 +432,9 @@ mod tests {
     #[test]
     fn anthropic_rules() {
         let mut late_result = Message::new(Role::User, vec![Block::text("see:")]);
-        late_result.blocks.push(Block::tool_result(Some("a"), "ok"));
+        late_result
+            .blocks_mut()
+            .push(Block::tool_result(Some("a"), "ok"));
         let msgs = vec![
             Message::text(Role::Assistant, "hi"),
             Message::text(Role::System, "no"),

@@ -1,6 +1,6 @@
 //! `plan` and `Planned::apply`: the compaction itself.
 
-use super::draft::{total, views, Count, Slot};
+use super::draft::{total, Count, Slot};
 use super::micro::{self, head_and_tail, is_summary, Offload};
 use super::out::{OutBlock, OutMsg, RecordEntry};
 use super::repair::repair;
@@ -116,7 +116,7 @@ fn raw_of(calibrated: usize, ratio: f64) -> usize {
 /// The text of a message view's text-like blocks.
 fn text_of(m: &Message<'_>) -> String {
     let mut s = String::new();
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         if matches!(b.kind, BlockKind::Text | BlockKind::Refusal) {
             for p in &b.texts {
                 if !s.is_empty() {
@@ -308,8 +308,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     let cfg = p.cfg.clone();
     let (head_end, mut tail_start) = head_and_tail(&p.slots, &cfg);
     let n = p.slots.len();
-    let vs = views(&p.slots);
-    let st = analyze(&vs);
+    let st = analyze(&p.slots);
     let legal: Vec<usize> = st
         .cut_points
         .iter()
@@ -527,8 +526,7 @@ impl<'a> Planned<'a> {
         // Assemble: head, summary, kept instructions/pinned, tail.
         let mut tail_start = self.tail_start;
         let mut late: Vec<usize> = Vec::new();
-        let vs = views(&self.slots);
-        let st = analyze(&vs);
+        let st = analyze(&self.slots);
         let legal_tail: Vec<usize> = st
             .cut_points
             .iter()

@@ -17,6 +17,15 @@ impl<F: Fn(Text<'_>) -> usize> Count for F {
     }
 }
 
+/// Tokens of a block's texts and images (its share of the message, besides the fixed framing).
+pub fn block_tokens(b: &Block<'_>, framing: Framing, counter: &dyn Count) -> usize {
+    b.texts
+        .iter()
+        .map(|p| counter.count(p.text()))
+        .sum::<usize>()
+        + b.images as usize * framing.image_tokens
+}
+
 /// Tokens of a message view with `counter`.
 pub fn tokens_of(m: &Message<'_>, framing: Framing, counter: &dyn Count) -> usize {
     let (fixed, texts, names) = message_parts(m, framing);
@@ -36,6 +45,12 @@ pub struct Slot<'a> {
     pub tokens: usize,
     /// Pinned by the caller (never replaced or edited).
     pub pinned: bool,
+}
+
+impl<'a> AsRef<Message<'a>> for Slot<'a> {
+    fn as_ref(&self) -> &Message<'a> {
+        &self.view
+    }
 }
 
 impl<'a> Slot<'a> {
@@ -98,6 +113,14 @@ impl<'a> Slot<'a> {
         framing: Framing,
         counter: &dyn Count,
     ) -> bool {
+        let old = block_tokens(&self.view.blocks[k], framing, counter);
+        let new = counter.count(Text::Utf8(&text));
+        self.edit_block_counted(k, text, old, new)
+    }
+
+    /// [`Slot::edit_block`] when the caller already counted the block's tokens before (`old`,
+    /// texts and images) and the new text's (`new`): the message is not counted again.
+    pub fn edit_block_counted(&mut self, k: usize, text: String, old: usize, new: usize) -> bool {
         let Some(blocks) = self.rebuildable() else {
             return false;
         };
@@ -105,13 +128,13 @@ impl<'a> Slot<'a> {
             return false;
         };
         *edit = Some(text.clone());
-        let b = &mut self.view.blocks[k];
+        let b = &mut self.view.blocks_mut()[k];
         if b.kind == BlockKind::Image {
             b.kind = BlockKind::Text;
         }
         b.images = 0;
         b.texts = vec![Piece::Owned(text)];
-        self.tokens = tokens_of(&self.view, framing, counter);
+        self.tokens = (self.tokens + new).saturating_sub(old);
         true
     }
 
@@ -121,7 +144,7 @@ impl<'a> Slot<'a> {
             return false;
         };
         blocks.remove(k);
-        self.view.blocks.remove(k);
+        self.view.blocks_mut().remove(k);
         self.view.empty = self.view.blocks.is_empty();
         self.tokens = tokens_of(&self.view, framing, counter);
         true

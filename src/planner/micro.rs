@@ -48,14 +48,21 @@ pub fn is_summary(s: &Slot<'_>) -> bool {
         .blocks
         .first()
         .and_then(|b| b.texts.first())
-        .is_some_and(|p| super::is_summary_text(&p.text().to_utf8()))
+        .is_some_and(|p| {
+            // Only the first characters can hold the marker: do not copy the whole text.
+            let head: String = p
+                .text()
+                .chars()
+                .take(super::SUMMARY_MARKER.len() + 16)
+                .collect();
+            super::is_summary_text(&head)
+        })
 }
 
 /// End of the kept head and start of the kept tail, both at legal cut points.
 pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
     let n = slots.len();
-    let views = super::draft::views(slots);
-    let s = analyze(&views);
+    let s = analyze(slots);
     let legal = |c: usize| s.cut_points.binary_search(&c).is_ok();
     // Head: the first `keep_first_messages` conversation messages (the task), stopping at an
     // earlier summary, extended to a legal cut.
@@ -171,32 +178,43 @@ fn clear_result(
     pass: &mut Pass,
 ) -> usize {
     let b = &slot.view.blocks[k];
-    let text = result_text(slot, k);
-    if already_compacted(&text) {
+    // Our placeholders start with the prefix; nothing is cleared twice.
+    let first: String = b
+        .texts
+        .first()
+        .map(|p| p.text().chars().take(PLACEHOLDER_PREFIX.len()).collect())
+        .unwrap_or_default();
+    if first.starts_with(PLACEHOLDER_PREFIX) {
         return 0;
     }
-    let images = b.images;
-    let chars = text.chars().count();
-    let tokens: usize = b
-        .texts
-        .iter()
-        .map(|p| counter.count(p.text()))
-        .sum::<usize>()
-        + images as usize * cfg.framing.image_tokens;
-    let offload = cfg
-        .offload_dir
-        .as_deref()
-        .map(|dir| offload_path(dir, &text));
-    let placeholder = result_placeholder(name, chars, tokens, offload.as_deref());
-    if counter.count(crate::text::Text::Utf8(&placeholder)) + 8 >= tokens {
+    let chars: usize = b.texts.iter().map(|p| p.text().char_len()).sum();
+    // A message that is only this result (an OpenAI tool message) was counted already.
+    let tokens = if slot.view.blocks.len() == 1 && slot.out.is_keep() {
+        slot.tokens
+            .saturating_sub(cfg.framing.message_overhead_tokens)
+    } else {
+        super::draft::block_tokens(b, cfg.framing, counter)
+    };
+    // The full text is only built when it is written to the offload file.
+    let offloaded = cfg.offload_dir.as_deref().map(|dir| {
+        let text = result_text(slot, k);
+        (offload_path(dir, &text), text)
+    });
+    let placeholder = result_placeholder(
+        name,
+        chars,
+        tokens,
+        offloaded.as_ref().map(|o| o.0.as_str()),
+    );
+    let new = counter.count(crate::text::Text::Utf8(&placeholder));
+    if new + 8 >= tokens {
         return 0;
     }
     let before = slot.tokens;
-    if !slot.edit_block(k, placeholder, cfg.framing, counter) {
+    if !slot.edit_block_counted(k, placeholder, tokens, new) {
         return 0;
     }
-    if let (Some(path), Some(src)) = (offload, slot.source()) {
-        let _ = src;
+    if let Some((path, text)) = offloaded {
         pass.offloads.push(Offload { path, text });
     }
     pass.changed += 1;
@@ -218,12 +236,16 @@ fn cut_args(
     counter: &dyn Count,
 ) -> Option<(usize, RecordEntry)> {
     let b = &slot.view.blocks[k];
+    let chars: usize = b.texts.iter().map(|p| p.text().char_len()).sum();
+    if chars <= cfg.max_tool_arg_chars {
+        return None;
+    }
     let args: String = b
         .texts
         .iter()
         .map(|p| p.text().to_utf8().into_owned())
         .collect();
-    if args.chars().count() <= cfg.max_tool_arg_chars || already_compacted(&args) {
+    if already_compacted(&args) {
         return None;
     }
     let name = b.name.clone().unwrap_or_else(|| "?".to_owned());
@@ -263,14 +285,17 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         .filter_map(|&(si, k)| slots[si].view.blocks[k].id.clone())
         .collect();
 
-    let mut trial: Vec<Slot<'_>> = slots.clone();
+    // Edits go to the slots directly; the few edited slots are backed up first, so a pass that
+    // frees too little is undone without copying the whole conversation.
+    let mut backup: Vec<(usize, Slot<'_>)> = Vec::new();
+    let mut touched = vec![false; slots.len()];
     let mut pass = Pass::default();
     let mut saved = 0;
     for &(si, k) in &results[..keep_from] {
         if frozen[si] {
             continue;
         }
-        let b = &trial[si].view.blocks[k];
+        let b = &slots[si].view.blocks[k];
         let name = b
             .name
             .clone()
@@ -279,14 +304,18 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         if protected(&name) {
             continue;
         }
-        saved += clear_result(&mut trial[si], k, &name, cfg, counter, &mut pass);
+        if !touched[si] {
+            touched[si] = true;
+            backup.push((si, slots[si].clone()));
+        }
+        saved += clear_result(&mut slots[si], k, &name, cfg, counter, &mut pass);
     }
-    for si in 0..trial.len() {
-        if frozen[si] || trial[si].view.role != Role::Assistant {
+    for si in 0..slots.len() {
+        if frozen[si] || slots[si].view.role != Role::Assistant {
             continue;
         }
-        for k in 0..trial[si].view.blocks.len() {
-            let b = &trial[si].view.blocks[k];
+        for k in 0..slots[si].view.blocks.len() {
+            let b = &slots[si].view.blocks[k];
             if b.kind != BlockKind::ToolCall {
                 continue;
             }
@@ -295,7 +324,11 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
             if !old || protected(&name) {
                 continue;
             }
-            if let Some((s, entry)) = cut_args(&mut trial[si], k, cfg, counter) {
+            if !touched[si] {
+                touched[si] = true;
+                backup.push((si, slots[si].clone()));
+            }
+            if let Some((s, entry)) = cut_args(&mut slots[si], k, cfg, counter) {
                 saved += s;
                 pass.changed += 1;
                 pass.record.push(entry);
@@ -303,9 +336,11 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         }
     }
     if pass.changed == 0 || saved < cfg.clear_at_least_tokens {
+        for (si, slot) in backup {
+            slots[si] = slot;
+        }
         return Pass::default();
     }
-    *slots = trial;
     pass
 }
 
@@ -330,8 +365,7 @@ pub fn selective(
         let priority = rules[k].2;
         let frozen = frozen(slots, cfg);
         // Thinking of the pending loop stays (Anthropic needs it with its tool results).
-        let views = super::draft::views(slots);
-        let st = analyze(&views);
+        let st = analyze(slots);
         let pending_loop = st
             .thinking_loops
             .last()

@@ -141,7 +141,7 @@ fn corpus_figures() {
         let msgs = views(v);
         chars += msgs
             .iter()
-            .flat_map(|m| &m.blocks)
+            .flat_map(|m| m.blocks.iter())
             .map(|b| b.char_len())
             .sum::<usize>();
         let typed = facts::must_keep_facts_typed(&msgs);
@@ -241,7 +241,7 @@ fn corpus_figures() {
         }
         let chars: usize = big
             .iter()
-            .flat_map(|m| &m.blocks)
+            .flat_map(|m| m.blocks.iter())
             .map(|b| b.char_len())
             .sum();
         println!("big span: {} messages, {chars} chars", big.len());

@@ -124,7 +124,7 @@ impl FactSet {
         if !matches!(m.role, Role::User | Role::Assistant) {
             return;
         }
-        for b in &m.blocks {
+        for b in m.blocks.iter() {
             match b.kind {
                 BlockKind::Text | BlockKind::Refusal => {
                     for p in &b.texts {

@@ -283,7 +283,7 @@ pub fn message_is_zh(message: &Message<'_>) -> Option<bool> {
         return None;
     }
     let mut scanner = ProseScanner::new();
-    for block in &message.blocks {
+    for block in message.blocks.iter() {
         if matches!(block.kind, BlockKind::Text | BlockKind::Refusal) {
             for piece in &block.texts {
                 scanner.feed(piece.text());

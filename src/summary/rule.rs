@@ -40,7 +40,7 @@ const HARNESS_PREFIXES: &[&str] = &[
 /// The text blocks of a message, joined by newlines.
 fn prose(m: &Message<'_>) -> String {
     let mut s = String::new();
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         if matches!(b.kind, BlockKind::Text | BlockKind::Refusal) {
             for p in &b.texts {
                 if !s.is_empty() {
@@ -412,7 +412,7 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
                 last_assistant = Some((mi, c));
             }
         }
-        for b in &m.blocks {
+        for b in m.blocks.iter() {
             match b.kind {
                 BlockKind::ToolCall => {
                     let name = b.name.as_deref().unwrap_or("tool");
@@ -763,7 +763,7 @@ fn snippet(m: &Message<'_>, limit: usize) -> String {
         space: false,
         more: false,
     };
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         match b.kind {
             BlockKind::Thinking | BlockKind::RedactedThinking => {}
             BlockKind::ToolCall => {

@@ -108,7 +108,7 @@ pub fn render_message(
     let mut out = String::new();
     // Whether the last line is this role's prose, so further prose joins it.
     let mut in_prose = false;
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         let prose: Option<Cow<'_, str>> = match b.kind {
             BlockKind::Text => Some(joined(&b.texts)),
             BlockKind::Image => Some(Cow::Owned(images_note(b.images.max(1)))),

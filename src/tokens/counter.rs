@@ -89,7 +89,7 @@ pub fn message_parts<'b, 'a>(
     let mut texts = Vec::new();
     let mut names = Vec::new();
     let mut fixed = framing.message_overhead_tokens;
-    for b in &m.blocks {
+    for b in m.blocks.iter() {
         fixed += block_parts(b, framing, &mut texts);
         if b.kind == BlockKind::ToolCall {
             if let Some(n) = b.name.as_deref() {
