@@ -38,8 +38,10 @@ lint: ## cargo fmt --check, clippy -D warnings, ruff, and stubtest (the .pyi mus
 	$(BIN)/python -m mypy.stubtest context_compactor._core --allowlist .ci/stubtest-allowlist
 
 .PHONY: bench
-bench: ## benchmarks against baselines measured in the same run
+bench: ## benchmarks against baselines measured in the same run (installs benches/requirements.txt)
+	$(BIN)/python -m pip install -q -r benches/requirements.txt
 	$(BIN)/python benches/bench_tokens.py
+	$(BIN)/python benches/bench_compact.py
 
 .PHONY: all
 all: install lint test ## everything CI runs: install from scratch, lint, test
