@@ -2,6 +2,7 @@
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
 pub mod message;
+pub mod parallel;
 pub mod planner;
 pub mod state;
 pub mod structure;

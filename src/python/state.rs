@@ -31,6 +31,20 @@ impl ConversationState {
     }
 }
 
+/// Bytes of text of the given messages (in their own layouts), to size parallel work.
+fn text_bytes(idx: &[usize], messages: &[Message<'_>]) -> usize {
+    idx.iter()
+        .flat_map(|&i| messages[i].blocks.iter())
+        .flat_map(|b| b.texts.iter())
+        .map(|p| match p.text() {
+            crate::text::Text::Utf8(s) => s.len(),
+            crate::text::Text::Latin1(b) => b.len(),
+            crate::text::Text::Ucs2(w) => w.len() * 2,
+            crate::text::Text::Ucs4(w) => w.len() * 4,
+        })
+        .sum()
+}
+
 /// Read a provider usage report: an int, or an OpenAI/Anthropic usage object or dict.
 fn parse_usage(usage: &Bound<'_, PyAny>) -> PyResult<Usage> {
     let py = usage.py();
@@ -200,10 +214,11 @@ impl<'py> Counter<'py> {
             Counter::Builtin(t) => {
                 let t = *t;
                 py.detach(|| {
-                    missing
-                        .iter()
-                        .map(|&i| message_tokens(t, &messages[i], framing))
-                        .collect()
+                    // Messages are counted on the pool when there is enough text to pay for it.
+                    let weight = text_bytes(&missing, messages);
+                    crate::parallel::map(&missing, weight, |&i| {
+                        message_tokens(t, &messages[i], framing)
+                    })
                 })
             }
             Counter::Callable(_) => missing

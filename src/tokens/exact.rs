@@ -144,21 +144,7 @@ pub fn count_many(encoding: Encoding, texts: &[&str]) -> Vec<usize> {
         .collect()
 }
 
-/// Our thread pool, or `None` in a process forked from the one that built it (its threads
-/// do not exist there: using it would wait forever).
-fn pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
-    let (pid, pool) = POOL
-        .get_or_init(|| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("context-compactor-{i}"))
-                .build()
-                .ok()?;
-            Some((std::process::id(), pool))
-        })
-        .as_ref()?;
-    (*pid == std::process::id()).then_some(pool)
-}
+use crate::parallel::pool;
 
 #[cfg(test)]
 mod tests;
