@@ -50,6 +50,10 @@ pub struct Structure {
     pub cut_points: Vec<usize>,
     /// For each message, the tool block it belongs to (index into `tool_blocks`).
     pub block_of: Vec<Option<usize>>,
+    /// The thinking loop the conversation ends in, if it is still going (its thinking must stay).
+    pub pending_loop: Option<Span>,
+    /// The last tool block when a call in it still waits for its result (it must stay last).
+    pub pending_block: Option<Span>,
 }
 
 /// Index one past the last message that carries results for the calls at `i`.
@@ -149,7 +153,22 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
         }
     }
 
-    let pending_loop = s.thinking_loops.last().copied().filter(|l| l.end + 1 == n);
+    // A loop is pending while the conversation ends inside it: with tool results, or with a
+    // call still waiting. A final assistant answer without calls completes it.
+    let complete = messages
+        .last()
+        .is_some_and(|m| m.as_ref().role == Role::Assistant && !m.as_ref().has_calls());
+    let pending_loop = s
+        .thinking_loops
+        .last()
+        .copied()
+        .filter(|l| l.end + 1 == n && !complete);
+    s.pending_loop = pending_loop;
+    s.pending_block = s
+        .tool_blocks
+        .last()
+        .filter(|b| b.pending > 0 && b.span.end + 1 == n)
+        .map(|b| b.span);
     s.cut_points = (0..=n)
         .filter(|&c| {
             let in_block =

@@ -347,7 +347,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     let mut previous = None;
     for i in head_end..tail_start.max(head_end) {
         let s = &p.slots[i];
-        if frozen_in_span(s) {
+        if frozen_in_span(s) && !is_summary(s) {
             kept.push(i);
         } else {
             if is_summary(s) {
@@ -527,11 +527,12 @@ impl<'a> Planned<'a> {
         let mut tail_start = self.tail_start;
         let mut late: Vec<usize> = Vec::new();
         let st = analyze(&self.slots);
+        let last_cut = st.pending_block.map_or(self.slots.len(), |b| b.start + 1);
         let legal_tail: Vec<usize> = st
             .cut_points
             .iter()
             .copied()
-            .filter(|&c| c > self.tail_start && c < self.slots.len())
+            .filter(|&c| c > self.tail_start && c < self.slots.len() && c < last_cut)
             .collect();
         let mut assembled = self.assemble(&text, tail_start, &late, counter);
         let mut strategy = strategy;
@@ -702,7 +703,9 @@ impl<'a> Planned<'a> {
             sys_tokens = counter.count(Text::Utf8(&text)) + cfg.framing.message_overhead_tokens;
             system_summary = Some(text);
         } else {
-            let role = if cfg.summary_in_system {
+            // A strict template wants system messages first only: the summary is the user's there.
+            let strict = cfg.profile == Some(Profile::Strict);
+            let role = if cfg.summary_in_system && !strict {
                 Role::System
             } else {
                 Role::User
@@ -720,22 +723,27 @@ impl<'a> Planned<'a> {
         for &i in &self.kept_in_span {
             out.push(self.slots[i].clone());
         }
+        // Instructions and pinned messages of a tail the ladder shortened stay too.
+        let tail_start = tail_start.min(self.slots.len());
         out.extend(
-            self.slots[tail_start.min(self.slots.len())..]
+            self.slots[self.tail_start.min(tail_start)..tail_start]
                 .iter()
+                .filter(|s| s.pinned || s.view.role.is_instruction())
                 .cloned(),
         );
+        out.extend(self.slots[tail_start..].iter().cloned());
         (out, system_summary, sys_tokens)
     }
 
     /// The shape the provider (or a strict template) needs: Anthropic and strict want the user
     /// first; strict wants user and assistant to alternate. Only new short messages are
     /// inserted; no input message is changed.
-    fn fix_shape(&self, slots: &mut Vec<Slot<'a>>, counter: &dyn Count) {
+    fn fix_shape(&self, slots: &mut Vec<Slot<'a>>, counter: &dyn Count) -> Vec<String> {
         let strict = self.cfg.profile == Some(Profile::Strict);
         let anthropic = self.format == Format::Anthropic;
+        let mut repairs = Vec::new();
         if !(strict || anthropic) {
-            return;
+            return repairs;
         }
         let conv = Conversation::new(self.format, Vec::new());
         let new = |role: Role, text: &str| {
@@ -749,13 +757,37 @@ impl<'a> Planned<'a> {
                 counter,
             )
         };
-        if let Some(first) = slots.iter().position(|s| !s.view.role.is_instruction()) {
-            if slots[first].view.role != Role::User {
-                slots.insert(first, new(Role::User, "(continuing the conversation)"));
+        if strict {
+            // System/developer messages after the start move to the front (unchanged).
+            let first_other = slots.iter().position(|s| !s.view.role.is_instruction());
+            if let Some(f) = first_other {
+                let late: Vec<usize> = (f..slots.len())
+                    .filter(|&i| slots[i].view.role.is_instruction())
+                    .collect();
+                for (k, &i) in late.iter().enumerate() {
+                    let s = slots.remove(i - k);
+                    repairs.push(format!(
+                        "moved a {} message to the start (strict templates need system messages first)",
+                        s.view.role.name()
+                    ));
+                    slots.insert(f + k, s);
+                }
             }
         }
+        match slots.iter().position(|s| !s.view.role.is_instruction()) {
+            Some(first) if slots[first].view.role != Role::User => {
+                slots.insert(first, new(Role::User, "(continuing the conversation)"));
+                repairs
+                    .push("inserted a user message before the first assistant message".to_owned());
+            }
+            None if anthropic => {
+                slots.push(new(Role::User, "(continuing the conversation)"));
+                repairs.push("added a user message: an Anthropic request needs one".to_owned());
+            }
+            _ => {}
+        }
         if !strict {
-            return;
+            return repairs;
         }
         let mut i = 0;
         let mut last: Option<bool> = None;
@@ -778,12 +810,18 @@ impl<'a> Planned<'a> {
                 } else {
                     new(Role::User, "Continue.")
                 };
+                repairs.push(format!(
+                    "inserted a short {} message between two {} messages (strict alternation)",
+                    filler.view.role.name(),
+                    if user { "user" } else { "assistant" }
+                ));
                 slots.insert(i, filler);
                 i += 1;
             }
             last = Some(user);
             i += 1;
         }
+        repairs
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -803,7 +841,8 @@ impl<'a> Planned<'a> {
             counter.count(Text::Utf8(s)) + self.cfg.framing.message_overhead_tokens
         });
         let mut slots = slots;
-        self.fix_shape(&mut slots, counter);
+        let mut repairs = self.repairs.clone();
+        repairs.extend(self.fix_shape(&mut slots, counter));
         let mut raw_after = total(&slots) + self.extra + sys_tokens;
         let mut tokens_after = calibrated(raw_after, ratio);
         let mut strategy = strategy;
@@ -815,14 +854,16 @@ impl<'a> Planned<'a> {
         // Refuse a compaction that saves too little (no loops, never grow).
         let saved = self.tokens_before.saturating_sub(tokens_after);
         if strategy != "none"
-            && (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64
+            && (saved == 0
+                || (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64)
         {
             reason = Some(format!(
                 "a compaction would save {saved} of {} tokens, under min_savings_ratio={}",
                 self.tokens_before, self.cfg.min_savings_ratio
             ));
             slots = self.repaired.clone();
-            self.fix_shape(&mut slots, counter);
+            repairs = self.repairs.clone();
+            repairs.extend(self.fix_shape(&mut slots, counter));
             strategy = "none";
             summary = None;
             system_summary = None;
@@ -893,7 +934,7 @@ impl<'a> Planned<'a> {
             over_budget_reason,
             reason,
             record,
-            repairs: self.repairs.clone(),
+            repairs,
             phases,
             must_keep_missing,
             offloads: self.offloads.clone(),

@@ -67,6 +67,13 @@ pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
     // Head: the first `keep_first_messages` conversation messages (the task), stopping at an
     // earlier summary, extended to a legal cut.
     let mut head_end = 0;
+    // Leading system/developer messages always stay first.
+    while head_end < n
+        && slots[head_end].view.role.is_instruction()
+        && !is_summary(&slots[head_end])
+    {
+        head_end += 1;
+    }
     let mut taken = 0;
     while head_end < n && taken < cfg.keep_first_messages {
         let v = &slots[head_end];
@@ -92,6 +99,10 @@ pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
             acc += slots[c].tokens;
         }
         tail_start = tail_start.min(c);
+    }
+    // A call still waiting for its result stays last, with its block.
+    if let Some(b) = s.pending_block {
+        tail_start = tail_start.min(b.start);
     }
     while tail_start > 0 && !legal(tail_start) {
         tail_start -= 1;
@@ -366,11 +377,7 @@ pub fn selective(
         let frozen = frozen(slots, cfg);
         // Thinking of the pending loop stays (Anthropic needs it with its tool results).
         let st = analyze(slots);
-        let pending_loop = st
-            .thinking_loops
-            .last()
-            .copied()
-            .filter(|l| l.end + 1 == slots.len());
+        let pending_loop = st.pending_loop;
         let mut drop_slots = Vec::new();
         while k < rules.len() && rules[k].2 == priority {
             let (item, action, _) = rules[k];

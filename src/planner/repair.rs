@@ -177,6 +177,47 @@ pub fn repair<'a>(
                 out.extend(openai_out);
                 continue;
             }
+            // When one message already holds exactly these results, in order, it stays as it is
+            // (the same object) and only the strays around it are dropped.
+            let single = match found.first() {
+                Some(OutBlock::Orig { msg: j, .. }) => {
+                    let j = *j;
+                    let in_order = found.iter().enumerate().all(|(k, b)| {
+                        matches!(b, OutBlock::Orig { msg, block, edit: None } if *msg == j && *block == k)
+                    });
+                    let others_plain = (i + 1..end)
+                        .filter(|&x| x != j)
+                        .all(|x| !msgs[x].has_non_result_content());
+                    (in_order
+                        && msgs[j].blocks.len() == found.len()
+                        && others_plain
+                        && j > i
+                        && j < end)
+                        .then_some(j)
+                }
+                _ => None,
+            };
+            if let Some(j) = single {
+                for x in i + 1..end {
+                    consumed[x] = true;
+                    if x == j {
+                        continue;
+                    }
+                    for b in msgs[x].results() {
+                        repairs.push(format!(
+                            "message {x}: dropped a duplicate or orphan result for tool call {}",
+                            show(b.id.as_deref())
+                        ));
+                        record.push(RecordEntry {
+                            index: x,
+                            action: "dropped",
+                            detail: format!("stray result for {}", show(b.id.as_deref())),
+                        });
+                    }
+                }
+                out.push(OutMsg::Keep(j));
+                continue;
+            }
             // One user message: the results, then whatever else the region's messages said.
             let mut blocks = found;
             for j in i + 1..end {
@@ -205,8 +246,20 @@ pub fn repair<'a>(
                     }
                 }
             }
+            for j in i + 1..end {
+                record.push(RecordEntry {
+                    index: j,
+                    action: "repaired",
+                    detail: format!("merged into the results of message {i}"),
+                });
+            }
             if end < n && msgs[end].role == Role::User && !msgs[end].has_results() {
                 // The conversation went on with user text: it joins the results message.
+                record.push(RecordEntry {
+                    index: end,
+                    action: "repaired",
+                    detail: format!("merged into the results of message {i}"),
+                });
                 consumed[end] = true;
                 for k in 0..msgs[end].blocks.len() {
                     blocks.push(OutBlock::Orig {
