@@ -121,7 +121,11 @@ def _assert_gil_released(make_work: Callable[[int], Callable[[], Any]], what: st
         if time.perf_counter() - t0 >= 0.2 or scale >= 64:
             break
         scale *= 2
-    duration, gap, ticks = gil_probe(work)
+    # A held GIL fails every attempt; a busy machine may stall the ticker once.
+    for _ in range(3):
+        duration, gap, ticks = gil_probe(work)
+        if ticks > 10 and gap < 0.5 * duration:
+            break
     assert duration > 0.05, f"{what}: too quick to measure ({duration:.3f}s)"
     assert ticks > 10, f"{what}: a Python thread made {ticks} steps in {duration:.2f}s: the GIL was held"
     assert gap < 0.5 * duration, f"{what}: a Python thread waited {gap:.2f}s of {duration:.2f}s: the GIL was held"
