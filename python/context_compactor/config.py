@@ -18,6 +18,9 @@ from context_compactor.errors import ConfigError
 
 __all__ = ["PRESETS", "CompactionConfig", "SelectiveRule"]
 
+#: The largest value an integer setting may take (a trillion tokens).
+MAX_INT = 10**12
+
 ITEMS = ("tool_results", "thinking", "images", "assistant_text", "user_text")
 ACTIONS = ("placeholder", "drop", "head_tail", "never")
 
@@ -129,6 +132,9 @@ class CompactionConfig:
                 raise ConfigError(f"{name}: expected an int, got {v!r}", name)
             if v < minimum:
                 raise ConfigError(f"{name}: must be >= {minimum}, got {v}", name)
+            # Token counts are machine integers in the core: no window or cost is this large.
+            if v > MAX_INT:
+                raise ConfigError(f"{name}: must be <= {MAX_INT}, got {v}", name)
 
         def ratio(name: str, *, low_open: bool = True) -> None:
             v = getattr(self, name)

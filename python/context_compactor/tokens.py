@@ -53,8 +53,8 @@ class TokenCounter:
                 "tokenizer",
             )
         for field, value in (("message_overhead_tokens", message_overhead_tokens), ("image_tokens", image_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{field}: expected an int >= 0, got {value!r}", field)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
+                raise ConfigError(f"{field}: expected an int in [0, 10**12], got {value!r}", field)
         self.message_overhead_tokens = message_overhead_tokens
         self.image_tokens = image_tokens
 

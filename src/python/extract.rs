@@ -156,6 +156,8 @@ pub struct Extractor<'py> {
     pub hints: FormatHints,
     /// Compute message fingerprints (for a `ConversationState`'s cache).
     fingerprints: bool,
+    /// Tool results being read inside one another.
+    result_depth: usize,
 }
 
 impl<'py> Extractor<'py> {
@@ -165,6 +167,7 @@ impl<'py> Extractor<'py> {
             keep: KeepAlive::default(),
             hints: FormatHints::default(),
             fingerprints: false,
+            result_depth: 0,
         }
     }
 
@@ -506,8 +509,16 @@ impl<'py> Extractor<'py> {
         b: &mut Block<'static>,
         loc: &Loc,
     ) -> PyResult<()> {
+        // A tool result may hold blocks, which may hold tool results: bound the nesting (a
+        // self-containing block would otherwise recurse until the stack overflows).
+        if self.result_depth >= MAX_DEPTH {
+            return Err(loc.err(self.py, "tool results nested too deeply (or cyclic)"));
+        }
+        self.result_depth += 1;
         let mut inner = Vec::new();
-        self.content(c, &mut inner, loc)?;
+        let r = self.content(c, &mut inner, loc);
+        self.result_depth -= 1;
+        r?;
         for ib in inner {
             b.images += ib.images;
             b.texts.extend(ib.texts);
@@ -572,7 +583,11 @@ impl<'py> Extractor<'py> {
         } else if v.is_instance_of::<PyBool>() {
             out.push_str(if v.is_truthy()? { "true" } else { "false" });
         } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
-            let r = v.repr()?;
+            let r = v.repr().map_err(|e| {
+                let err = loc.err(self.py, "a number that cannot be written as JSON");
+                err.set_cause(self.py, Some(e));
+                err
+            })?;
             let r = r.to_string_lossy();
             out.push_str(match &*r {
                 "nan" => "NaN",
