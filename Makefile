@@ -43,6 +43,10 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_tokens.py
 	$(BIN)/python benches/bench_compact.py
 
+.PHONY: fuzz
+fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
+
 .PHONY: all
 all: install lint test ## everything CI runs: install from scratch, lint, test
 
