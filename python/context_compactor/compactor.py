@@ -318,14 +318,29 @@ class ContextCompactor:
 
     def _steps(
         self,
-        plan: CompactionPlan,
         messages: Sequence[Any],
+        *,
         system: Any,
+        tools: Sequence[Any] | None,
+        format: str | None,
+        force: bool,
+        instructions: str | None,
+        pinned: Pinned,
         state: _core.ConversationState | None,
     ) -> Generator[tuple[str, Any], Any, CompactResult]:
         """The compaction, once for both drivers: yields ``("hook", (fn, arg))`` and
         ``("summarize", request)``; the sync or async driver performs them and sends back the
         value (or throws the exception in)."""
+        plan = self.plan(
+            messages,
+            system=system,
+            tools=tools,
+            format=format,
+            force=force,
+            instructions=instructions,
+            pinned=pinned,
+            state=state,
+        )
         request = plan.request
         preview = CompactionPreview(messages, plan.tokens_before, request, request.replaced_count if request else 0)
         result: CompactResult | None = None
@@ -387,7 +402,7 @@ class ContextCompactor:
         messages → truncation; ``over_budget=True`` if still above the soft threshold. The input
         is never modified. An async summarizer or hook needs :meth:`acompact`.
         """
-        plan = self.plan(
+        steps = self._steps(
             messages,
             system=system,
             tools=tools,
@@ -397,7 +412,6 @@ class ContextCompactor:
             pinned=pinned,
             state=state,
         )
-        steps = self._steps(plan, messages, system, state)
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -438,7 +452,7 @@ class ContextCompactor:
         """:meth:`compact` for async code: async (or sync, run in a worker thread) summarizers and
         hooks, ``asyncio.wait_for`` timeouts. Cancelling it propagates ``CancelledError`` and
         applies nothing."""
-        plan = self.plan(
+        steps = self._steps(
             messages,
             system=system,
             tools=tools,
@@ -448,7 +462,6 @@ class ContextCompactor:
             pinned=pinned,
             state=state,
         )
-        steps = self._steps(plan, messages, system, state)
         value: Any = None
         error: BaseException | None = None
         while True:
