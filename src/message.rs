@@ -307,6 +307,13 @@ impl<'a> Message<'a> {
         self.blocks.first().is_some_and(|b| b.kind.is_thinking())
     }
 
+    /// Whether some block of `kind` comes after a block of another kind (Anthropic wants tool
+    /// results, and thinking, before everything else in their message).
+    pub fn kind_after_others(&self, is_kind: impl Fn(BlockKind) -> bool) -> bool {
+        let first_other = self.blocks.iter().position(|b| !is_kind(b.kind));
+        first_other.is_some_and(|k| self.blocks[k..].iter().any(|b| is_kind(b.kind)))
+    }
+
     pub fn has_thinking(&self) -> bool {
         self.blocks.iter().any(|b| b.kind.is_thinking())
     }

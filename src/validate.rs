@@ -154,31 +154,19 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
             );
         }
         if anthropic {
-            let first_other = m
-                .blocks
-                .iter()
-                .position(|b| b.kind != BlockKind::ToolResult);
-            if let Some(k) = first_other {
-                if m.blocks[k..]
-                    .iter()
-                    .any(|b| b.kind == BlockKind::ToolResult)
-                {
-                    push(
-                        i,
-                        rule::TOOL_RESULT_NOT_FIRST,
-                        "tool_result blocks must come before any other block".to_owned(),
-                    );
-                }
+            if m.kind_after_others(|k| k == BlockKind::ToolResult) {
+                push(
+                    i,
+                    rule::TOOL_RESULT_NOT_FIRST,
+                    "tool_result blocks must come before any other block".to_owned(),
+                );
             }
-            let first_plain = m.blocks.iter().position(|b| !b.kind.is_thinking());
-            if let Some(k) = first_plain {
-                if m.blocks[k..].iter().any(|b| b.kind.is_thinking()) {
-                    push(
-                        i,
-                        rule::THINKING_NOT_FIRST,
-                        "thinking blocks must come before any other block".to_owned(),
-                    );
-                }
+            if m.kind_after_others(BlockKind::is_thinking) {
+                push(
+                    i,
+                    rule::THINKING_NOT_FIRST,
+                    "thinking blocks must come before any other block".to_owned(),
+                );
             }
             let prefill = i + 1 == n && m.role == Role::Assistant;
             if m.empty && !prefill {

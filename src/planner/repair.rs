@@ -26,19 +26,8 @@ pub struct Repaired<'a> {
 fn region_is_clean(messages: &[Message<'_>], i: usize, end: usize, anthropic: bool) -> bool {
     let mut open: Vec<Option<&str>> = messages[i].calls().map(|c| c.id.as_deref()).collect();
     for m in &messages[i + 1..end] {
-        if anthropic {
-            let first_other = m
-                .blocks
-                .iter()
-                .position(|b| b.kind != BlockKind::ToolResult);
-            if let Some(k) = first_other {
-                if m.blocks[k..]
-                    .iter()
-                    .any(|b| b.kind == BlockKind::ToolResult)
-                {
-                    return false;
-                }
-            }
+        if anthropic && m.kind_after_others(|k| k == BlockKind::ToolResult) {
+            return false;
         }
         for r in m.results() {
             match open.iter().position(|&o| o == r.id.as_deref()) {
@@ -400,10 +389,7 @@ fn order_thinking(m: &Message<'_>, i: usize, anthropic: bool, repairs: &mut Vec<
     if !anthropic || m.role != Role::Assistant {
         return OutMsg::Keep(i);
     }
-    let first_plain = m.blocks.iter().position(|b| !b.kind.is_thinking());
-    let misordered =
-        first_plain.is_some_and(|k| m.blocks[k..].iter().any(|b| b.kind.is_thinking()));
-    if !misordered {
+    if !m.kind_after_others(BlockKind::is_thinking) {
         return OutMsg::Keep(i);
     }
     repairs.push(format!(
