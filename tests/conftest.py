@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+import _hypothesis_profiles  # noqa: F401  (the derandomized "ci" profile for every test file)
+
 REPO = Path(__file__).resolve().parent.parent
 
 
