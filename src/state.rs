@@ -4,9 +4,10 @@
 //! plus one new message, so counting should cost O(new messages). Keying the cache on the
 //! message object (`id(msg)`) goes stale when a dict is edited in place, and CPython reuses
 //! ids of freed objects, so an old count could be served for a different message. The key is
-//! instead a 64-bit fingerprint of the message's *content*: its role, block kinds, flags, and
-//! for every string its Python hash and length (`str.__hash__` is computed once per string
-//! object and then cached by CPython, so re-fingerprinting an unchanged message costs a few
+//! instead a 64-bit fingerprint of the message's *content*, computed by the Python boundary
+//! (`src/python/fingerprint.rs`) from the message as plain data: its keys and values, and for
+//! every string its CPython hash and length (`str.__hash__` is computed once per string object
+//! and then cached by CPython, so re-fingerprinting an unchanged message costs a few
 //! dict lookups and no text scan). An in-place edit changes the content and so the key; a
 //! reused id with different content gives a different key; equal content gives the same count,
 //! which is correct. Collisions need two different messages with equal 64-bit fingerprints

@@ -201,11 +201,6 @@ fn blocks_view<'a>(conv: &Conversation<'a>, blocks: &[OutBlock]) -> Vec<Block<'a
         .collect()
 }
 
-/// The views of a slot list (for structure and validation).
-pub fn views<'a>(slots: &[Slot<'a>]) -> Vec<Message<'a>> {
-    slots.iter().map(|s| s.view.clone()).collect()
-}
-
 /// Total tokens of the slots.
 pub fn total(slots: &[Slot<'_>]) -> usize {
     slots.iter().map(|s| s.tokens).sum()

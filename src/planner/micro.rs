@@ -8,7 +8,7 @@
 //! `clear_at_least_tokens` is dropped whole: editing an old message invalidates the provider's
 //! prompt cache from that point on, which costs more than a few hundred tokens save.
 
-use super::draft::{tokens_of, Count, Slot};
+use super::draft::{Count, Slot};
 use super::out::RecordEntry;
 use super::{Action, Item, PlanConfig};
 use crate::message::{BlockKind, Role};
@@ -519,9 +519,4 @@ fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count
             record(pass, slot, "text_cut", format!("{chars} chars"));
         }
     }
-}
-
-/// Tokens of a slot recomputed (after external edits).
-pub fn recount(slot: &mut Slot<'_>, cfg: &PlanConfig, counter: &dyn Count) {
-    slot.tokens = tokens_of(&slot.view, cfg.framing, counter);
 }

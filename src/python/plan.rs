@@ -112,17 +112,13 @@ fn with_counter<R: Send>(
                 })
             };
             // Not Send: runs attached, which a Python counter needs anyway.
-            let r = run_attached(f, &count);
+            let r = f(&count);
             match err.into_inner() {
                 Some(e) => Err(e),
                 None => Ok(r),
             }
         }
     }
-}
-
-fn run_attached<R>(f: impl FnOnce(&dyn planner::Count) -> R, count: &dyn planner::Count) -> R {
-    f(count)
 }
 
 struct Inner {
