@@ -3,7 +3,8 @@
 - ``ci`` (the default, and always under ``CI=true``): no deadline (2 shared cores), a bounded
   number of examples, derandomized so a CI run is reproducible and a failure replays.
 - ``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``, ``make fuzz``): many examples, random seeds, the
-  example database on, for long runs on a developer machine.
+  example database on (under the temp directory, like hypothesis's other caches), for long
+  runs on a developer machine.
 - ``dev``: ``HYPOTHESIS_PROFILE=dev`` – random seeds at the CI budget.
 
 Tests scale their own ``max_examples`` with :func:`examples`, so a heavy test (ten chained
@@ -13,8 +14,15 @@ compactions) runs fewer examples than a light one under every profile.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps caches (and the fuzz profile's example database) in a `.hypothesis`
+# directory, by default in the working tree: tests write only under the temp directory.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "context-compactor-hypothesis")
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 

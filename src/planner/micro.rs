@@ -14,7 +14,7 @@ use super::{Action, Item, PlanConfig};
 use crate::message::{BlockKind, Role};
 use crate::structure::analyze;
 use crate::summary::text::{cut_json_args, head_tail, is_cut};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Prefix of every placeholder the compactor writes.
 pub const PLACEHOLDER_PREFIX: &str = "[context-compactor:";
@@ -49,13 +49,16 @@ pub fn is_summary(s: &Slot<'_>) -> bool {
         .first()
         .and_then(|b| b.texts.first())
         .is_some_and(|p| {
-            // Only the first characters can hold the marker: do not copy the whole text.
-            let head: String = p
+            // `is_summary_text` of the first characters only (the marker after at most 16
+            // characters of white space), read in place.
+            let mut head = p
                 .text()
                 .chars()
                 .take(super::SUMMARY_MARKER.len() + 16)
-                .collect();
-            super::is_summary_text(&head)
+                .skip_while(|c| c.is_whitespace());
+            super::SUMMARY_MARKER
+                .chars()
+                .all(|m| head.next() == Some(m))
         })
 }
 
@@ -111,12 +114,12 @@ pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
 }
 
 /// Map call id → tool name over the slots.
-fn tool_names(slots: &[Slot<'_>]) -> HashMap<String, String> {
-    let mut names = HashMap::new();
+fn tool_names<'s>(slots: &'s [Slot<'_>]) -> FxHashMap<&'s str, &'s str> {
+    let mut names = FxHashMap::default();
     for s in slots {
         for b in s.view.calls() {
             if let (Some(id), Some(name)) = (&b.id, &b.name) {
-                names.insert(id.clone(), name.clone());
+                names.insert(id.as_str(), name.as_str());
             }
         }
     }
@@ -190,12 +193,12 @@ fn clear_result(
 ) -> usize {
     let b = &slot.view.blocks[k];
     // Our placeholders start with the prefix; nothing is cleared twice.
-    let first: String = b
-        .texts
-        .first()
-        .map(|p| p.text().chars().take(PLACEHOLDER_PREFIX.len()).collect())
-        .unwrap_or_default();
-    if first.starts_with(PLACEHOLDER_PREFIX) {
+    if b.texts.first().is_some_and(|p| {
+        p.text()
+            .chars()
+            .take(PLACEHOLDER_PREFIX.len())
+            .eq(PLACEHOLDER_PREFIX.chars())
+    }) {
         return 0;
     }
     let chars: usize = b.texts.iter().map(|p| p.text().char_len()).sum();
@@ -251,16 +254,24 @@ fn cut_args(
     if chars <= cfg.max_tool_arg_chars {
         return None;
     }
-    let args: String = b
-        .texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect();
+    // One piece (always, from the boundary) is read in place when it is UTF-8 already.
+    let args: std::borrow::Cow<'_, str> = match &b.texts[..] {
+        [one] => one.text().to_utf8(),
+        many => many
+            .iter()
+            .map(|p| p.text().to_utf8())
+            .collect::<String>()
+            .into(),
+    };
     if already_compacted(&args) {
         return None;
     }
-    let name = b.name.clone().unwrap_or_else(|| "?".to_owned());
     let cut = cut_json_args(&args, cfg.max_tool_arg_chars)?;
+    let detail = format!(
+        "arguments of {}: {chars} chars",
+        b.name.as_deref().unwrap_or("?")
+    );
+    drop(args);
     let before = slot.tokens;
     if !slot.edit_block(k, cut, cfg.framing, counter) {
         return None;
@@ -268,7 +279,7 @@ fn cut_args(
     let entry = RecordEntry {
         index: slot.source()?,
         action: "args_cut",
-        detail: format!("arguments of {name}: {} chars", args.chars().count()),
+        detail,
     };
     Some((before.saturating_sub(slot.tokens), entry))
 }
@@ -277,7 +288,6 @@ fn cut_args(
 /// placeholders, older long arguments are cut; skipped whole when it frees too little.
 pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -> Pass {
     let frozen = frozen(slots, cfg);
-    let names = tool_names(slots);
     let protected = |name: &str| cfg.protected_tools.iter().any(|p| p == name);
 
     // Every result block, in order; the last N stay intact.
@@ -290,11 +300,31 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         }
     }
     let keep_from = results.len().saturating_sub(cfg.keep_recent_tool_results);
-    // Calls whose results are old are old calls.
-    let old_ids: std::collections::HashSet<String> = results[..keep_from]
-        .iter()
-        .filter_map(|&(si, k)| slots[si].view.blocks[k].id.clone())
-        .collect();
+    // The old results to clear, each with its tool's name, and the ids of the old calls
+    // (calls whose results are old), worked out before any edit.
+    let (to_clear, old_ids) = {
+        let names = tool_names(slots);
+        let mut old_ids: FxHashSet<String> = FxHashSet::default();
+        let mut to_clear: Vec<(usize, usize, String)> = Vec::new();
+        for &(si, k) in &results[..keep_from] {
+            let b = &slots[si].view.blocks[k];
+            if let Some(id) = &b.id {
+                old_ids.insert(id.clone());
+            }
+            if frozen[si] {
+                continue;
+            }
+            let name = b
+                .name
+                .as_deref()
+                .or_else(|| b.id.as_deref().and_then(|id| names.get(id).copied()))
+                .unwrap_or("a tool");
+            if !protected(name) {
+                to_clear.push((si, k, name.to_owned()));
+            }
+        }
+        (to_clear, old_ids)
+    };
 
     // Edits go to the slots directly; the few edited slots are backed up first, so a pass that
     // frees too little is undone without copying the whole conversation.
@@ -302,24 +332,13 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
     let mut touched = vec![false; slots.len()];
     let mut pass = Pass::default();
     let mut saved = 0;
-    for &(si, k) in &results[..keep_from] {
-        if frozen[si] {
-            continue;
-        }
-        let b = &slots[si].view.blocks[k];
-        let name = b
-            .name
-            .clone()
-            .or_else(|| b.id.as_ref().and_then(|id| names.get(id).cloned()))
-            .unwrap_or_else(|| "a tool".to_owned());
-        if protected(&name) {
-            continue;
-        }
+    for (si, k, name) in &to_clear {
+        let si = *si;
         if !touched[si] {
             touched[si] = true;
             backup.push((si, slots[si].clone()));
         }
-        saved += clear_result(&mut slots[si], k, &name, cfg, counter, &mut pass);
+        saved += clear_result(&mut slots[si], *k, name, cfg, counter, &mut pass);
     }
     for si in 0..slots.len() {
         if frozen[si] || slots[si].view.role != Role::Assistant {
@@ -327,12 +346,10 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         }
         for k in 0..slots[si].view.blocks.len() {
             let b = &slots[si].view.blocks[k];
-            if b.kind != BlockKind::ToolCall {
-                continue;
-            }
-            let old = b.id.as_ref().is_some_and(|id| old_ids.contains(id));
-            let name = b.name.clone().unwrap_or_default();
-            if !old || protected(&name) {
+            if b.kind != BlockKind::ToolCall
+                || !b.id.as_ref().is_some_and(|id| old_ids.contains(id))
+                || protected(b.name.as_deref().unwrap_or_default())
+            {
                 continue;
             }
             if !touched[si] {
@@ -366,7 +383,10 @@ pub fn selective(
     let mut pass = Pass::default();
     let mut rules = cfg.selective_rules.clone();
     rules.sort_by_key(|r| r.2);
-    let names = tool_names(slots);
+    let names: FxHashMap<String, String> = tool_names(slots)
+        .into_iter()
+        .map(|(id, name)| (id.to_owned(), name.to_owned()))
+        .collect();
     let protected = |name: &str| cfg.protected_tools.iter().any(|p| p == name);
     let mut k = 0;
     while k < rules.len() {

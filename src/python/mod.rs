@@ -31,3 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 fn looks_like_error(reply: &str) -> bool {
     crate::summary::text::looks_like_error(reply)
 }
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -27,6 +27,10 @@ fn digits(mut n: usize) -> usize {
 
 /// Whether `text` holds a cut marker of this crate (it was cut before).
 pub fn is_cut(text: &str) -> bool {
+    // The marker holds `…`: ASCII text (checked many bytes at a time) has none.
+    if text.is_ascii() {
+        return false;
+    }
     text.match_indices(MARKER_TAIL).any(|(i, _)| {
         let before = &text[..i];
         let d = before.len() - before.trim_end_matches(|c: char| c.is_ascii_digit()).len();
@@ -211,6 +215,114 @@ pub(crate) fn json_strings(json: &str) -> Option<Vec<JsonStr>> {
     Some(out)
 }
 
+/// Chars a JSON string literal spends on `c` (serde_json's escapes).
+fn json_escaped_chars(c: char) -> u32 {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        _ => 1,
+    }
+}
+
+/// The length of `serde_json::to_string(&head_tail(v, l)?)` for any `l`, without building it:
+/// [`cut_json_args`] searches for the largest common cut length, and measuring each trial by
+/// arithmetic on these tables (instead of cutting and encoding every value again) keeps the
+/// search linear in the arguments' size. Mirrors `cut_parts` and `snap_lines` exactly (a test
+/// checks both agree).
+struct CutSizer {
+    /// Chars of the value.
+    n: usize,
+    /// Char indices of its newlines.
+    newlines: Vec<usize>,
+    /// The chars that encode as more than one: (char index, extra encoded chars of this one
+    /// and every such char before it). Sparse: most values have few.
+    escapes: Vec<(usize, usize)>,
+}
+
+impl CutSizer {
+    fn new(v: &str, n: usize) -> Self {
+        let mut sizer = CutSizer {
+            n,
+            newlines: Vec::new(),
+            escapes: Vec::new(),
+        };
+        let mut extra = 0;
+        let mut visit = |i: usize, c: char| {
+            if c == '\n' {
+                sizer.newlines.push(i);
+            }
+            extra += json_escaped_chars(c) as usize - 1;
+            sizer.escapes.push((i, extra));
+        };
+        if v.is_ascii() {
+            for (i, &b) in v.as_bytes().iter().enumerate() {
+                if b < 0x20 || b == b'"' || b == b'\\' {
+                    visit(i, b as char);
+                }
+            }
+        } else {
+            for (i, c) in v.chars().enumerate() {
+                if (c as u32) < 0x20 || c == '"' || c == '\\' {
+                    visit(i, c);
+                }
+            }
+        }
+        sizer
+    }
+
+    /// Extra encoded chars of the first `x` chars.
+    fn extra_before(&self, x: usize) -> usize {
+        match self.escapes.partition_point(|&(i, _)| i < x) {
+            0 => 0,
+            k => self.escapes[k - 1].1,
+        }
+    }
+
+    /// Encoded chars of chars `a..b` of the value.
+    fn span(&self, a: usize, b: usize) -> usize {
+        b - a + self.extra_before(b) - self.extra_before(a)
+    }
+
+    /// Chars of the JSON literal of the value cut to `l` chars; `None` when no cut is made.
+    fn encoded_chars(&self, l: usize) -> Option<usize> {
+        let n = self.n;
+        if n <= l {
+            return None;
+        }
+        let (h, t) = split_budget(n, l);
+        if h + t >= n {
+            return None;
+        }
+        let (mut head_end, mut tail_start) = (h, n - t);
+        let mut dropped = 0;
+        // The head ends after its last newline when that drops at most a fifth of it.
+        let k = self.newlines.partition_point(|&x| x < h);
+        if k > 0 {
+            let after = h - (self.newlines[k - 1] + 1);
+            if after > 0 && after * 5 <= h {
+                dropped += after;
+                head_end = h - after;
+            }
+        }
+        // The tail starts at its first newline under the same condition.
+        let k = self.newlines.partition_point(|&x| x < n - t);
+        if let Some(&q) = self.newlines.get(k) {
+            let before = q - (n - t);
+            if before > 0 && before * 5 <= t {
+                dropped += before;
+                tail_start = q;
+            }
+        }
+        let omitted = n - h - t + dropped;
+        Some(
+            2 + self.span(0, head_end)
+                + MARKER_FIXED_CHARS
+                + digits(omitted)
+                + self.span(tail_start, n),
+        )
+    }
+}
+
 /// Shortest a string value is cut to inside JSON arguments (marker included).
 const JSON_MIN_KEEP: usize = 40;
 
@@ -220,7 +332,8 @@ const JSON_MIN_KEEP: usize = 40;
 /// cut before are left alone. Anything else is cut as plain text ([`head_tail`]). `None`
 /// when the arguments already fit or nothing can be cut.
 pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
-    let total = if args.is_ascii() {
+    let ascii = args.is_ascii();
+    let total = if ascii {
         args.len()
     } else {
         args.chars().count()
@@ -231,16 +344,26 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     let Some(spans) = json_strings(args) else {
         return head_tail(args, max_chars);
     };
-    // Candidates: (span, decoded value, its chars, its encoded chars).
-    let cands: Vec<(JsonStr, Cow<'_, str>, usize, usize)> = spans
+    // Candidates: (span, decoded value, its chars, its encoded chars, how its cuts measure).
+    let cands: Vec<(JsonStr, Cow<'_, str>, usize, usize, CutSizer)> = spans
         .into_iter()
         .filter(|s| !s.is_key && s.end - s.start > JSON_MIN_KEEP)
         .filter_map(|s| {
             let v = s.decode(args);
-            let n = v.chars().count();
+            // An ASCII text may decode to non-ASCII (`\\u4e2d`): ask the value.
+            let n = if v.is_ascii() {
+                v.len()
+            } else {
+                v.chars().count()
+            };
             (n > JSON_MIN_KEEP && !is_cut(&v)).then(|| {
-                let enc = args[s.start..s.end].chars().count();
-                (s, v, n, enc)
+                let enc = if ascii {
+                    s.end - s.start
+                } else {
+                    args[s.start..s.end].chars().count()
+                };
+                let sizer = CutSizer::new(&v, n);
+                (s, v, n, enc, sizer)
             })
         })
         .collect();
@@ -249,13 +372,13 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     }
     let cut =
         |v: &str, l: usize| head_tail(v, l).map(|c| serde_json::to_string(&c).unwrap_or_default());
-    // Total chars with every candidate cut to `l`.
+    // Total chars with every candidate cut to `l` (measured, not built: see `CutSizer`).
     let size = |l: usize| -> usize {
         let mut t = total;
-        for (_, v, n, enc) in &cands {
+        for (_, _, n, enc, sizer) in &cands {
             if *n > l {
-                if let Some(c) = cut(v, l) {
-                    t = t - enc + c.chars().count();
+                if let Some(c) = sizer.encoded_chars(l) {
+                    t = t - enc + c;
                 }
             }
         }
@@ -278,7 +401,7 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     let mut out = String::with_capacity(args.len().min(max_chars * 4 + 64));
     let mut at = 0;
     let mut changed = false;
-    for (s, v, n, _) in &cands {
+    for (s, v, n, _, _) in &cands {
         if *n <= l {
             continue;
         }
@@ -560,6 +683,43 @@ mod tests {
         assert_eq!(head_tail(&c, 50), None);
         assert!(!is_cut("a…[x chars omitted]…"));
         assert!(!is_cut("plain text with chars omitted]…"));
+    }
+
+    #[test]
+    fn cut_sizer_measures_what_head_tail_builds() {
+        // Values of every kind the arguments hold: lines, quotes, backslashes, control
+        // characters, CJK and emoji, at every cut length a search may try.
+        let alphabet: Vec<char> = "ab \n\n\"\\\t\u{1}\u{7f}中🙂é".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for case in 0..300 {
+            let len = 41 + case * 7 % 400;
+            let v: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    alphabet[(seed % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let n = v.chars().count();
+            let sizer = CutSizer::new(&v, n);
+            for l in (1..n + 5).step_by(3) {
+                let built =
+                    head_tail(&v, l).map(|c| serde_json::to_string(&c).unwrap().chars().count());
+                assert_eq!(sizer.encoded_chars(l), built, "{v:?} cut to {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn json_args_ascii_escapes_of_cjk() {
+        // ASCII arguments whose value decodes to Chinese: counted in chars of the value.
+        let args = format!("{{\"text\": \"{}\"}}", "\\u4e2d\\u6587 ".repeat(300));
+        assert!(args.is_ascii());
+        let cut = cut_json_args(&args, 500).unwrap();
+        assert!(cut.chars().count() <= 500, "{}", cut.chars().count());
+        let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
+        assert!(v["text"].as_str().unwrap().starts_with("中文 中文"));
     }
 
     #[test]

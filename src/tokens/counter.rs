@@ -102,13 +102,16 @@ pub fn message_parts<'b, 'a>(
 
 /// Tokens of one message.
 pub fn message_tokens(tok: Tokenizer, m: &Message<'_>, framing: Framing) -> usize {
-    let (fixed, texts, names) = message_parts(m, framing);
-    fixed
-        + texts.iter().map(|p| tok.count(p.text())).sum::<usize>()
-        + names
-            .iter()
-            .map(|n| tok.count(Text::Utf8(n)))
-            .sum::<usize>()
+    // What `message_parts` lists, summed as it goes (no lists: this runs on every message).
+    let mut n = framing.message_overhead_tokens;
+    for b in m.blocks.iter() {
+        n += b.images as usize * framing.image_tokens;
+        if b.kind == BlockKind::ToolCall {
+            n += CALL_OVERHEAD_TOKENS + b.name.as_deref().map_or(0, |s| tok.count(Text::Utf8(s)));
+        }
+        n += b.texts.iter().map(|p| tok.count(p.text())).sum::<usize>();
+    }
+    n
 }
 
 /// Tokens of the separate system prompt (0 when there is none).

@@ -130,16 +130,17 @@ pub fn estimate_str(s: &str) -> usize {
 
 /// Whether a code point is in the CJK class: Han (with extensions and compatibility
 /// ideographs), kana, Hangul, and CJK and fullwidth punctuation.
-#[inline]
+#[inline(always)]
 fn is_cjk(cp: u32) -> bool {
-    matches!(cp,
-        0x2E80..=0x9FFF
-        | 0xA960..=0xA97F
-        | 0xAC00..=0xD7FF
-        | 0xF900..=0xFAFF
-        | 0xFE30..=0xFE4F
-        | 0xFF00..=0xFFEF
-        | 0x2_0000..=0x3_FFFF)
+    // Range tests joined with `|`, not `||`: no branches, so block loops vectorise.
+    let within = |lo: u32, hi: u32| cp.wrapping_sub(lo) <= hi - lo;
+    within(0x2E80, 0x9FFF)
+        | within(0xA960, 0xA97F)
+        | within(0xAC00, 0xD7FF)
+        | within(0xF900, 0xFAFF)
+        | within(0xFE30, 0xFE4F)
+        | within(0xFF00, 0xFFEF)
+        | within(0x2_0000, 0x3_FFFF)
 }
 
 const fn ascii_class(b: u8) -> u8 {
@@ -271,11 +272,14 @@ impl Acc {
         }
     }
 
-    /// Adds a block of ASCII bytes, `w[2..]`, given the two code points before it as
-    /// `w[0]` and `w[1]` (any byte >= 0x80 stands for a non-ASCII code point). Written as
-    /// plain loops over bytes so the compiler vectorises them: this is what reaches GB/s.
+    /// Adds a block of code points given as class bytes, `w[2..]`, after the two code points
+    /// before it, `w[0]` and `w[1]`. Class bytes: an ASCII code point is itself; with `FULL`,
+    /// [`M_CJK`], [`M_OTHER`] and [`M_ASTRAL`] stand for the other classes (see
+    /// [`class_byte`]); without it the block holds only ASCII and any context byte >= 0x80
+    /// stands for some non-ASCII code point (no ASCII class matches it). Written as plain
+    /// loops over bytes so the compiler vectorises them: this is what reaches GB/s.
     #[inline(always)]
-    fn block<const N: usize>(&mut self, w: &[u8]) {
+    fn block<const N: usize, const FULL: bool>(&mut self, w: &[u8]) {
         let w = &w[..N + 2];
         let lower = |x: u8| x.wrapping_sub(b'a') < 26;
         let upper = |x: u8| x.wrapping_sub(b'A') < 26;
@@ -284,11 +288,15 @@ impl Acc {
         let newline = |x: u8| (x == b'\n') | (x == b'\r');
         let space = |x: u8| (x == b' ') | (x.wrapping_sub(9) < 4) & (x != b'\n');
         let punct = |x: u8| (x < 0x80) & !letter(x) & !digit(x) & !space(x) & !newline(x);
+        let cjk = |x: u8| x == M_CJK;
+        let other = |x: u8| (x == M_OTHER) | (x == M_ASTRAL);
         // Counts fit in u8: N <= 255.
         let (mut n_lower, mut n_upper, mut n_digit, mut n_punct, mut n_space, mut n_newline) =
             (0u8, 0u8, 0u8, 0u8, 0u8, 0u8);
         let (mut r_word, mut r_digit, mut r_punct, mut r_space2, mut r_newline, mut n_bs) =
             (0u8, 0u8, 0u8, 0u8, 0u8, 0u8);
+        let (mut n_cjk, mut n_other, mut n_astral, mut r_cjk, mut r_other) =
+            (0u8, 0u8, 0u8, 0u8, 0u8);
         for k in 0..N {
             let (pp, p, b) = (w[k], w[k + 1], w[k + 2]);
             n_lower += u8::from(lower(b));
@@ -304,6 +312,18 @@ impl Acc {
             r_newline += u8::from(newline(b) & !newline(p));
             n_bs += u8::from(b == b'\\');
         }
+        // The non-ASCII classes in a second loop: one loop with every counter would not fit
+        // the vector registers.
+        if FULL {
+            for k in 0..N {
+                let (p, b) = (w[k + 1], w[k + 2]);
+                n_cjk += u8::from(cjk(b));
+                n_other += u8::from(other(b));
+                n_astral += u8::from(b == M_ASTRAL);
+                r_cjk += u8::from(cjk(b) & !cjk(p));
+                r_other += u8::from(other(b) & !other(p));
+            }
+        }
         let dot = |n: u8, w: u32| u64::from(n) * u64::from(w);
         self.total += dot(n_lower, W_LOWER)
             + dot(n_upper, W_UPPER)
@@ -317,8 +337,15 @@ impl Acc {
             + dot(r_space2, W_RUN_SPACE2)
             + dot(r_newline, W_RUN_NEWLINE)
             + dot(n_bs, W_BACKSLASH);
+        if FULL {
+            self.total += dot(n_cjk, W_CJK)
+                + dot(n_other, W_OTHER)
+                + dot(n_astral, W_ASTRAL)
+                + dot(r_cjk, W_RUN_CJK)
+                + dot(r_other, W_RUN_OTHER);
+        }
         let (p, b) = (w[N], w[N + 1]);
-        let c = ASCII_CLASS[b as usize];
+        let c = BYTE_CLASS[b as usize];
         self.state = if c == SPACE && space(p) { SPACE2 } else { c };
     }
 
@@ -329,10 +356,10 @@ impl Acc {
     fn bulk(&mut self, window: &[u8], avail: usize) -> usize {
         let ascii = |n: usize| avail >= n && window[2..n + 2].iter().fold(0, |a, &x| a | x) < 0x80;
         if ascii(BIG) {
-            self.block::<BIG>(window);
+            self.block::<BIG, false>(window);
             BIG
         } else if ascii(SMALL) {
-            self.block::<SMALL>(window);
+            self.block::<SMALL, false>(window);
             SMALL
         } else {
             0
@@ -385,74 +412,105 @@ impl Acc {
         }
     }
 
+    /// Latin-1: every byte is one code point; those >= 0x80 are "other".
     fn latin1(&mut self, b: &[u8]) {
-        let mut i = 0;
-        while i < b.len() {
-            if i >= 2 && b[i] < 0x80 {
-                let n = self.bulk(&b[i - 2..], b.len() - i);
-                if n > 0 {
-                    i += n;
-                    continue;
-                }
-            }
-            let end = b.len().min(i + SMALL);
-            while i < end {
-                let x = b[i];
-                i += 1;
-                if x < 0x80 {
-                    self.ascii(x);
-                } else {
-                    self.non_ascii(u32::from(x));
-                    break;
-                }
-            }
-        }
+        self.classes(b, |x| if x < 0x80 { x } else { M_OTHER });
     }
 
     /// UCS-2 and UCS-4: each unit is one code point (a lone surrogate is just "other").
-    /// ASCII stretches are narrowed into a byte buffer for the bulk path.
     fn wide<U: Copy + Into<u32>>(&mut self, w: &[U]) {
+        self.classes(w, |u| class_byte(u.into()));
+    }
+
+    /// Fixed-width layouts: blocks of units are mapped to class bytes in a stack buffer (a
+    /// loop the compiler vectorises) and counted by the full block, so mostly-ASCII text with
+    /// a symbol every few words (`→` in numbered file views, box drawing, CJK punctuation)
+    /// and CJK text stay on the bulk path. The first two code points (the blocks' context)
+    /// and the last few go one at a time.
+    #[inline(always)]
+    fn classes<U: Copy + Into<u32>>(&mut self, w: &[U], class: impl Fn(U) -> u8) {
+        let head = w.len().min(2);
+        for &u in &w[..head] {
+            self.class(class(u));
+        }
         let mut buf = [0u8; BIG + 2];
-        let ascii = |units: &[U]| units.iter().fold(0, |a, &u| a | u.into()) < 0x80;
-        let mut i = 0;
-        while i < w.len() {
-            if i >= 2 && w[i].into() < 0x80 {
-                let avail = w.len() - i;
-                let n = if avail >= BIG && ascii(&w[i..i + BIG]) {
-                    BIG
-                } else if avail >= SMALL && ascii(&w[i..i + SMALL]) {
-                    SMALL
-                } else {
-                    0
-                };
-                if n > 0 {
-                    // Context code points may be non-ASCII: any byte >= 0x80 stands for them.
-                    for (dst, &src) in buf[..n + 2].iter_mut().zip(&w[i - 2..i + n]) {
-                        *dst = src.into().min(0x80) as u8;
-                    }
-                    if n == BIG {
-                        self.block::<BIG>(&buf);
-                    } else {
-                        self.block::<SMALL>(&buf);
-                    }
-                    i += n;
-                    continue;
+        let mut i = head;
+        while w.len() - i >= SMALL {
+            let n = if w.len() - i >= BIG { BIG } else { SMALL };
+            let units = &w[i..i + n];
+            // All-ASCII blocks (most of them) only narrow; the others are classified.
+            let ascii = units.iter().fold(0, |a, &u| a | u.into()) < 0x80;
+            for (dst, &src) in buf[..2].iter_mut().zip(&w[i - 2..i]) {
+                *dst = class(src);
+            }
+            if ascii {
+                for (dst, &src) in buf[2..n + 2].iter_mut().zip(units) {
+                    *dst = src.into() as u8;
+                }
+            } else {
+                for (dst, &src) in buf[2..n + 2].iter_mut().zip(units) {
+                    *dst = class(src);
                 }
             }
-            let end = w.len().min(i + SMALL);
-            while i < end {
-                let cp: u32 = w[i].into();
-                i += 1;
-                if cp < 0x80 {
-                    self.ascii(cp as u8);
-                } else {
-                    self.non_ascii(cp);
-                    break;
-                }
+            match (n == BIG, ascii) {
+                (true, true) => self.block::<BIG, false>(&buf),
+                (true, false) => self.block::<BIG, true>(&buf),
+                (false, true) => self.block::<SMALL, false>(&buf),
+                (false, false) => self.block::<SMALL, true>(&buf),
+            }
+            i += n;
+        }
+        for &u in &w[i..] {
+            self.class(class(u));
+        }
+    }
+
+    /// One code point given as its class byte.
+    #[inline(always)]
+    fn class(&mut self, x: u8) {
+        if x < 0x80 {
+            self.ascii(x);
+        } else {
+            self.step(BYTE_CLASS[x as usize]);
+            if x == M_ASTRAL {
+                self.total += u64::from(W_ASTRAL);
             }
         }
     }
 }
+
+/// Class bytes of the non-ASCII classes (see [`class_byte`]).
+const M_CJK: u8 = 0x80;
+const M_OTHER: u8 = 0x81;
+/// "Other" at U+10000 or above (astral: the extra weight).
+const M_ASTRAL: u8 = 0x82;
+
+/// A code point as one byte that keeps all the rule needs: ASCII as itself, else
+/// [`M_CJK`], [`M_OTHER`] or [`M_ASTRAL`].
+#[inline(always)]
+fn class_byte(cp: u32) -> u8 {
+    // Branch-free, so the loops that map blocks of units vectorise.
+    let cjk = is_cjk(cp);
+    let astral = cp >= 0x1_0000;
+    let marker = M_OTHER + u8::from(astral & !cjk) - u8::from(cjk);
+    if cp < 0x80 {
+        cp as u8
+    } else {
+        marker
+    }
+}
+
+/// The class of a class byte (ASCII classes, then the markers; other bytes never occur).
+static BYTE_CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = ascii_class(b as u8);
+        b += 1;
+    }
+    t[M_CJK as usize] = CJK;
+    t
+};
 
 #[cfg(test)]
 mod tests {
