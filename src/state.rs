@@ -124,12 +124,20 @@ impl std::hash::Hasher for FingerprintHasher {
     }
 }
 
+/// A `last_seq` entry whose count is not known (yet).
+const UNCOUNTED: usize = usize::MAX;
+
 type FpMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<FingerprintHasher>>;
 
 #[derive(Debug)]
 pub struct State {
     key: Option<(CounterKey, Framing)>,
     cache: FpMap<Entry>,
+    /// The previous measurement's fingerprints and counts, in order: an agent's next request
+    /// is the previous one plus a message or two, so position `i` is checked against it first
+    /// (a sequential scan) and the map is only probed where they differ. On 100k messages
+    /// this saves ~100k random probes (a few MB of map, cache misses each).
+    last_seq: Vec<(u64, usize, u8)>,
     generation: u32,
     /// Messages counted (cache misses) by the last measurement.
     pub last_counted: usize,
@@ -151,6 +159,7 @@ impl Default for State {
         State {
             key: None,
             cache: FpMap::default(),
+            last_seq: Vec::new(),
             generation: 0,
             last_counted: 0,
             last_total: None,
@@ -177,21 +186,36 @@ impl State {
     ) -> Vec<Option<(usize, u8)>> {
         if self.key != Some((key, framing)) {
             self.cache.clear();
+            self.last_seq.clear();
             self.key = Some((key, framing));
         }
         self.generation = self.generation.wrapping_add(1);
         let gen = self.generation;
-        fps.iter()
-            .map(|fp| {
+        let out: Vec<Option<(usize, u8)>> = fps
+            .iter()
+            .enumerate()
+            .map(|(i, fp)| {
                 if *fp == 0 {
                     return None;
+                }
+                if let Some(&(last, tokens, hints)) = self.last_seq.get(i) {
+                    if last == *fp && tokens != UNCOUNTED {
+                        return Some((tokens, hints));
+                    }
                 }
                 self.cache.get_mut(fp).map(|e| {
                     e.last_used = gen;
                     (e.tokens, e.hints)
                 })
             })
-            .collect()
+            .collect();
+        // The sequence of this measurement; `store` fills in what gets counted.
+        self.last_seq = fps
+            .iter()
+            .zip(&out)
+            .map(|(&fp, c)| c.map_or((fp, UNCOUNTED, 0), |(n, h)| (fp, n, h)))
+            .collect();
+        out
     }
 
     /// Second half of a measurement: remember the counts of the messages just counted.
@@ -208,6 +232,21 @@ impl State {
             return;
         }
         let gen = self.generation;
+        // Fill the counted messages into the sequence (by fingerprint: few of them).
+        let fresh: FpMap<(usize, u8)> = counted
+            .iter()
+            .filter(|c| c.0 != 0)
+            .map(|&(fp, n, h)| (fp, (n, h)))
+            .collect();
+        if !fresh.is_empty() {
+            for e in &mut self.last_seq {
+                if e.1 == UNCOUNTED {
+                    if let Some(&(n, h)) = fresh.get(&e.0) {
+                        (e.1, e.2) = (n, h);
+                    }
+                }
+            }
+        }
         for &(fp, tokens, hints) in counted {
             if fp != 0 {
                 self.cache.insert(
@@ -221,8 +260,11 @@ impl State {
             }
         }
         if self.cache.len() > 2 * total_messages + 64 {
-            self.cache
-                .retain(|_, e| gen.wrapping_sub(e.last_used) < EVICT_AFTER);
+            // Messages served from the sequence did not touch their entries: they stay too.
+            let current: FpMap<()> = self.last_seq.iter().map(|e| (e.0, ())).collect();
+            self.cache.retain(|fp, e| {
+                gen.wrapping_sub(e.last_used) < EVICT_AFTER || current.contains_key(fp)
+            });
         }
     }
 
@@ -368,6 +410,37 @@ mod tests {
                 m
             })
             .collect()
+    }
+
+    #[test]
+    fn the_previous_sequence_and_the_map_agree() {
+        let mut s = State::default();
+        let f = Framing::default();
+        let texts = ["a", "bb", "ccc", "dddd", "eeeee"];
+        let a = msgs(&texts);
+        let first = s.measure(Tokenizer::Approx, f, &a);
+        // Same list: every count from the sequence, none counted.
+        assert_eq!(s.measure(Tokenizer::Approx, f, &a), first);
+        assert_eq!(s.last_counted, 0);
+        // A message removed in the middle: positions shift, the map serves them.
+        let b = msgs(&["a", "bb", "dddd", "eeeee"]);
+        let second = s.measure(Tokenizer::Approx, f, &b);
+        assert_eq!(s.last_counted, 0);
+        assert_eq!(second, [first[0], first[1], first[3], first[4]]);
+        // A new message in the middle: only it is counted, and the next call knows it.
+        let c = msgs(&["a", "bb", "new one", "dddd", "eeeee"]);
+        let third = s.measure(Tokenizer::Approx, f, &c);
+        assert_eq!(s.last_counted, 1);
+        assert_eq!(s.measure(Tokenizer::Approx, f, &c), third);
+        assert_eq!(s.last_counted, 0);
+        // Messages served from the sequence survive eviction while they are in it.
+        for round in 0..(EVICT_AFTER + 5) {
+            let noise: Vec<String> = (0..20).map(|k| format!("noise {round} {k}")).collect();
+            let noise: Vec<&'static str> = noise.into_iter().map(|t| &*t.leak()).collect();
+            s.measure(Tokenizer::Approx, f, &msgs(&noise));
+            s.measure(Tokenizer::Approx, f, &c);
+            assert_eq!(s.last_counted, 0, "round {round}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
-use super::fingerprint::fingerprint;
+use super::fingerprint::{fingerprint, fingerprints_borrowed};
 use super::state::{ConversationState, Counter};
 use super::text::borrow_text;
 use crate::message::{Format, FormatHints};
@@ -207,10 +207,32 @@ fn measure_cached(
     st: &ConversationState,
 ) -> PyResult<(Vec<usize>, usize, usize, Format)> {
     let mut ex = Extractor::new(py);
-    let items = ex.items(messages)?;
-    let fps: Vec<u64> = items.iter().map(fingerprint).collect();
     let key = counter.key();
-    let cached = py.detach(|| st.lock().lookup(key, framing, &fps));
+    // SAFETY: the addresses are used right below, with the GIL held and no Python code run
+    // in between (the lookup is pure Rust and the state's lock is never held while waiting
+    // for the GIL; reading a plain dict message runs no Python code), each taken as a strong
+    // reference before use.
+    let (fps, items, cached) = match unsafe { fingerprints_borrowed(messages) } {
+        Some((fps, ptrs)) => {
+            let cached = st.lock().lookup(key, framing, &fps);
+            let items: Vec<Option<Bound<'_, PyAny>>> = ptrs
+                .iter()
+                .zip(&cached)
+                // SAFETY: as above.
+                .map(|(&p, c)| {
+                    c.is_none()
+                        .then(|| unsafe { Bound::from_borrowed_ptr(py, p) })
+                })
+                .collect();
+            (fps, items, cached)
+        }
+        None => {
+            let items = ex.items(messages)?;
+            let fps: Vec<u64> = items.iter().map(fingerprint).collect();
+            let cached = py.detach(|| st.lock().lookup(key, framing, &fps));
+            (fps, items.into_iter().map(Some).collect(), cached)
+        }
+    };
     let mut hints = FormatHints::default();
     let mut missing = Vec::new();
     let mut views = Vec::new();
@@ -222,7 +244,8 @@ fn measure_cached(
                 hints.openai |= h.openai;
             }
             None => {
-                let (m, h) = ex.message_with_hints(&items[i], i)?;
+                let item = items[i].as_ref().expect("held for every message to count");
+                let (m, h) = ex.message_with_hints(item, i)?;
                 hints.anthropic |= h.anthropic;
                 hints.openai |= h.openai;
                 missing.push(i);
