@@ -85,6 +85,9 @@ class CompactionConfig:
     soft_threshold_tokens: int | None = None
     hard_threshold_tokens: int | None = None
     target_ratio: float = 0.5
+    #: Leading non-system messages kept verbatim (the task). The kept head ends at an earlier
+    #: summary: once the start was compacted, the messages after that summary are later ones and
+    #: are summarised with it (one summary, events in order).
     keep_first_messages: int = 1
     keep_recent_messages: int = 6
     keep_recent_tokens: int | None = None

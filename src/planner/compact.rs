@@ -41,6 +41,25 @@ pub enum PlanError {
     Invalid(Vec<Problem>),
 }
 
+/// The separate system prompt (Anthropic `system`) as the boundary returns it with a
+/// `summary_role="system"` summary added: the planner counts exactly that request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SystemPrompt {
+    /// None: the summary becomes the system prompt (a string).
+    #[default]
+    Absent,
+    /// A string: the summary follows it after a blank line, in the same string
+    /// ([`join_system_text`]).
+    Text(String),
+    /// A list of blocks: the summary is one more text block. `empty`: the list has no text.
+    Blocks { empty: bool },
+}
+
+/// A string system prompt with a summary added (how the boundary returns it).
+pub fn join_system_text(system: &str, summary: &str) -> String {
+    format!("{system}\n\n{summary}")
+}
+
 /// A compaction waiting for its summary.
 #[derive(Clone, Debug)]
 pub struct Planned<'a> {
@@ -68,7 +87,12 @@ pub struct Planned<'a> {
     pub tokens_before: usize,
     pub original_count: usize,
     ratio: f64,
+    /// Raw tokens of the system prompt and the tool definitions.
     extra: usize,
+    /// The separate system prompt and its raw tokens (part of `extra`), for counting a
+    /// summary added to it ([`Planned::set_system_prompt`]).
+    system: SystemPrompt,
+    system_tokens: usize,
     strategy: &'static str,
     offloads: Vec<Offload>,
     needs_summary: bool,
@@ -239,6 +263,8 @@ pub fn plan<'a>(
         original_count: conv.messages.len(),
         ratio,
         extra,
+        system: SystemPrompt::Absent,
+        system_tokens: 0,
         strategy: "none",
         offloads: Vec::new(),
         needs_summary: false,
@@ -416,6 +442,33 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
 }
 
 impl<'a> Planned<'a> {
+    /// Say what the separate system prompt is and its raw tokens (counted in `extra`), so a
+    /// `summary_role="system"` summary is counted as part of it, exactly as returned. Without
+    /// this call the planner assumes there is none.
+    pub fn set_system_prompt(&mut self, system: SystemPrompt, tokens: usize) {
+        self.system_tokens = tokens.min(self.extra);
+        self.system = system;
+    }
+
+    /// Raw tokens of the system prompt and tools once `summary` (if any) is added to the
+    /// system prompt.
+    fn extra_with(&self, summary: Option<&str>, counter: &dyn Count) -> usize {
+        let Some(text) = summary else {
+            return self.extra;
+        };
+        let overhead = self.cfg.framing.message_overhead_tokens;
+        let count = |s: &str| counter.count(Text::Utf8(s));
+        let tools = self.extra - self.system_tokens;
+        let system = match &self.system {
+            SystemPrompt::Absent => overhead + count(text),
+            SystemPrompt::Text(s) => overhead + count(&join_system_text(s, text)),
+            SystemPrompt::Blocks { empty } => {
+                self.system_tokens + count(text) + if *empty { overhead } else { 0 }
+            }
+        };
+        tools + system
+    }
+
     /// The request for the current chunk, or `None` when no summary is needed.
     pub fn request(&self) -> Option<SummaryRequest> {
         if !self.needs_summary {
@@ -538,7 +591,7 @@ impl<'a> Planned<'a> {
         let mut strategy = strategy;
         // Ladder step 1: fewer kept tail messages, down to the last legal block.
         for &c in &legal_tail {
-            if total(&assembled.0) + assembled.2 + self.extra <= target {
+            if total(&assembled.0) + assembled.2 <= target {
                 break;
             }
             late.extend(
@@ -550,10 +603,10 @@ impl<'a> Planned<'a> {
             assembled = self.assemble(&text, tail_start, &late, counter);
         }
         let tail_shortened = self.tail_shortened || tail_start != self.tail_start;
-        let (mut slots, mut system_summary, mut sys_tokens) = assembled;
+        let (mut slots, mut system_summary, mut extra) = assembled;
         // Ladder step 2: hard trim of the oldest legal blocks: the kept head (whole blocks; the
         // head ends at a legal cut), keeping instructions and pinned messages.
-        if total(&slots) + sys_tokens + self.extra > soft {
+        if total(&slots) + extra > soft {
             let before = slots.len();
             if let Some(at) = slots.iter().position(is_summary) {
                 let mut k = 0;
@@ -571,21 +624,21 @@ impl<'a> Planned<'a> {
                 strategy = "truncation";
             }
             // Last resort: a truncation summary instead of the summary text.
-            if total(&slots) + sys_tokens + self.extra > soft {
+            if total(&slots) + extra > soft {
                 let short =
                     truncation_summary(&replaced_views, self.language, 60, cfg.summary_max_tokens);
                 let (t2, _) = self.summary_message(&short, counter);
                 let a = self.assemble(&t2, tail_start, &late, counter);
-                if total(&a.0) + a.2 < total(&slots) + sys_tokens {
+                if total(&a.0) + a.2 < total(&slots) + extra {
                     slots = a.0;
                     system_summary = a.1;
-                    sys_tokens = a.2;
+                    extra = a.2;
                     strategy = "truncation";
                     cut = true;
                 }
             }
         }
-        let _ = sys_tokens;
+        let _ = extra;
         let summary_text = Some(text);
         let mut out = self.finish(
             slots,
@@ -672,8 +725,13 @@ impl<'a> Planned<'a> {
         (text.trim_end().to_owned(), dropped)
     }
 
-    /// Head + summary + kept + tail; returns the slots, the system-prompt summary and its
-    /// tokens.
+    /// Head + summary + kept + tail; returns the slots, the system-prompt summary and the raw
+    /// tokens of the system prompt and tools with it (`extra` when it is a message).
+    ///
+    /// System and developer messages that lead the conversation stay first, also when the
+    /// span starts with an earlier summary (which the new summary replaces in place): the
+    /// instruction slots kept in the span with nothing but instructions and earlier summaries
+    /// before them go before the new summary.
     fn assemble(
         &self,
         text: &str,
@@ -696,12 +754,30 @@ impl<'a> Planned<'a> {
         }
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut out: Vec<Slot<'a>> = self.slots[..self.head_end].to_vec();
+        let instruction = |s: &Slot<'_>| s.view.role.is_instruction();
+        let leading = if out.iter().all(instruction) {
+            self.kept_in_span
+                .iter()
+                .take_while(|&&i| {
+                    self.slots[self.head_end..i]
+                        .iter()
+                        .all(|s| instruction(s) || is_summary(s))
+                })
+                .count()
+        } else {
+            0
+        };
+        out.extend(
+            self.kept_in_span[..leading]
+                .iter()
+                .map(|&i| self.slots[i].clone()),
+        );
         let mut system_summary = None;
-        let mut sys_tokens = 0;
         let anthropic = self.format == Format::Anthropic;
-        if cfg.summary_in_system && anthropic {
-            sys_tokens = counter.count(Text::Utf8(&text)) + cfg.framing.message_overhead_tokens;
+        let extra = if cfg.summary_in_system && anthropic {
+            let extra = self.extra_with(Some(&text), counter);
             system_summary = Some(text);
+            extra
         } else {
             // A strict template wants system messages first only: the summary is the user's there.
             let strict = cfg.profile == Some(Profile::Strict);
@@ -719,8 +795,9 @@ impl<'a> Planned<'a> {
                 cfg.framing,
                 counter,
             ));
-        }
-        for &i in &self.kept_in_span {
+            self.extra
+        };
+        for &i in &self.kept_in_span[leading..] {
             out.push(self.slots[i].clone());
         }
         // Instructions and pinned messages of a tail the ladder shortened stay too.
@@ -732,7 +809,7 @@ impl<'a> Planned<'a> {
                 .cloned(),
         );
         out.extend(self.slots[tail_start..].iter().cloned());
-        (out, system_summary, sys_tokens)
+        (out, system_summary, extra)
     }
 
     /// The shape the provider (or a strict template) needs: Anthropic and strict want the user
@@ -837,13 +914,11 @@ impl<'a> Planned<'a> {
         counter: &dyn Count,
     ) -> Outcome<'a> {
         let ratio = self.ratio;
-        let sys_tokens = system_summary.as_ref().map_or(0, |s| {
-            counter.count(Text::Utf8(s)) + self.cfg.framing.message_overhead_tokens
-        });
+        let extra = self.extra_with(system_summary.as_deref(), counter);
         let mut slots = slots;
         let mut repairs = self.repairs.clone();
         repairs.extend(self.fix_shape(&mut slots, counter));
-        let mut raw_after = total(&slots) + self.extra + sys_tokens;
+        let mut raw_after = total(&slots) + extra;
         let mut tokens_after = calibrated(raw_after, ratio);
         let mut strategy = strategy;
         let mut reason = self.reason.clone();

@@ -19,7 +19,7 @@ pub mod micro;
 pub mod out;
 pub mod repair;
 
-pub use compact::{plan, Outcome, Planned, SummaryRequest};
+pub use compact::{join_system_text, plan, Outcome, Planned, SummaryRequest, SystemPrompt};
 pub use draft::{Count, Slot};
 pub use out::{OutBlock, OutMsg, RecordEntry};
 

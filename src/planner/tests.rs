@@ -251,3 +251,96 @@ fn selective_drops_thinking_but_not_in_the_pending_loop() {
     )
     .is_empty());
 }
+
+#[test]
+fn leading_instructions_stay_before_a_summary_replacing_an_earlier_one() {
+    let long: &'static str = Box::leak(BIG.repeat(30).into_boxed_str());
+    let old: &'static str =
+        Box::leak(format!("{SUMMARY_MARKER} Earlier.\n\nOld summary.").into_boxed_str());
+    let msgs = vec![
+        Message::text(Role::System, old),
+        Message::text(Role::System, "be brief"),
+        Message::text(Role::Developer, "use tabs"),
+        Message::text(Role::User, long),
+        Message::text(Role::Assistant, long),
+    ];
+    let conv = Conversation::new(Format::OpenAi, msgs);
+    for in_system in [false, true] {
+        let cfg = PlanConfig {
+            keep_first_messages: 0,
+            keep_recent_messages: 0,
+            summary_in_system: in_system,
+            ..PlanConfig::for_budget(200)
+        };
+        let o = run(&conv, &cfg, Mode::Force, None);
+        let sources: Vec<Option<usize>> = o.slots.iter().map(|s| s.source()).collect();
+        assert_eq!(&sources[..2], &[Some(1), Some(2)], "{sources:?}");
+        assert!(o.slots[0].out.is_keep() && o.slots[1].out.is_keep());
+        assert_eq!(o.slots.len(), 3);
+        assert!(is_summary_text(
+            &o.slots[2].view.blocks[0].texts[0].text().to_utf8()
+        ));
+        let views = out_views(&o);
+        assert!(validate(&views, Format::OpenAi, crate::validate::Profile::OpenAi).is_empty());
+    }
+}
+
+#[test]
+fn a_system_prompt_summary_is_counted_as_the_boundary_joins_it() {
+    let long: &'static str = Box::leak(BIG.repeat(30).into_boxed_str());
+    let msgs = vec![
+        Message::text(Role::User, long),
+        Message::text(Role::Assistant, long),
+    ];
+    let conv = Conversation::new(Format::Anthropic, msgs);
+    let c = count();
+    let t = tokens(&conv);
+    let overhead = Framing::default().message_overhead_tokens;
+    let cfg = PlanConfig {
+        keep_first_messages: 0,
+        keep_recent_messages: 0,
+        summary_in_system: true,
+        ..PlanConfig::for_budget(600)
+    };
+    let system = "be brief";
+    let sys = overhead + c(Text::Utf8(system));
+    for prompt in [
+        SystemPrompt::Absent,
+        SystemPrompt::Text(system.to_owned()),
+        SystemPrompt::Blocks { empty: false },
+        SystemPrompt::Blocks { empty: true },
+    ] {
+        let (sys, tools) = match prompt {
+            SystemPrompt::Text(_) | SystemPrompt::Blocks { empty: false } => (sys, 7),
+            _ => (0, 7),
+        };
+        let mut p = plan(
+            &conv,
+            &t,
+            sys + tools,
+            &[false, false],
+            &cfg,
+            Mode::Force,
+            false,
+            1.0,
+            None,
+            &c as &dyn Count,
+        )
+        .unwrap();
+        p.set_system_prompt(prompt.clone(), sys);
+        let o = p.apply(Some("<summary>Short.</summary>"), false, &c as &dyn Count);
+        let summary = o
+            .system_summary
+            .clone()
+            .expect("the summary goes to the system prompt");
+        let returned = match &prompt {
+            SystemPrompt::Absent => overhead + c(Text::Utf8(&summary)),
+            SystemPrompt::Text(s) => overhead + c(Text::Utf8(&join_system_text(s, &summary))),
+            SystemPrompt::Blocks { empty } => {
+                sys + c(Text::Utf8(&summary)) + if *empty { overhead } else { 0 }
+            }
+        };
+        let messages: usize = o.slots.iter().map(|s| s.tokens).sum();
+        assert_eq!(o.tokens_after, messages + tools + returned, "{prompt:?}");
+    }
+}

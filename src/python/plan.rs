@@ -9,7 +9,7 @@ use super::extract::{parse_format, Extracted, Extractor};
 use super::render::Source;
 use super::state::{ConversationState, Counter};
 use crate::planner::compact::PlanError;
-use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned};
+use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned, SystemPrompt};
 use crate::summary::language::Language;
 use crate::text::Text;
 use crate::tokens::counter::{Framing, Tokenizer};
@@ -235,7 +235,10 @@ impl Plan {
             (Some(text), None) => Some(pyo3::types::PyString::new(py, text).into_any()),
             (Some(text), Some(s)) => {
                 if let Ok(st) = s.extract::<String>() {
-                    Some(pyo3::types::PyString::new(py, &format!("{st}\n\n{text}")).into_any())
+                    Some(
+                        pyo3::types::PyString::new(py, &planner::join_system_text(&st, text))
+                            .into_any(),
+                    )
                 } else {
                     let l = PyList::empty(py);
                     for b in s.try_iter()? {
@@ -393,7 +396,7 @@ pub fn plan(
             c,
         )
     })?;
-    let planned = match planned {
+    let mut planned = match planned {
         Ok(p) => p,
         Err(PlanError::Invalid(problems)) => {
             let list = PyList::empty(py);
@@ -415,6 +418,18 @@ pub fn plan(
             return Err(PyErr::from_value(exc));
         }
     };
+    // How `apply` will return the system prompt with a summary in it (counted as returned).
+    let system = system.filter(|s| !s.is_none());
+    let prompt = match system {
+        None => SystemPrompt::Absent,
+        Some(s) => match s.extract::<String>() {
+            Ok(text) => SystemPrompt::Text(text),
+            Err(_) => SystemPrompt::Blocks {
+                empty: conv.system.is_empty(),
+            },
+        },
+    };
+    planned.set_system_prompt(prompt, sys);
     let items: Vec<Py<PyAny>> = if let Ok(l) = messages.cast::<PyList>() {
         l.iter().map(|m| m.unbind()).collect()
     } else {
@@ -428,7 +443,7 @@ pub fn plan(
             planned,
             ex,
             messages: Arc::new(items),
-            system: system.filter(|s| !s.is_none()).map(|s| s.clone().unbind()),
+            system: system.map(|s| s.clone().unbind()),
             state: state.map(|s| s.unbind()),
         }),
     })

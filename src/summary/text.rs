@@ -4,6 +4,7 @@
 
 use crate::text::Text;
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 /// What a cut leaves between head and tail: `…[1234 chars omitted]…`. One marker everywhere,
 /// so [`is_cut`] recognises anything this crate cut and nothing is cut twice.
@@ -215,16 +216,43 @@ pub(crate) fn json_strings(json: &str) -> Option<Vec<JsonStr>> {
     Some(out)
 }
 
-/// Chars a JSON string literal spends on `c` (serde_json's escapes).
+/// `s` as a JSON string literal, written the way the Python boundary writes the strings of an
+/// Anthropic `tool_use.input` when it counts them (`json_string` in `src/python/extract.rs`;
+/// keep the two identical): `"`, `\\`, `\n`, `\r`, `\t` as short escapes, every other
+/// control character as `\u00xx`, everything else as it is. Cut arguments are written this
+/// way so the count of the cut text is the count of the request returned (the boundary parses
+/// the cut arguments back into an object, and a recount writes them again); `serde_json`
+/// writes `\b` and `\f`, which would count fewer characters than the recount sees.
+pub fn json_string_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Chars [`json_string_literal`] spends on `c`.
 fn json_escaped_chars(c: char) -> u32 {
     match c {
-        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        '"' | '\\' | '\n' | '\r' | '\t' => 2,
         c if (c as u32) < 0x20 => 6,
         _ => 1,
     }
 }
 
-/// The length of `serde_json::to_string(&head_tail(v, l)?)` for any `l`, without building it:
+/// The length of `json_string_literal(&head_tail(v, l)?)` for any `l`, without building it:
 /// [`cut_json_args`] searches for the largest common cut length, and measuring each trial by
 /// arithmetic on these tables (instead of cutting and encoding every value again) keeps the
 /// search linear in the arguments' size. Mirrors `cut_parts` and `snap_lines` exactly (a test
@@ -370,8 +398,7 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     if cands.is_empty() {
         return None;
     }
-    let cut =
-        |v: &str, l: usize| head_tail(v, l).map(|c| serde_json::to_string(&c).unwrap_or_default());
+    let cut = |v: &str, l: usize| head_tail(v, l).map(|c| json_string_literal(&c));
     // Total chars with every candidate cut to `l` (measured, not built: see `CutSizer`).
     let size = |l: usize| -> usize {
         let mut t = total;
@@ -704,11 +731,30 @@ mod tests {
             let n = v.chars().count();
             let sizer = CutSizer::new(&v, n);
             for l in (1..n + 5).step_by(3) {
-                let built =
-                    head_tail(&v, l).map(|c| serde_json::to_string(&c).unwrap().chars().count());
+                let built = head_tail(&v, l).map(|c| json_string_literal(&c).chars().count());
                 assert_eq!(sizer.encoded_chars(l), built, "{v:?} cut to {l}");
             }
         }
+    }
+
+    #[test]
+    fn json_literals_are_written_like_the_boundary_writes_them() {
+        let v = "a\"b\\c\nd\re\tf\u{8}g\u{c}h\u{1}i\u{1f}j\u{7f}中🙂";
+        let lit = json_string_literal(v);
+        assert_eq!(
+            lit,
+            "\"a\\\"b\\\\c\\nd\\re\\tf\\u0008g\\u000ch\\u0001i\\u001fj\u{7f}中🙂\""
+        );
+        assert_eq!(serde_json::from_str::<String>(&lit).unwrap(), v);
+        let n: u32 = v.chars().map(json_escaped_chars).sum();
+        assert_eq!(n as usize + 2, lit.chars().count());
+        // Cut arguments with control characters keep the boundary's escapes.
+        let args = format!(
+            "{{\"content\":\"{}\\u0008\\u0008\"}}",
+            "The user asked. ".repeat(10)
+        );
+        let cut = cut_json_args(&args, 60).unwrap();
+        assert!(cut.ends_with("\\u0008\\u0008\"}"), "{cut}");
     }
 
     #[test]
