@@ -7,6 +7,7 @@ Bugs these tests found are the ``xfail(strict=True)`` tests at the end (``BUG H*
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import math
@@ -943,27 +944,77 @@ def test_bug_h1_unprintable_numbers_in_tool_input(value: Any) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG H3: a summarizer that mutates kept messages during compact() (pops tool_calls from the tail) "
-    "gets an invalid result back with no error; the kept messages are not re-checked after the summarizer returns",
-)
 def test_bug_h3_summarizer_mutating_kept_messages() -> None:
+    # Fixed: compact() fingerprints the messages before user code runs and checks them after.
+    for on_error in ("fallback", "fallback_all", "raise"):
+        messages = conversation(10)
+
+        def summarizer(req: SummaryRequest, messages: list[Any] = messages) -> str:
+            for m in messages:
+                m.pop("tool_calls", None)
+            return "<summary>ok</summary>"
+
+        c = compactor(max_context_tokens=600, keep_recent_messages=3, summarizer=summarizer)
+        with pytest.raises(SummarizerError, match=r"the summarizer changed message \d+ .*in place"):
+            c.with_config(on_summarizer_error=on_error).compact(messages, format="openai")
+
+
+class StrRole(str):
+    """A str subclass: such a message has no cheap fingerprint and is compared value by value."""
+
+
+@pytest.mark.parametrize("where", ["summarizer", "hook", "summarizer raising", "async summarizer", "str subclass"])
+def test_h3_messages_changed_in_place_while_compacting_raise(where: str) -> None:
     messages = conversation(10)
+    if where == "str subclass":
+        messages[3]["role"] = StrRole("assistant")
+    state = ConversationState()
+
+    def mutate() -> None:
+        messages[-3]["content"] = messages[-3]["content"] + " edited"
 
     def summarizer(req: SummaryRequest) -> str:
-        for m in messages:
-            m.pop("tool_calls", None)
+        if where in ("summarizer", "str subclass"):
+            messages[3]["role"] = StrRole("user") if where == "str subclass" else "user"
+        else:
+            mutate()
+        if where == "summarizer raising":
+            raise TimeoutError("slow")
         return "<summary>ok</summary>"
 
-    try:
-        r = compactor(max_context_tokens=600, keep_recent_messages=3, summarizer=summarizer).compact(
-            messages, format="openai"
-        )
-        assert r.strategy == "summary"
-    except CompactorError:
-        return
-    assert validate_messages(r.messages, format="openai") == []
+    async def asummarizer(req: SummaryRequest) -> str:
+        mutate()
+        return "<summary>ok</summary>"
+
+    c = compactor(
+        max_context_tokens=600,
+        keep_recent_messages=3,
+        summarizer=asummarizer if where == "async summarizer" else summarizer,
+        on_before_compact=(lambda preview: mutate()) if where == "hook" else None,
+    )
+    who = "on_before_compact hook" if where == "hook" else "summarizer"
+    with pytest.raises(SummarizerError, match=f"the {who} changed message"):
+        if where == "async summarizer":
+            asyncio.run(c.acompact(messages, format="openai", state=state))
+        else:
+            c.compact(messages, format="openai", state=state)
+    assert state.cooldown_remaining == 0, "a summarizer that changed the messages starts no fallback"
+
+
+def test_h3_appending_to_the_list_while_compacting_is_not_a_change() -> None:
+    # Another task appending to the list: the result is the compaction of the messages as given.
+    messages = conversation(10)
+    given = list(messages)
+
+    def summarizer(req: SummaryRequest) -> str:
+        messages.append({"role": "user", "content": "and one more thing"})
+        return "<summary>ok</summary>"
+
+    r = compactor(max_context_tokens=600, keep_recent_messages=3, summarizer=summarizer).compact(
+        messages, format="openai"
+    )
+    assert r.strategy == "summary" and validate_messages(r.messages, format="openai") == []
+    assert r.messages[-1] is given[-1] and r.original_count == len(given)
 
 
 @pytest.mark.parametrize("field", ["image_tokens", "message_overhead_tokens"])

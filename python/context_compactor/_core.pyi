@@ -230,5 +230,8 @@ def plan(
 def start_cooldown(state: ConversationState, calls: int) -> None:
     """Start a cool-down of ``calls`` calls (micro/selective only) after a summarizer failure."""
 
+def message_fingerprints(messages: Sequence[Any]) -> list[int]:
+    """Content fingerprints of messages (0: none cheap), to tell whether one changed in place."""
+
 def looks_like_error(reply: str) -> bool:
     """Whether a reply without ``<summary>`` tags reads like an error, a traceback or a refusal."""

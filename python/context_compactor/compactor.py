@@ -26,6 +26,78 @@ __all__ = ["CompactionCheck", "ContextCompactor"]
 Urgency = Literal["none", "soft", "hard"]
 
 
+def _plain(message: Any) -> Any:
+    """A comparable copy of a message that has no cheap fingerprint (str subclasses such as a
+    ``StrEnum`` role, objects without ``__dict__``): plain values, containers, object fields.
+    Cycles are cut; a message of more than a million values raises ``OverflowError``."""
+    budget = [1_000_000]
+    path: set[int] = set()
+
+    def walk(value: Any) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OverflowError("message too large to compare")
+        # The base classes' methods read subclasses' values without running their overrides.
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return (type(value), int.__index__(value))
+        if isinstance(value, str):
+            return (type(value), str.__str__(value))
+        if isinstance(value, float):
+            return (type(value), float.__repr__(value))
+        if isinstance(value, bytes):
+            return (type(value), bytes.hex(value))
+        if id(value) in path:
+            return ("cycle", id(value))
+        path.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return ("dict", tuple((walk(k), walk(v)) for k, v in value.items()))
+            if isinstance(value, (list, tuple)):
+                return (type(value), tuple(walk(v) for v in value))
+            fields = getattr(value, "__dict__", None)
+            if isinstance(fields, dict):
+                return (type(value), walk(fields), walk(getattr(value, "__pydantic_extra__", None)))
+            return ("object", id(value))
+        finally:
+            path.discard(id(value))
+
+    return walk(message)
+
+
+class _InputGuard:
+    """What the messages given to ``compact()`` were before user code (the summarizer, the
+    ``on_before_compact`` hook) ran, to tell whether it changed one of them in place."""
+
+    __slots__ = ("_items", "_marks")
+
+    def __init__(self, messages: Sequence[Any]) -> None:
+        self._items = list(messages)
+        fingerprints = _core.message_fingerprints(self._items)
+        self._marks = [fp if fp else self._plain(m) for m, fp in zip(self._items, fingerprints, strict=True)]
+
+    @staticmethod
+    def _plain(m: Any) -> Any:
+        try:
+            return ("plain", _plain(m))
+        except Exception:  # an object that cannot even be read: it cannot be checked either
+            return ("unreadable", id(m))
+
+    def check(self, who: str) -> None:
+        """Raise :class:`SummarizerError` when a message was changed in place since."""
+        fingerprints = _core.message_fingerprints(self._items)
+        for i, (m, fp, mark) in enumerate(zip(self._items, fingerprints, self._marks, strict=True)):
+            if (fp if isinstance(mark, int) else self._plain(m)) != mark:
+                raise SummarizerError(
+                    f"{who} changed message {i} of the conversation being compacted (in place) while "
+                    "compact() was running; the compaction was planned on the messages as they were, so "
+                    "its result would not match them and could be invalid. Summarizers and hooks must not "
+                    "modify the messages (copy them first); no result was returned and the messages are "
+                    "as your code left them."
+                )
+
+
 @dataclass(frozen=True)
 class CompactionCheck:
     """Where a conversation stands against its window.
@@ -348,8 +420,14 @@ class ContextCompactor:
             result = plan.apply(None)
             if not result.compacted:
                 return result
+        # User code runs next: remember the messages to tell whether it changed one in place.
+        guard = None
+        if self.on_before_compact is not None or (request is not None and self.summarizer is not None):
+            guard = _InputGuard(messages)
         if self.on_before_compact is not None:
             yield ("hook", (self.on_before_compact, preview))
+            if guard is not None:
+                guard.check("the on_before_compact hook")
         if preview.vetoed:
             return self._unchanged(messages, system, plan, preview._veto or "vetoed")
         if result is not None:
@@ -363,7 +441,14 @@ class ContextCompactor:
             try:
                 current = plan
                 while True:
-                    reply = yield ("summarize", current.request)
+                    try:
+                        reply = yield ("summarize", current.request)
+                    except Exception:
+                        if guard is not None:
+                            guard.check("the summarizer")
+                        raise
+                    if guard is not None:
+                        guard.check("the summarizer")
                     text, truncated, usage = check_reply(reply)
                     usages.append(usage)
                     if current.remaining_chunks == 0:
@@ -401,6 +486,16 @@ class ContextCompactor:
         empty or error-like reply: the rule summary, with ``fallback_reason`` set) → fewer tail
         messages → truncation; ``over_budget=True`` if still above the soft threshold. The input
         is never modified. An async summarizer or hook needs :meth:`acompact`.
+
+        The result is built from the messages as they were when ``compact()`` was called; your
+        summarizer and ``on_before_compact`` hook must not modify them. Changing the list itself
+        meanwhile (another task appending to it) does not affect the result, which then lacks the
+        new messages. Changing a message object in place (say, popping its ``tool_calls``) would
+        leave the result miscounted or invalid for the provider, since kept messages are returned
+        as the same objects: ``compact()`` checks for that after the hook and after each
+        summarizer call and raises :class:`SummarizerError` naming the message (whatever
+        ``on_summarizer_error`` says, since no fallback can be built on changed messages); no
+        result is returned, no cool-down starts, and the messages stay as your code left them.
         """
         steps = self._steps(
             messages,
@@ -451,7 +546,8 @@ class ContextCompactor:
     ) -> CompactResult:
         """:meth:`compact` for async code: async (or sync, run in a worker thread) summarizers and
         hooks, ``asyncio.wait_for`` timeouts. Cancelling it propagates ``CancelledError`` and
-        applies nothing."""
+        applies nothing. A summarizer or hook that changes a message in place while it runs raises
+        :class:`SummarizerError`, as in :meth:`compact`."""
         steps = self._steps(
             messages,
             system=system,

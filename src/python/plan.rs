@@ -449,6 +449,17 @@ pub fn plan(
     })
 }
 
+/// Content fingerprints of messages (0 for one without a cheap fingerprint): `compact()` takes
+/// them before a summarizer or hook runs and again after, to tell whether a message it holds
+/// was changed in place meanwhile.
+#[pyfunction]
+pub fn message_fingerprints(messages: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    messages
+        .try_iter()?
+        .map(|m| m.map(|m| super::fingerprint::fingerprint(&m)))
+        .collect()
+}
+
 /// Add a `ConversationState` cool-down of `calls` calls (after a summarizer failure).
 #[pyfunction]
 pub fn start_cooldown(state: &Bound<'_, ConversationState>, calls: u32) {
@@ -459,5 +470,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Plan>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(start_cooldown, m)?)?;
+    m.add_function(wrap_pyfunction!(message_fingerprints, m)?)?;
     Ok(())
 }
