@@ -46,34 +46,76 @@ impl Extracted {
 }
 
 /// Where a value sits, for error messages: message index (or none for system/tools) and path.
-#[derive(Clone)]
-pub struct Loc {
+///
+/// A chain of borrowed segments, written out only when an error is raised: reading a message
+/// builds one per field and part, and formatting each path up front cost an allocation per
+/// field on every call.
+#[derive(Clone, Copy)]
+pub struct Loc<'a> {
     index: Option<usize>,
-    path: String,
+    parent: Option<&'a Loc<'a>>,
+    seg: Seg<'a>,
 }
 
-impl Loc {
-    fn child(&self, key: &str) -> Loc {
-        let path = if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        };
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    /// The start of a path (`""` for a message itself).
+    Root(&'a str),
+    Key(&'a str),
+    /// A key as the caller's string (a JSON object key), converted only for the message.
+    KeyText(Text<'a>),
+    Item(usize),
+}
+
+impl<'a> Loc<'a> {
+    fn root(index: Option<usize>, path: &'a str) -> Self {
         Loc {
-            index: self.index,
-            path,
+            index,
+            parent: None,
+            seg: Seg::Root(path),
         }
     }
 
-    fn item(&self, k: usize) -> Loc {
+    fn child<'b>(&'b self, key: &'b str) -> Loc<'b> {
         Loc {
             index: self.index,
-            path: format!("{}[{k}]", self.path),
+            parent: Some(self),
+            seg: Seg::Key(key),
         }
+    }
+
+    fn item(&self, k: usize) -> Loc<'_> {
+        Loc {
+            index: self.index,
+            parent: Some(self),
+            seg: Seg::Item(k),
+        }
+    }
+
+    fn path(&self) -> String {
+        let mut path = self.parent.map(Loc::path).unwrap_or_default();
+        match self.seg {
+            Seg::Root(r) => path.push_str(r),
+            Seg::Key(k) if path.is_empty() => path.push_str(k),
+            Seg::Key(k) => {
+                path.push('.');
+                path.push_str(k);
+            }
+            Seg::KeyText(t) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&t.to_utf8());
+            }
+            Seg::Item(k) => {
+                let _ = write!(path, "[{k}]");
+            }
+        }
+        path
     }
 
     fn err(&self, py: Python<'_>, what: &str) -> PyErr {
-        message_type_error(py, self.index, &self.path, what)
+        message_type_error(py, self.index, &self.path(), what)
     }
 }
 
@@ -94,7 +136,7 @@ enum Access<'a, 'py> {
 }
 
 impl<'a, 'py> Access<'a, 'py> {
-    fn of(obj: &'a Bound<'py, PyAny>, loc: &Loc) -> PyResult<Self> {
+    fn of(obj: &'a Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Self> {
         let py = obj.py();
         if let Ok(d) = obj.cast::<PyDict>() {
             return Ok(Access::Dict(d));
@@ -124,7 +166,11 @@ impl<'a, 'py> Access<'a, 'py> {
     }
 
     /// The value of `key`; `None` when absent or Python `None`.
-    fn get(&self, key: &Bound<'py, PyString>, loc: &Loc) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn get(
+        &self,
+        key: &Bound<'py, PyString>,
+        loc: &Loc<'_>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = key.py();
         let v = match self {
             Access::Dict(d) => d.get_item(key),
@@ -182,7 +228,7 @@ impl<'py> Extractor<'py> {
         self.keep.text(s)
     }
 
-    fn text(&mut self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Text<'static>> {
+    fn text(&mut self, v: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Text<'static>> {
         match v.cast::<PyString>() {
             Ok(s) => self.borrow(s),
             Err(_) => Err(loc.err(self.py, &format!("expected str, got {}", type_name(v)))),
@@ -193,7 +239,7 @@ impl<'py> Extractor<'py> {
         &mut self,
         acc: &Access<'_, 'py>,
         key: &Bound<'py, PyString>,
-        loc: &Loc,
+        loc: &Loc<'_>,
     ) -> PyResult<Option<String>> {
         match acc.get(key, loc)? {
             None => Ok(None),
@@ -220,13 +266,7 @@ impl<'py> Extractor<'py> {
 
     /// The items of the message list.
     pub fn items(&self, messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.sequence(
-            messages,
-            &Loc {
-                index: None,
-                path: "messages".to_owned(),
-            },
-        )
+        self.sequence(messages, &Loc::root(None, "messages"))
     }
 
     /// Read the separate system prompt and tool definitions into a conversation without
@@ -253,17 +293,8 @@ impl<'py> Extractor<'py> {
     /// Read one message.
     pub fn message(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<Message<'static>> {
         let py = self.py;
-        let loc = Loc {
-            index: Some(index),
-            path: String::new(),
-        };
-        let acc = Access::of(
-            obj,
-            &Loc {
-                index: Some(index),
-                path: "message".to_owned(),
-            },
-        )?;
+        let loc = Loc::root(Some(index), "");
+        let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
@@ -356,7 +387,7 @@ impl<'py> Extractor<'py> {
         Ok(m)
     }
 
-    fn sequence(&self, v: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn sequence(&self, v: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         if let Ok(l) = v.cast::<PyList>() {
             return Ok(l.iter().collect());
         }
@@ -367,7 +398,7 @@ impl<'py> Extractor<'py> {
     }
 
     /// An OpenAI `tool_calls[k]` entry.
-    fn tool_call(&mut self, call: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Block<'static>> {
+    fn tool_call(&mut self, call: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Block<'static>> {
         let py = self.py;
         let acc = Access::of(call, loc)?;
         let mut b = Block::new(BlockKind::ToolCall);
@@ -398,7 +429,7 @@ impl<'py> Extractor<'py> {
         &mut self,
         c: &Bound<'py, PyAny>,
         blocks: &mut Vec<Block<'static>>,
-        loc: &Loc,
+        loc: &Loc<'_>,
     ) -> PyResult<()> {
         if let Ok(s) = c.cast::<PyString>() {
             let t = self.borrow(s)?;
@@ -423,12 +454,13 @@ impl<'py> Extractor<'py> {
     }
 
     /// One content part (OpenAI) or block (Anthropic).
-    fn block(&mut self, part: &Bound<'py, PyAny>, loc: &Loc) -> PyResult<Block<'static>> {
+    fn block(&mut self, part: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Block<'static>> {
         let py = self.py;
         let acc = Access::of(part, loc)?;
+        // Read in place (kept alive like every borrowed text): no copy of the type name.
         let ty = match acc.get(intern!(py, "type"), loc)? {
-            Some(t) => self.text(&t, &loc.child("type"))?.to_utf8().into_owned(),
-            None => String::new(),
+            Some(t) => self.text(&t, &loc.child("type"))?.to_utf8(),
+            None => std::borrow::Cow::Borrowed(""),
         };
         let text_field = |this: &mut Self, key: &Bound<'py, PyString>, kind: BlockKind| {
             let mut b = Block::new(kind);
@@ -438,7 +470,7 @@ impl<'py> Extractor<'py> {
             }
             Ok::<_, PyErr>(b)
         };
-        Ok(match ty.as_str() {
+        Ok(match &*ty {
             "text" | "input_text" | "output_text" => {
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
@@ -507,7 +539,7 @@ impl<'py> Extractor<'py> {
         &mut self,
         c: &Bound<'py, PyAny>,
         b: &mut Block<'static>,
-        loc: &Loc,
+        loc: &Loc<'_>,
     ) -> PyResult<()> {
         // A tool result may hold blocks, which may hold tool results: bound the nesting (a
         // self-containing block would otherwise recurse until the stack overflows).
@@ -531,7 +563,7 @@ impl<'py> Extractor<'py> {
         &mut self,
         v: &Bound<'py, PyAny>,
         out: &mut Vec<Piece<'static>>,
-        loc: &Loc,
+        loc: &Loc<'_>,
         depth: usize,
     ) -> PyResult<()> {
         if depth > MAX_DEPTH {
@@ -568,7 +600,7 @@ impl<'py> Extractor<'py> {
         &mut self,
         v: &Bound<'py, PyAny>,
         out: &mut String,
-        loc: &Loc,
+        loc: &Loc<'_>,
         depth: usize,
     ) -> PyResult<()> {
         if depth > MAX_DEPTH {
@@ -611,7 +643,11 @@ impl<'py> Extractor<'py> {
                 let kt = unsafe { super::text::borrow_text(ks)? };
                 json_string(kt, out);
                 out.push(':');
-                let child = loc.child(&kt.to_utf8());
+                let child = Loc {
+                    index: loc.index,
+                    parent: Some(loc),
+                    seg: Seg::KeyText(kt),
+                };
                 self.json(&item, out, &child, depth + 1)?;
             }
             out.push('}');
@@ -638,10 +674,7 @@ impl<'py> Extractor<'py> {
 
     /// The separate system prompt: a string, or a list of text blocks.
     pub fn system(&mut self, v: &Bound<'py, PyAny>) -> PyResult<Vec<Piece<'static>>> {
-        let loc = Loc {
-            index: None,
-            path: "system".to_owned(),
-        };
+        let loc = Loc::root(None, "system");
         let mut blocks = Vec::new();
         self.content(v, &mut blocks, &loc)?;
         Ok(blocks.into_iter().flat_map(|b| b.texts).collect())
@@ -649,10 +682,7 @@ impl<'py> Extractor<'py> {
 
     /// Tool definitions, each as compact JSON.
     pub fn tools(&mut self, v: &Bound<'py, PyAny>) -> PyResult<Vec<Piece<'static>>> {
-        let loc = Loc {
-            index: None,
-            path: "tools".to_owned(),
-        };
+        let loc = Loc::root(None, "tools");
         let mut out = Vec::new();
         for (k, t) in self.sequence(v, &loc)?.iter().enumerate() {
             let mut json = String::new();
@@ -670,10 +700,7 @@ impl<'py> Extractor<'py> {
         system: Option<&Bound<'py, PyAny>>,
         tools: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Extracted> {
-        let root = Loc {
-            index: None,
-            path: "messages".to_owned(),
-        };
+        let root = Loc::root(None, "messages");
         let items = self.sequence(messages, &root)?;
         let mut msgs = Vec::with_capacity(items.len());
         for (i, m) in items.iter().enumerate() {
