@@ -44,22 +44,7 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
 
 /// Whether a slot is an earlier compaction's summary message.
 pub fn is_summary(s: &Slot<'_>) -> bool {
-    s.view
-        .blocks
-        .first()
-        .and_then(|b| b.texts.first())
-        .is_some_and(|p| {
-            // `is_summary_text` of the first characters only (the marker after at most 16
-            // characters of white space), read in place.
-            let mut head = p
-                .text()
-                .chars()
-                .take(super::SUMMARY_MARKER.len() + 16)
-                .skip_while(|c| c.is_whitespace());
-            super::SUMMARY_MARKER
-                .chars()
-                .all(|m| head.next() == Some(m))
-        })
+    s.is_summary()
 }
 
 /// End of the kept head and start of the kept tail, both at legal cut points.
