@@ -2,7 +2,8 @@
 index and the field) or a valid result. A Rust panic reaching Python (``PanicException``), an
 untyped exception, a hang or an invalid result fails the test.
 
-Bugs these tests found are the ``xfail(strict=True)`` tests at the end (``BUG H*``).
+The bugs these tests found (S1, H1–H5) are fixed; their reproducers stay at the end as plain
+regression tests (``test_bug_*``).
 """
 
 from __future__ import annotations
@@ -904,7 +905,7 @@ def test_huge_config_values_are_config_errors_or_work(field: str) -> None:
     run_all(conversation(), fmt="openai", c=c)
 
 
-# -- bugs found here, not fixed yet ------------------------------------------------------------------------------------
+# -- bugs found here (all fixed; the reproducers are regression tests) -------------------------------------------------
 
 NESTED_RESULTS = {
     "cycle": "r = {'type': 'tool_result', 'tool_use_id': 't'}; r['content'] = [r]",
