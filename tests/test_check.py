@@ -287,3 +287,36 @@ def test_calibration_from_usage_objects() -> None:
         fresh.observe_usage({"prompt_tokens": -5})
     fresh.reset()
     assert fresh.calibration == 1.0
+
+
+def _long_conversation(corpus: dict[str, list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
+    """``n`` messages: the corpus's user and assistant text messages again and again (valid enough
+    to count; counting never needs a valid request)."""
+    pool = [m for conv in corpus.values() for m in conv if isinstance(m.get("content"), str)]
+    return [copy.deepcopy(pool[i % len(pool)]) for i in range(n)]
+
+
+@pytest.mark.parametrize("tokenizer", ["approx", "o200k_base"])
+def test_long_conversations_count_the_same_as_message_by_message(
+    openai_corpus: dict[str, list[dict[str, Any]]], tokenizer: str
+) -> None:
+    # Above a few hundred messages, messages are counted on the pool while later ones are still
+    # being read: the counts must be those of each message alone, in order.
+    conv = _long_conversation(openai_corpus, 1_500)
+    counter = TokenCounter(tokenizer)
+    each = counter.count_each(conv)
+    alone = [counter.count_each([m]).total for m in conv]
+    assert list(each.messages) == alone
+    comp = ContextCompactor(tokenizer=tokenizer)
+    assert comp.check(conv).current_tokens == sum(alone)
+    assert comp.micro_compact(conv).tokens_before == sum(alone)
+
+
+def test_a_bad_message_deep_in_a_long_conversation_is_named() -> None:
+    conv: list[Any] = [{"role": "user", "content": f"message {i}"} for i in range(2_000)]
+    conv[1_337] = {"role": "user", "content": 42}
+    for call in (ContextCompactor().check, ContextCompactor().micro_compact, TokenCounter().count_each):
+        with pytest.raises(MessageTypeError) as e:
+            call(conv)
+        assert e.value.index == 1_337
+        assert e.value.field == "content"

@@ -16,11 +16,13 @@ use crate::message::{
     Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
 };
 use crate::text::Text;
+use crate::tokens::counter::{message_tokens, Framing, Tokenizer};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use std::fmt::Write as _;
+use std::sync::{Arc, OnceLock};
 
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
@@ -30,10 +32,18 @@ const MAX_DEPTH: usize = 64;
 /// Field order matters: `conv` is dropped before `_keep`.
 pub struct Extracted {
     conv: Conversation<'static>,
+    /// Each message's tokens, when counted while reading (see [`Extractor::counting`]).
+    counts: Option<Vec<usize>>,
     _keep: KeepAlive,
 }
 
 impl Extracted {
+    /// The messages' token counts, when the extractor counted them (see
+    /// [`Extractor::counting`]).
+    pub fn counts(&self) -> Option<&[usize]> {
+        self.counts.as_deref()
+    }
+
     pub fn conv(&self) -> &Conversation<'_> {
         &self.conv
     }
@@ -204,6 +214,8 @@ pub struct Extractor<'py> {
     fingerprints: bool,
     /// Tool results being read inside one another.
     result_depth: usize,
+    /// Count the messages with this tokenizer while reading them (see [`Extractor::counting`]).
+    counting: Option<(Tokenizer, Framing)>,
 }
 
 impl<'py> Extractor<'py> {
@@ -214,7 +226,18 @@ impl<'py> Extractor<'py> {
             hints: FormatHints::default(),
             fingerprints: false,
             result_depth: 0,
+            counting: None,
         }
+    }
+
+    /// Also count each message with `tok`, overlapping the counting with the reading: reading
+    /// needs the GIL and stays on this thread, while blocks of messages already read are
+    /// counted on the pool (their texts are kept alive and immutable). A cold count of a long
+    /// conversation then costs about its reading plus what is left to count after it, instead
+    /// of the sum of both (see [`Extractor::conversation`]).
+    pub fn counting(mut self, tok: Tokenizer, framing: Framing) -> Self {
+        self.counting = Some((tok, framing));
+        self
     }
 
     /// Also fingerprint each message (see `crate::state`).
@@ -286,6 +309,7 @@ impl<'py> Extractor<'py> {
         }
         Ok(Extracted {
             conv,
+            counts: None,
             _keep: self.keep,
         })
     }
@@ -702,10 +726,20 @@ impl<'py> Extractor<'py> {
     ) -> PyResult<Extracted> {
         let root = Loc::root(None, "messages");
         let items = self.sequence(messages, &root)?;
-        let mut msgs = Vec::with_capacity(items.len());
-        for (i, m) in items.iter().enumerate() {
-            msgs.push(self.message(m, i)?);
-        }
+        let pool = crate::parallel::pool().filter(|_| items.len() >= PIPELINE_MIN_MESSAGES);
+        let (msgs, counts) = match (self.counting, pool) {
+            (Some((tok, framing)), Some(pool)) if !self.fingerprints => {
+                let (msgs, counts) = self.messages_counted(&items, tok, framing, pool)?;
+                (msgs, Some(counts))
+            }
+            _ => {
+                let mut msgs = Vec::with_capacity(items.len());
+                for (i, m) in items.iter().enumerate() {
+                    msgs.push(self.message(m, i)?);
+                }
+                (msgs, None)
+            }
+        };
         let format = format.unwrap_or_else(|| self.hints.detect());
         let mut conv = Conversation::new(format, msgs);
         if let Some(s) = system.filter(|s| !s.is_none()) {
@@ -716,10 +750,61 @@ impl<'py> Extractor<'py> {
         }
         Ok(Extracted {
             conv,
+            counts,
             _keep: self.keep,
         })
     }
+
+    /// Read the messages in blocks of [`PIPELINE_CHUNK`] on this thread, each block counted on
+    /// the pool as soon as it is read.
+    fn messages_counted(
+        &mut self,
+        items: &[Bound<'py, PyAny>],
+        tok: Tokenizer,
+        framing: Framing,
+        pool: &rayon::ThreadPool,
+    ) -> PyResult<(Vec<Message<'static>>, Vec<usize>)> {
+        let blocks = items.len().div_ceil(PIPELINE_CHUNK);
+        let counted: Vec<OnceLock<Vec<usize>>> = (0..blocks).map(|_| OnceLock::new()).collect();
+        let mut read: Vec<Arc<Vec<Message<'static>>>> = Vec::with_capacity(blocks);
+        // The scope returns once every block is counted (also after an error, before the
+        // strings the blocks borrow can be released).
+        pool.in_place_scope(|scope| {
+            for (k, part) in items.chunks(PIPELINE_CHUNK).enumerate() {
+                let mut block = Vec::with_capacity(part.len());
+                for (j, m) in part.iter().enumerate() {
+                    block.push(self.message(m, k * PIPELINE_CHUNK + j)?);
+                }
+                let block = Arc::new(block);
+                read.push(Arc::clone(&block));
+                let slot = &counted[k];
+                scope.spawn(move |_| {
+                    let _ = slot.set(
+                        block
+                            .iter()
+                            .map(|m| message_tokens(tok, m, framing))
+                            .collect(),
+                    );
+                });
+            }
+            Ok::<_, PyErr>(())
+        })?;
+        let mut msgs = Vec::with_capacity(items.len());
+        let mut counts = Vec::with_capacity(items.len());
+        for (block, slot) in read.into_iter().zip(counted) {
+            counts.extend(slot.into_inner().unwrap_or_default());
+            msgs.extend(Arc::try_unwrap(block).unwrap_or_else(|shared| (*shared).clone()));
+        }
+        Ok((msgs, counts))
+    }
 }
+
+/// Messages per block of [`Extractor::messages_counted`]: large enough that handing a block to
+/// the pool (~1 µs) is lost in counting it, small enough that little is left to count after the
+/// last message is read.
+const PIPELINE_CHUNK: usize = 128;
+/// Below this, reading then counting in one go is as fast (and needs no pool).
+const PIPELINE_MIN_MESSAGES: usize = 4 * PIPELINE_CHUNK;
 
 /// Append `t` as a JSON string literal.
 fn json_string(t: Text<'_>, out: &mut String) {

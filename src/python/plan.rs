@@ -358,6 +358,8 @@ pub fn plan(
     let mut ex = Extractor::new(py);
     if state.is_some() {
         ex = ex.with_fingerprints();
+    } else if let Counter::Builtin(t) = counter {
+        ex = ex.counting(t, cfg.framing);
     }
     let ex = Arc::new(ex.conversation(messages, format, system, tools)?);
     let conv = ex.conv_static();
@@ -367,7 +369,10 @@ pub fn plan(
         return Err(config_error(py, "pinned", "one flag per message expected"));
     }
     let st = state.as_ref().map(|s| s.get());
-    let tokens = counter.count_messages(py, &conv.messages, cfg.framing, st)?;
+    let tokens = match ex.counts() {
+        Some(c) => c.to_vec(),
+        None => counter.count_messages(py, &conv.messages, cfg.framing, st)?,
+    };
     let (sys, tls) = counter.count_extras(py, conv, cfg.framing)?;
     let (ratio, cooldown) = match st {
         Some(s) => {

@@ -167,9 +167,16 @@ pub fn measure(
     let (per, sys, tls, format) = match state {
         Some(st) => measure_cached(py, &counter, messages, format, system, tools, framing, st)?,
         None => {
-            let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
+            let mut ex = Extractor::new(py);
+            if let Counter::Builtin(t) = counter {
+                ex = ex.counting(t, framing);
+            }
+            let ex = ex.conversation(messages, format, system, tools)?;
             let conv = ex.conv();
-            let per = counter.count_messages(py, &conv.messages, framing, None)?;
+            let per = match ex.counts() {
+                Some(c) => c.to_vec(),
+                None => counter.count_messages(py, &conv.messages, framing, None)?,
+            };
             let (sys, tls) = counter.count_extras(py, conv, framing)?;
             (per, sys, tls, conv.format)
         }
