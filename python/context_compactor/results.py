@@ -85,6 +85,22 @@ class RecordEntry:
     detail: str = ""
 
 
+def _record_entries(rows: list[dict[str, Any]]) -> tuple[RecordEntry, ...]:
+    """The core's record rows (dicts with exactly RecordEntry's fields) as RecordEntry objects.
+
+    A micro-compaction of a long conversation records thousands of entries, and the frozen
+    dataclass's ``__init__`` (three ``object.__setattr__`` calls) was 6% of ``micro_compact()``
+    on 10k messages; filling the instance dict directly builds the same objects 3x faster.
+    """
+    new = object.__new__
+    out = []
+    for row in rows:
+        entry = new(RecordEntry)
+        entry.__dict__.update(row)
+        out.append(entry)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class CompactResult:
     """The outcome of a compaction.
@@ -173,7 +189,7 @@ class CompactResult:
             over_budget=d["over_budget"],
             over_budget_reason=d["over_budget_reason"],
             repairs=tuple(d["repairs"]),
-            record=tuple(RecordEntry(r["index"], r["action"], r["detail"]) for r in d["record"]),
+            record=_record_entries(d["record"]),
             phases=tuple((str(p), int(t)) for p, t in d["phases"]),
             must_keep_missing=tuple(d["must_keep_missing"]),
             must_keep=tuple(d["must_keep"]),
