@@ -157,7 +157,7 @@ class ContextCompactor:
         ('none', False)
     """
 
-    __slots__ = ("_config", "_counter", "on_before_compact", "on_compacted", "summarizer")
+    __slots__ = ("_config", "_counter", "_limits", "on_before_compact", "on_compacted", "summarizer")
 
     def __init__(
         self,
@@ -182,6 +182,12 @@ class ContextCompactor:
             if fn is not None and not callable(fn):
                 raise ConfigError(f"{name}: expected a callable, got {fn!r}", name)
         object.__setattr__(self, "_config", config)
+        # The thresholds check() compares with, worked out once (the config is immutable).
+        object.__setattr__(
+            self,
+            "_limits",
+            (config.soft_threshold, config.hard_threshold, config.budget, config.target_tokens, config.micro_threshold),
+        )
         object.__setattr__(
             self,
             "_counter",
@@ -232,30 +238,34 @@ class ContextCompactor:
         With a ``state``, only messages not counted before are counted, and the calibration it
         learned from :meth:`ConversationState.observe_usage` is applied.
         """
-        cfg = self._config
         counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
-        raw = counts.total
+        soft, hard, budget, target, micro = self._limits
         current = counts.calibrated_total
-        if current >= cfg.hard_threshold:
+        if current >= hard:
             urgency: Urgency = "hard"
-        elif current >= cfg.soft_threshold:
+        elif current >= soft:
             urgency = "soft"
         else:
             urgency = "none"
-        return CompactionCheck(
+        # Built by filling the instance dict: check() runs on every agent step, and the frozen
+        # dataclass's __init__ (twelve object.__setattr__ calls) was a third of a warm check of
+        # a short conversation.
+        result = object.__new__(CompactionCheck)
+        result.__dict__.update(
             should_compact=urgency != "none",
             urgency=urgency,
             current_tokens=current,
-            threshold=cfg.soft_threshold,
-            hard_threshold=cfg.hard_threshold,
-            budget=cfg.budget,
-            target_tokens=cfg.target_tokens,
-            raw_tokens=raw,
+            threshold=soft,
+            hard_threshold=hard,
+            budget=budget,
+            target_tokens=target,
+            raw_tokens=counts.total,
             calibration=state.calibration if state is not None else 1.0,
-            message_count=len(counts.messages),
-            micro_due=current >= cfg.micro_threshold,
+            message_count=counts.message_count,
+            micro_due=current >= micro,
             format=counts.format,
         )
+        return result
 
     def should_compact(
         self,

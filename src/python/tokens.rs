@@ -90,6 +90,12 @@ pub struct MessageCounts {
 
 #[pymethods]
 impl MessageCounts {
+    /// Number of messages (without building the `messages` list).
+    #[getter]
+    fn message_count(&self) -> usize {
+        self.messages.len()
+    }
+
     #[new]
     #[pyo3(signature = (messages, system=0, tools=0, format="openai"))]
     fn new(
