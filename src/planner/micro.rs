@@ -11,7 +11,7 @@
 use super::draft::{Count, Slot};
 use super::out::RecordEntry;
 use super::{Action, Item, PlanConfig};
-use crate::message::{BlockKind, Role};
+use crate::message::{Block, BlockKind, Role};
 use crate::structure::analyze;
 use crate::summary::text::{cut_json_args, head_tail, is_cut};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -227,14 +227,9 @@ fn clear_result(
     before.saturating_sub(slot.tokens)
 }
 
-/// Cut one call's long arguments. Returns the tokens saved.
-fn cut_args(
-    slot: &mut Slot<'_>,
-    k: usize,
-    cfg: &PlanConfig,
-    counter: &dyn Count,
-) -> Option<(usize, RecordEntry)> {
-    let b = &slot.view.blocks[k];
+/// The cut of one call's long arguments and the record's detail, without editing anything
+/// (pure: the calls of a long conversation are cut on the pool, see [`micro`]).
+fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String)> {
     let chars: usize = b.texts.iter().map(|p| p.text().char_len()).sum();
     if chars <= cfg.max_tool_arg_chars {
         return None;
@@ -256,7 +251,17 @@ fn cut_args(
         "arguments of {}: {chars} chars",
         b.name.as_deref().unwrap_or("?")
     );
-    drop(args);
+    Some((cut, detail))
+}
+
+/// Write a cut made by [`args_cut`] into block `k`. Returns the tokens saved.
+fn cut_args(
+    slot: &mut Slot<'_>,
+    k: usize,
+    (cut, detail): (String, String),
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+) -> Option<(usize, RecordEntry)> {
     let before = slot.tokens;
     if !slot.edit_block(k, cut, cfg.framing, counter) {
         return None;
@@ -325,27 +330,41 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         }
         saved += clear_result(&mut slots[si], *k, name, cfg, counter, &mut pass);
     }
+    // Old calls with long arguments: cut on the pool when there is enough text (cutting JSON
+    // is most of a micro pass over a long agent run), written in order.
+    let mut calls: Vec<(usize, usize)> = Vec::new();
+    let mut weight = 0;
     for si in 0..slots.len() {
         if frozen[si] || slots[si].view.role != Role::Assistant {
             continue;
         }
-        for k in 0..slots[si].view.blocks.len() {
-            let b = &slots[si].view.blocks[k];
+        for (k, b) in slots[si].view.blocks.iter().enumerate() {
             if b.kind != BlockKind::ToolCall
                 || !b.id.as_ref().is_some_and(|id| old_ids.contains(id))
                 || protected(b.name.as_deref().unwrap_or_default())
             {
                 continue;
             }
-            if !touched[si] {
-                touched[si] = true;
-                backup.push((si, slots[si].clone()));
-            }
-            if let Some((s, entry)) = cut_args(&mut slots[si], k, cfg, counter) {
-                saved += s;
-                pass.changed += 1;
-                pass.record.push(entry);
-            }
+            weight += b.texts.iter().map(|p| p.text().char_len()).sum::<usize>();
+            calls.push((si, k));
+        }
+    }
+    let cuts = {
+        let view: &[Slot<'_>] = slots;
+        crate::parallel::map(&calls, weight, |&(si, k)| {
+            args_cut(&view[si].view.blocks[k], cfg)
+        })
+    };
+    for (&(si, k), cut) in calls.iter().zip(cuts) {
+        let Some(cut) = cut else { continue };
+        if !touched[si] {
+            touched[si] = true;
+            backup.push((si, slots[si].clone()));
+        }
+        if let Some((s, entry)) = cut_args(&mut slots[si], k, cut, cfg, counter) {
+            saved += s;
+            pass.changed += 1;
+            pass.record.push(entry);
         }
     }
     if pass.changed == 0 || saved < cfg.clear_at_least_tokens {
