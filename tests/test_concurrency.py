@@ -157,6 +157,18 @@ def test_check_on_a_huge_conversation_releases_the_gil() -> None:
     _assert_gil_released(make, "check() with o200k_base")
 
 
+def test_check_on_a_long_conversation_releases_the_gil() -> None:
+    # Thousands of messages: read with the GIL (it must be), counted on the pool meanwhile, and
+    # the counting left after the reading is waited for with the GIL released.
+    c = ContextCompactor(tokenizer="o200k_base")
+
+    def make(scale: int) -> Callable[[], Any]:
+        messages = huge_conversation(messages=2_000, size=500 * scale)
+        return lambda: c.check(messages)
+
+    _assert_gil_released(make, "check() of 2,000 messages with o200k_base")
+
+
 def test_compact_on_a_huge_conversation_releases_the_gil() -> None:
     c = ContextCompactor(max_context_tokens=100_000, reserve_tokens=0, tokenizer="o200k_base")
 

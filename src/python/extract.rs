@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use std::fmt::Write as _;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
@@ -764,8 +764,11 @@ impl<'py> Extractor<'py> {
         framing: Framing,
         pool: &rayon::ThreadPool,
     ) -> PyResult<(Vec<Message<'static>>, Vec<usize>)> {
+        let py = self.py;
         let blocks = items.len().div_ceil(PIPELINE_CHUNK);
         let counted: Vec<OnceLock<Vec<usize>>> = (0..blocks).map(|_| OnceLock::new()).collect();
+        // Blocks counted so far, to wait for the last ones with the GIL released.
+        let finished = (Mutex::new(0usize), Condvar::new());
         let mut read: Vec<Arc<Vec<Message<'static>>>> = Vec::with_capacity(blocks);
         // The scope returns once every block is counted (also after an error, before the
         // strings the blocks borrow can be released).
@@ -777,16 +780,21 @@ impl<'py> Extractor<'py> {
                 }
                 let block = Arc::new(block);
                 read.push(Arc::clone(&block));
-                let slot = &counted[k];
+                let (slot, finished) = (&counted[k], &finished);
                 scope.spawn(move |_| {
-                    let _ = slot.set(
-                        block
-                            .iter()
-                            .map(|m| message_tokens(tok, m, framing))
-                            .collect(),
-                    );
+                    let counts = block.iter().map(|m| message_tokens(tok, m, framing));
+                    let _ = slot.set(counts.collect());
+                    *finished.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                    finished.1.notify_one();
                 });
             }
+            // Everything is read: wait for the counting without holding the GIL.
+            py.detach(|| {
+                let mut done = finished.0.lock().unwrap_or_else(|e| e.into_inner());
+                while *done < blocks {
+                    done = finished.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                }
+            });
             Ok::<_, PyErr>(())
         })?;
         let mut msgs = Vec::with_capacity(items.len());
