@@ -814,23 +814,10 @@ const PIPELINE_CHUNK: usize = 128;
 /// Below this, reading then counting in one go is as fast (and needs no pool).
 const PIPELINE_MIN_MESSAGES: usize = 4 * PIPELINE_CHUNK;
 
-/// Append `t` as a JSON string literal.
+/// Append `t` as a JSON string literal (the crate's one writer: a cut of these arguments is
+/// counted as this writes it).
 fn json_string(t: Text<'_>, out: &mut String) {
-    out.push('"');
-    for c in t.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::summary::text::push_json_string(t, out);
 }
 
 /// Parse a `format=` argument.

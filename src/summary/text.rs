@@ -217,16 +217,23 @@ pub(crate) fn json_strings(json: &str) -> Option<Vec<JsonStr>> {
 }
 
 /// `s` as a JSON string literal, written the way the Python boundary writes the strings of an
-/// Anthropic `tool_use.input` when it counts them (`json_string` in `src/python/extract.rs`;
-/// keep the two identical): `"`, `\\`, `\n`, `\r`, `\t` as short escapes, every other
+/// Anthropic `tool_use.input` when it counts them (both go through [`push_json_string`]): `"`, `\\`, `\n`, `\r`, `\t` as short escapes, every other
 /// control character as `\u00xx`, everything else as it is. Cut arguments are written this
 /// way so the count of the cut text is the count of the request returned (the boundary parses
 /// the cut arguments back into an object, and a recount writes them again); `serde_json`
 /// writes `\b` and `\f`, which would count fewer characters than the recount sees.
 pub fn json_string_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    push_json_string(Text::Utf8(s), &mut out);
+    out
+}
+
+/// Append `t` as a JSON string literal, escaped as [`json_string_literal`] says: the one writer
+/// of the crate, shared with the Python boundary (which writes an Anthropic `tool_use.input`
+/// object's strings this way to count them), so a cut and its recount always agree.
+pub fn push_json_string(t: Text<'_>, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
+    for c in t.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -240,7 +247,6 @@ pub fn json_string_literal(s: &str) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 /// Chars [`json_string_literal`] spends on `c`.
