@@ -290,33 +290,58 @@ fn is_cjk_like(c: char) -> bool {
         | 0xFE30..=0xFE4F | 0xFF00..=0xFFEF | 0x20000..=0x2FA1F)
 }
 
+/// [`is_delim`] of each ASCII byte, looked up by the scanner's inner loops (most text is ASCII:
+/// one load instead of a chain of tests per byte).
+static ASCII_DELIM: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = ascii_delim(b as u8 as char);
+        b += 1;
+    }
+    t
+};
+
+const fn ascii_delim(c: char) -> bool {
+    c.is_ascii_whitespace()
+        || c.is_ascii_control()
+        || matches!(
+            c,
+            '"' | '\''
+                | '`'
+                | '<'
+                | '>'
+                | '|'
+                | ';'
+                | ','
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '='
+                | '&'
+                | '!'
+        )
+}
+
 #[inline]
 fn is_delim(c: char) -> bool {
     if c.is_ascii() {
-        c.is_ascii_whitespace()
-            || c.is_ascii_control()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | '<'
-                    | '>'
-                    | '|'
-                    | ';'
-                    | ','
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | '='
-                    | '&'
-                    | '!'
-            )
+        ASCII_DELIM[c as usize]
     } else {
         !c.is_alphanumeric() || is_cjk_like(c)
     }
+}
+
+/// Bytes from `pos` while they are ASCII and not delimiters (the fast part of a token).
+#[inline]
+fn ascii_word_end(b: &[u8], mut pos: usize, stop: usize) -> usize {
+    while pos < stop && b[pos] < 0x80 && !ASCII_DELIM[b[pos] as usize] {
+        pos += 1;
+    }
+    pos
 }
 
 #[inline]
@@ -372,6 +397,10 @@ pub fn scan_text(text: &str, kinds: Kinds, out: &mut impl FnMut(FactKind, &str))
         let start = pos;
         let stop = if ui < urls.len() { urls[ui].0 } else { len };
         while pos < stop {
+            pos = ascii_word_end(text.as_bytes(), pos, stop);
+            if pos >= stop {
+                break;
+            }
             let c = char_at(text, pos);
             if is_delim(c) {
                 break;
@@ -801,6 +830,19 @@ mod tests {
         let mut s = FactSet::new();
         s.scan(text, Kinds::PATHS);
         s.finish().into_iter().map(|(_, f)| f).collect()
+    }
+
+    #[test]
+    fn ascii_delimiters_table() {
+        let listed = "\"'`<>|;,()[]{}=&!";
+        for b in 0u8..128 {
+            let c = b as char;
+            let expected = c.is_ascii_whitespace() || c.is_ascii_control() || listed.contains(c);
+            assert_eq!(is_delim(c), expected, "{c:?}");
+        }
+        // A token runs through non-ASCII letters; CJK characters end it.
+        assert_eq!(paths("see src/café/main.rs, then"), ["src/café/main.rs"]);
+        assert_eq!(paths("改了src/main.rs文件"), ["src/main.rs"]);
     }
 
     #[test]
