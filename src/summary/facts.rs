@@ -191,9 +191,24 @@ pub fn must_keep_facts(messages: &[Message<'_>]) -> Vec<String> {
 
 /// [`must_keep_facts`] with each fact's kind.
 pub fn must_keep_facts_typed(messages: &[Message<'_>]) -> Vec<(FactKind, String)> {
+    // Each message is scanned on its own (on the pool when there is enough text: scanning is
+    // most of a rule summary of a long run), then merged in order: first occurrences stay
+    // first, so the set and its order are those of one scan over all the messages.
+    let weight: usize = messages
+        .iter()
+        .filter(|m| matches!(m.role, Role::User | Role::Assistant))
+        .flat_map(|m| m.blocks.iter())
+        .flat_map(|b| b.texts.iter())
+        .map(|p| p.text().char_len())
+        .sum();
+    let per_message = crate::parallel::map(messages, weight, |m| {
+        let mut one = FactSet::new();
+        one.scan_message(m);
+        one.facts
+    });
     let mut set = FactSet::new();
-    for m in messages {
-        set.scan_message(m);
+    for (kind, fact) in per_message.into_iter().flatten() {
+        set.insert(kind, &fact);
     }
     set.finish()
 }
