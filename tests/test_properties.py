@@ -262,9 +262,8 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
             "the leading system/developer messages stay before the conversation"
         )
         assert [i for i in out_pos if i in set(leading)] == leading, "in their order"
-    for i in call.pinned_indices():
-        if not is_summary(messages[i]):  # pinning an earlier summary: it is updated (see the report)
-            assert id(messages[i]) in out_ids, f"pinned message {i} must come back as the same object"
+    for i in call.pinned_indices():  # an earlier summary too: pinned is never changed (DESIGN, invariant 2)
+        assert id(messages[i]) in out_ids, f"pinned message {i} must come back as the same object"
     if result.system is not call.system:
         assert fmt == "anthropic" and cfg.summary_role == "system" and result.summary is not None, (
             "the separate system prompt changes only to carry a summary_role='system' summary"

@@ -308,6 +308,30 @@ def test_cooldown_runs_micro_only() -> None:
     assert calls and r.strategy == "summary"
 
 
+def test_a_pinned_earlier_summary_is_kept_as_it_is() -> None:
+    # DESIGN, invariant 2: pinned messages are never changed, an earlier summary included. An
+    # unpinned one is folded into the new summary (incremental summaries).
+    first = compactor(summarizer=good).compact(conversation(), force=True)
+    old = next(m for m in first.messages if str(m.get("content", "")).startswith("[context-compactor summary]"))
+    later = [*first.messages, *conversation(30)[2:]]
+    at = later.index(old)
+
+    def run(**kw: Any) -> tuple[CompactResult, list[SummaryRequest]]:
+        seen: list[SummaryRequest] = []
+        r = compactor(summarizer=lambda req: seen.append(req) or "<summary>Later work.</summary>").compact(
+            later, force=True, **kw
+        )
+        return r, seen
+
+    pinned, seen = run(pinned=[at])
+    assert any(m is old for m in pinned.messages), "the pinned summary comes back as the same object"
+    assert pinned.summary is not None and not validate_messages(pinned.messages)
+    assert not any("fix a failing test" in (req.previous_summary or "") for req in seen)
+    unpinned, seen = run()
+    assert not any(m is old for m in unpinned.messages)
+    assert "fix a failing test" in (seen[0].previous_summary or "")
+
+
 def test_force_is_the_compact_command() -> None:
     msgs = conversation(6)
     assert compactor().compact(msgs).summary is None

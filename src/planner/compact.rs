@@ -367,13 +367,17 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     if tail_start != configured_tail {
         p.tail_shortened = true;
     }
-    let frozen_in_span = |s: &Slot<'_>| s.pinned || s.view.role.is_instruction();
+    // Kept where they are: pinned messages (a pinned earlier summary too: DESIGN, invariant 2,
+    // pinned messages are never changed) and instructions that are not an earlier summary
+    // (those are ours, updated by the new one).
+    let frozen_in_span =
+        |s: &Slot<'_>| s.pinned || (s.view.role.is_instruction() && !is_summary(s));
     let mut span = Vec::new();
     let mut kept = Vec::new();
     let mut previous = None;
     for i in head_end..tail_start.max(head_end) {
         let s = &p.slots[i];
-        if frozen_in_span(s) && !is_summary(s) {
+        if frozen_in_span(s) {
             kept.push(i);
         } else {
             if is_summary(s) {
