@@ -4,7 +4,8 @@
 use super::out::{OutBlock, OutMsg};
 use crate::message::{Block, BlockKind, Conversation, Message, Piece, Role};
 use crate::text::Text;
-use crate::tokens::counter::{message_parts, Framing};
+use crate::tokens::counter::{message_count_with, Framing};
+use std::convert::Infallible;
 
 /// Counts the tokens of a text (the configured tokenizer).
 pub trait Count {
@@ -28,13 +29,11 @@ pub fn block_tokens(b: &Block<'_>, framing: Framing, counter: &dyn Count) -> usi
 
 /// Tokens of a message view with `counter`.
 pub fn tokens_of(m: &Message<'_>, framing: Framing, counter: &dyn Count) -> usize {
-    let (fixed, texts, names) = message_parts(m, framing);
-    fixed
-        + texts.iter().map(|p| counter.count(p.text())).sum::<usize>()
-        + names
-            .iter()
-            .map(|n| counter.count(Text::Utf8(n)))
-            .sum::<usize>()
+    let counted = message_count_with(m, framing, |t| Ok::<_, Infallible>(counter.count(t)));
+    match counted {
+        Ok(n) => n,
+        Err(never) => match never {},
+    }
 }
 
 /// One output message in the making.

@@ -6,7 +6,7 @@ use super::tokens::parse_tokenizer;
 use crate::message::{Conversation, FormatHints, Message};
 use crate::state::{CounterKey, Ignored, State, Usage};
 use crate::tokens::counter::{
-    message_parts, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer,
+    message_count_with, message_tokens, system_tokens, tools_tokens, Framing, Tokenizer,
 };
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -146,15 +146,7 @@ impl<'py> Counter<'py> {
     }
 
     fn count_message(&self, m: &Message<'_>, framing: Framing) -> PyResult<usize> {
-        let (fixed, texts, names) = message_parts(m, framing);
-        let mut n = fixed;
-        for p in texts {
-            n += self.call(&p.text().to_utf8())?;
-        }
-        for name in names {
-            n += self.call(name)?;
-        }
-        Ok(n)
+        message_count_with(m, framing, |t| self.call(&t.to_utf8()))
     }
 
     /// Tokens of the separate system prompt and of the tool definitions.

@@ -7,12 +7,13 @@
 //! tool-result content, every string of an unknown block; images, audio and opaque documents
 //! at `image_tokens` each (their size is not in the message). Tool definitions count their
 //! compact JSON. One rule lives here, and a Python callable counter plugs in through
-//! [`message_parts`]: the fixed part is computed here, the callable counts the texts.
+//! [`message_count_with`]: the fixed part is computed here, the callable counts the texts.
 
-use crate::message::{Block, BlockKind, Conversation, Message, Piece};
+use crate::message::{BlockKind, Conversation, Message, Piece};
 use crate::text::Text;
 use crate::tokens::estimate::estimate;
 use crate::tokens::exact::{self, Encoding};
+use std::convert::Infallible;
 
 /// Tokens a tool call adds beyond its name and arguments (framing of the call object).
 pub const CALL_OVERHEAD_TOKENS: usize = 3;
@@ -67,51 +68,39 @@ impl Default for Framing {
     }
 }
 
-/// The fixed tokens of a block (not depending on the tokenizer) and the texts to count.
-fn block_parts<'b, 'a>(
-    b: &'b Block<'a>,
+/// Tokens of one message, the one rule: the fixed framing (message overhead, images, call
+/// overhead) plus `count` of each counted text, the blocks' texts first, then the tool-call
+/// names. `count` may fail (a Python callable counter), which stops the count.
+pub fn message_count_with<E>(
+    m: &Message<'_>,
     framing: Framing,
-    texts: &mut Vec<&'b Piece<'a>>,
-) -> usize {
-    let mut fixed = b.images as usize * framing.image_tokens;
-    if b.kind == BlockKind::ToolCall {
-        fixed += CALL_OVERHEAD_TOKENS;
-    }
-    texts.extend(b.texts.iter());
-    fixed
-}
-
-/// The fixed tokens of a message and the texts whose tokens add to them.
-pub fn message_parts<'b, 'a>(
-    m: &'b Message<'a>,
-    framing: Framing,
-) -> (usize, Vec<&'b Piece<'a>>, Vec<&'b str>) {
-    let mut texts = Vec::new();
-    let mut names = Vec::new();
-    let mut fixed = framing.message_overhead_tokens;
-    for b in m.blocks.iter() {
-        fixed += block_parts(b, framing, &mut texts);
-        if b.kind == BlockKind::ToolCall {
-            if let Some(n) = b.name.as_deref() {
-                names.push(n);
-            }
-        }
-    }
-    (fixed, texts, names)
-}
-
-/// Tokens of one message.
-pub fn message_tokens(tok: Tokenizer, m: &Message<'_>, framing: Framing) -> usize {
-    // What `message_parts` lists, summed as it goes (no lists: this runs on every message).
+    mut count: impl FnMut(Text<'_>) -> Result<usize, E>,
+) -> Result<usize, E> {
     let mut n = framing.message_overhead_tokens;
     for b in m.blocks.iter() {
         n += b.images as usize * framing.image_tokens;
         if b.kind == BlockKind::ToolCall {
-            n += CALL_OVERHEAD_TOKENS + b.name.as_deref().map_or(0, |s| tok.count(Text::Utf8(s)));
+            n += CALL_OVERHEAD_TOKENS;
         }
-        n += b.texts.iter().map(|p| tok.count(p.text())).sum::<usize>();
+        for p in &b.texts {
+            n += count(p.text())?;
+        }
     }
-    n
+    for b in m.calls() {
+        if let Some(name) = b.name.as_deref() {
+            n += count(Text::Utf8(name))?;
+        }
+    }
+    Ok(n)
+}
+
+/// Tokens of one message with a built-in tokenizer.
+pub fn message_tokens(tok: Tokenizer, m: &Message<'_>, framing: Framing) -> usize {
+    let counted = message_count_with(m, framing, |t| Ok::<_, Infallible>(tok.count(t)));
+    match counted {
+        Ok(n) => n,
+        Err(never) => match never {},
+    }
 }
 
 /// Tokens of the separate system prompt (0 when there is none).
@@ -160,7 +149,7 @@ pub fn count_conversation(tok: Tokenizer, conv: &Conversation<'_>, framing: Fram
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Format, Role};
+    use crate::message::{Block, Format, Role};
 
     #[test]
     fn message_framing() {
