@@ -1,7 +1,7 @@
 //! `plan` and `Planned::apply`: the compaction itself.
 
 use super::draft::{total, Count, Slot};
-use super::micro::{self, head_and_tail, is_summary, Offload};
+use super::micro::{self, head_and_tail, Offload};
 use super::out::{OutBlock, OutMsg, RecordEntry};
 use super::repair::repair;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
@@ -371,7 +371,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     // pinned messages are never changed) and instructions that are not an earlier summary
     // (those are ours, updated by the new one).
     let frozen_in_span =
-        |s: &Slot<'_>| s.pinned || (s.view.role.is_instruction() && !is_summary(s));
+        |s: &Slot<'_>| s.pinned || (s.view.role.is_instruction() && !s.is_summary());
     let mut span = Vec::new();
     let mut kept = Vec::new();
     let mut previous = None;
@@ -380,7 +380,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         if frozen_in_span(s) {
             kept.push(i);
         } else {
-            if is_summary(s) {
+            if s.is_summary() {
                 let text = text_of(&s.view);
                 let body = text
                     .trim_start()
@@ -398,7 +398,7 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     let replaced: Vec<&Slot<'_>> = span
         .iter()
         .map(|&i| &p.slots[i])
-        .filter(|s| !is_summary(s))
+        .filter(|s| !s.is_summary())
         .collect();
     if replaced.is_empty() && previous.is_none() {
         p.reason = Some("nothing between the kept head and tail to summarise".to_owned());
@@ -547,7 +547,7 @@ impl<'a> Planned<'a> {
             .span
             .iter()
             .map(|&i| &self.slots[i])
-            .filter(|s| !is_summary(s))
+            .filter(|s| !s.is_summary())
             .map(|s| s.view.clone())
             .collect();
         let (mut body, strategy, mut cut) = match summary {
@@ -612,7 +612,7 @@ impl<'a> Planned<'a> {
         // head ends at a legal cut), keeping instructions and pinned messages.
         if total(&slots) + extra > soft {
             let before = slots.len();
-            if let Some(at) = slots.iter().position(is_summary) {
+            if let Some(at) = slots.iter().position(Slot::is_summary) {
                 let mut k = 0;
                 let mut end = at;
                 while k < end {
@@ -765,7 +765,7 @@ impl<'a> Planned<'a> {
                 .take_while(|&&i| {
                     self.slots[self.head_end..i]
                         .iter()
-                        .all(|s| instruction(s) || is_summary(s))
+                        .all(|s| instruction(s) || s.is_summary())
                 })
                 .count()
         } else {

@@ -30,7 +30,7 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
     let n = slots.len();
     let mut frozen: Vec<bool> = slots
         .iter()
-        .map(|s| s.pinned || s.view.role.is_instruction() || is_summary(s))
+        .map(|s| s.pinned || s.view.role.is_instruction() || s.is_summary())
         .collect();
     let (head_end, tail_start) = head_and_tail(slots, cfg);
     for f in &mut frozen[..head_end] {
@@ -40,11 +40,6 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
         *f = true;
     }
     frozen
-}
-
-/// Whether a slot is an earlier compaction's summary message.
-pub fn is_summary(s: &Slot<'_>) -> bool {
-    s.is_summary()
 }
 
 /// End of the kept head and start of the kept tail, both at legal cut points.
@@ -58,14 +53,14 @@ pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
     // Leading system/developer messages always stay first.
     while head_end < n
         && slots[head_end].view.role.is_instruction()
-        && !is_summary(&slots[head_end])
+        && !slots[head_end].is_summary()
     {
         head_end += 1;
     }
     let mut taken = 0;
     while head_end < n && taken < cfg.keep_first_messages {
         let v = &slots[head_end];
-        if is_summary(v) {
+        if v.is_summary() {
             break;
         }
         if !v.view.role.is_instruction() {

@@ -295,12 +295,22 @@ impl<'py> Extractor<'py> {
     /// Read the separate system prompt and tool definitions into a conversation without
     /// messages (for counting them).
     pub fn extras(
-        mut self,
+        self,
         format: Format,
         system: Option<&Bound<'py, PyAny>>,
         tools: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Extracted> {
-        let mut conv = Conversation::new(format, Vec::new());
+        self.finish(Conversation::new(format, Vec::new()), system, tools, None)
+    }
+
+    /// Add the separate system prompt and tool definitions to `conv` and keep what it borrows.
+    fn finish(
+        mut self,
+        mut conv: Conversation<'static>,
+        system: Option<&Bound<'py, PyAny>>,
+        tools: Option<&Bound<'py, PyAny>>,
+        counts: Option<Vec<usize>>,
+    ) -> PyResult<Extracted> {
         if let Some(s) = system.filter(|s| !s.is_none()) {
             conv.system = self.system(s)?;
         }
@@ -309,7 +319,7 @@ impl<'py> Extractor<'py> {
         }
         Ok(Extracted {
             conv,
-            counts: None,
+            counts,
             _keep: self.keep,
         })
     }
@@ -741,18 +751,7 @@ impl<'py> Extractor<'py> {
             }
         };
         let format = format.unwrap_or_else(|| self.hints.detect());
-        let mut conv = Conversation::new(format, msgs);
-        if let Some(s) = system.filter(|s| !s.is_none()) {
-            conv.system = self.system(s)?;
-        }
-        if let Some(t) = tools.filter(|t| !t.is_none()) {
-            conv.tools = self.tools(t)?;
-        }
-        Ok(Extracted {
-            conv,
-            counts,
-            _keep: self.keep,
-        })
+        self.finish(Conversation::new(format, msgs), system, tools, counts)
     }
 
     /// Read the messages in blocks of [`PIPELINE_CHUNK`] on this thread, each block counted on

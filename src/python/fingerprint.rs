@@ -256,13 +256,12 @@ pub unsafe fn fingerprints_borrowed(
                 return None;
             }
             ffi::Py_INCREF(m);
-            let mut fp = 0x5EED;
-            let r = walk(py, m, 0, &mut fp);
+            let fp = fingerprint_ptr(py, m);
             ffi::Py_DECREF(m);
             if RAN_PYTHON.with(|r| r.get()) {
                 return None;
             }
-            fps.push(if r.is_some() { fp.max(1) } else { 0 });
+            fps.push(fp);
             ptrs.push(m);
         }
         // A shorter list now means something changed it: take the safe path.
@@ -272,9 +271,18 @@ pub unsafe fn fingerprints_borrowed(
 
 /// The fingerprint of a message object, or 0 when it has none (see the module note).
 pub fn fingerprint(obj: &Bound<'_, PyAny>) -> u64 {
-    let mut fp = 0x5EED;
     // SAFETY: `obj` is a live reference held by the caller, and the GIL is held (`Bound`).
-    match unsafe { walk(obj.py(), obj.as_ptr(), 0, &mut fp) } {
+    unsafe { fingerprint_ptr(obj.py(), obj.as_ptr()) }
+}
+
+/// [`fingerprint`] of a borrowed object.
+///
+/// # Safety
+/// As [`walk`].
+unsafe fn fingerprint_ptr(py: Python<'_>, v: *mut ffi::PyObject) -> u64 {
+    let mut fp = 0x5EED;
+    // SAFETY: the caller's guarantee.
+    match unsafe { walk(py, v, 0, &mut fp) } {
         // 0 means "no fingerprint".
         Some(()) => fp.max(1),
         None => 0,
