@@ -11,5 +11,8 @@ pub mod text;
 pub mod tokens;
 pub mod validate;
 
+#[cfg(test)]
+mod testing;
+
 #[cfg(feature = "python")]
 mod python;

@@ -723,17 +723,10 @@ mod tests {
         // Values of every kind the arguments hold: lines, quotes, backslashes, control
         // characters, CJK and emoji, at every cut length a search may try.
         let alphabet: Vec<char> = "ab \n\n\"\\\t\u{1}\u{7f}中🙂é".chars().collect();
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rng = crate::testing::Rng(0x2545_f491_4f6c_dd1d);
         for case in 0..300 {
             let len = 41 + case * 7 % 400;
-            let v: String = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    alphabet[(seed % alphabet.len() as u64) as usize]
-                })
-                .collect();
+            let v: String = (0..len).map(|_| rng.pick(&alphabet)).collect();
             let n = v.chars().count();
             let sizer = CutSizer::new(&v, n);
             for l in (1..n + 5).step_by(3) {

@@ -540,6 +540,7 @@ static BYTE_CLASS: [u8; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Rng;
 
     /// The rule written the obvious way, one code point at a time (as fit_estimate.py does).
     fn reference(s: &str) -> usize {
@@ -582,20 +583,6 @@ mod tests {
         }
         assert_eq!(estimate(Text::Ucs4(&ucs4(s))), e, "ucs4 {s:?}");
         e
-    }
-
-    /// A small deterministic generator (no dev-dependency needed).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[(self.next() % xs.len() as u64) as usize]
-        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use super::split::{pieces, Pattern};
 use super::*;
+use crate::testing::Rng;
 
 // Counts from Python tiktoken 0.14 (`len(enc.encode_ordinary(text))`).
 const KNOWN: &[(&str, usize, usize)] = &[
@@ -42,22 +43,6 @@ fn tables() {
         assert_eq!(Encoding::parse(enc.name()), Some(enc));
     }
     assert_eq!(Encoding::parse("p50k_base"), None);
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Characters that exercise every branch of the patterns.
