@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _messages import strings
 from conftest import claude_code_corpus_files, corpus_or_skip, openai_corpus_files
 from context_compactor import (
     CompactResult,
@@ -45,20 +46,8 @@ def load_case(fmt: str, path: Path) -> tuple[list[Any], Any]:
     return t.messages, t.system
 
 
-def strings(value: Any) -> list[str]:
-    """Every string inside a message (so facts are matched on the text, not on JSON escapes)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in strings(v)]
-    if hasattr(value, "model_dump"):
-        return strings(value.model_dump())
-    return []
-
-
 def output_text(result: CompactResult) -> str:
+    """Every string of the output (so facts are matched on the text, not on JSON escapes)."""
     return "\n".join(strings(result.messages) + strings(result.system))
 
 
