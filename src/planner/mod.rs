@@ -13,15 +13,20 @@
 //! long old texts), a summary of the span between the kept head and tail (incremental when an
 //! earlier summary exists), then a shorter tail, then a hard trim of the oldest legal blocks.
 
-pub mod compact;
+mod apply;
+mod assemble;
 pub mod draft;
 pub mod micro;
 pub mod out;
+mod plan;
 pub mod repair;
+mod request;
 
-pub use compact::{join_system_text, plan, Outcome, Planned, SummaryRequest, SystemPrompt};
+pub use assemble::Outcome;
 pub use draft::{Count, Slot};
 pub use out::{OutBlock, OutMsg, RecordEntry};
+pub use plan::{plan, PlanError, Planned};
+pub use request::{join_system_text, SummaryRequest, SystemPrompt};
 
 use crate::tokens::counter::Framing;
 use crate::validate::Profile;

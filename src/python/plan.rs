@@ -8,7 +8,7 @@ use super::errors::config_error;
 use super::extract::{parse_format, Extracted, Extractor};
 use super::render::Source;
 use super::state::{ConversationState, Counter};
-use crate::planner::compact::PlanError;
+use crate::planner::PlanError;
 use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned, SystemPrompt};
 use crate::summary::language::Language;
 use crate::text::Text;

@@ -1,0 +1,363 @@
+//! `plan`: check the thresholds, repair, run micro and selective compaction, and choose the
+//! span a summary replaces (the kept head, the span, the kept tail, each at legal cuts).
+
+use super::draft::{total, Count, Slot};
+use super::micro::{self, head_and_tail, Offload};
+use super::out::RecordEntry;
+use super::repair::repair;
+use super::request::SystemPrompt;
+use super::{Mode, PlanConfig, SUMMARY_MARKER};
+use crate::message::{BlockKind, Conversation, Format, Message, Role};
+use crate::structure::analyze;
+use crate::summary::facts::must_keep_facts;
+use crate::summary::language::{detect_language, Language};
+use crate::summary::transcript::{chunk_transcript, fit_entries, render_transcript};
+use crate::text::Text;
+use crate::validate::{validate, Problem, Profile};
+use std::ops::Range;
+
+/// Why planning refused.
+#[derive(Debug)]
+pub enum PlanError {
+    /// `repair=false` and the input is invalid for the provider.
+    Invalid(Vec<Problem>),
+}
+
+/// A compaction waiting for its summary.
+#[derive(Clone, Debug)]
+pub struct Planned<'a> {
+    pub format: Format,
+    pub(super) slots: Vec<Slot<'a>>,
+    /// Slots before the repair/micro/selective passes changed anything (for `strategy="none"`).
+    pub(super) repaired: Vec<Slot<'a>>,
+    pub(super) head_end: usize,
+    pub(super) tail_start: usize,
+    /// Slot indices the summary replaces.
+    pub(super) span: Vec<usize>,
+    /// Instruction and pinned slots inside the span: kept, right after the summary.
+    pub(super) kept_in_span: Vec<usize>,
+    pub(super) previous_summary: Option<String>,
+    pub(super) transcript: Vec<String>,
+    pub(super) chunks: Vec<Range<usize>>,
+    pub chunk_index: usize,
+    pub facts: Vec<String>,
+    pub language: Language,
+    pub(super) user_texts: Vec<String>,
+    pub(super) instructions: Option<String>,
+    pub record: Vec<RecordEntry>,
+    pub repairs: Vec<String>,
+    pub phases: Vec<(&'static str, usize)>,
+    pub tokens_before: usize,
+    pub original_count: usize,
+    pub(super) ratio: f64,
+    /// Raw tokens of the system prompt and the tool definitions.
+    pub(super) extra: usize,
+    /// The separate system prompt and its raw tokens (part of `extra`), for counting a
+    /// summary added to it ([`Planned::set_system_prompt`]).
+    pub(super) system: SystemPrompt,
+    pub(super) system_tokens: usize,
+    pub(super) strategy: &'static str,
+    pub(super) offloads: Vec<Offload>,
+    pub(super) needs_summary: bool,
+    /// The kept tail is shorter than configured (it alone was over the target).
+    pub(super) tail_shortened: bool,
+    pub(super) cfg: PlanConfig,
+    /// Why nothing (more) was done.
+    pub reason: Option<String>,
+    /// Why the result would be over budget without a summary (cool-down).
+    pub(super) over_budget_reason: Option<String>,
+}
+
+pub(super) fn calibrated(raw: usize, ratio: f64) -> usize {
+    (raw as f64 * ratio).ceil() as usize
+}
+
+pub(super) fn raw_of(calibrated: usize, ratio: f64) -> usize {
+    (calibrated as f64 / ratio).floor() as usize
+}
+
+/// The text of a message view's text-like blocks.
+pub(super) fn text_of(m: &Message<'_>) -> String {
+    let mut s = String::new();
+    for b in m.blocks.iter() {
+        if matches!(b.kind, BlockKind::Text | BlockKind::Refusal) {
+            for p in &b.texts {
+                if !s.is_empty() {
+                    s.push('\n');
+                }
+                s.push_str(&p.text().to_utf8());
+            }
+        }
+    }
+    s
+}
+
+/// Plan a compaction of `conv`.
+///
+/// `tokens` are the raw counts of each message, `extra` those of the system prompt and tools,
+/// `ratio` the calibration (calibrated = raw × ratio; thresholds in `cfg` are calibrated).
+#[allow(clippy::too_many_arguments)]
+pub fn plan<'a>(
+    conv: &Conversation<'a>,
+    tokens: &[usize],
+    extra: usize,
+    pinned: &[bool],
+    cfg: &PlanConfig,
+    mode: Mode,
+    cooldown: bool,
+    ratio: f64,
+    instructions: Option<String>,
+    counter: &dyn Count,
+) -> Result<Planned<'a>, PlanError> {
+    let ratio = if ratio.is_finite() && ratio > 0.0 {
+        ratio
+    } else {
+        1.0
+    };
+    let raw_before = tokens.iter().sum::<usize>() + extra;
+    let tokens_before = calibrated(raw_before, ratio);
+    let soft = raw_of(cfg.soft, ratio);
+    let target = raw_of(cfg.target, ratio);
+    let micro_threshold = raw_of(cfg.micro_threshold, ratio);
+    let profile = cfg.profile.unwrap_or(Profile::for_format(conv.format));
+
+    // Pinning a message pins its whole tool block: a lone call or result would be invalid.
+    let mut pinned = pinned.to_vec();
+    if pinned.iter().any(|&p| p) {
+        for b in analyze(&conv.messages).tool_blocks {
+            let span = b.span.start..=b.span.end;
+            if span.clone().any(|i| pinned[i]) {
+                for i in span {
+                    pinned[i] = true;
+                }
+            }
+        }
+    }
+    let pinned = &pinned[..];
+    let problems = validate(&conv.messages, conv.format, profile);
+    // Only the provider-breaking problems are repaired; strict alternation is the caller's.
+    let repairable = problems.iter().any(|p| {
+        !matches!(
+            p.rule,
+            "not_alternating" | "system_not_first" | "invalid_role"
+        )
+    });
+    if !problems.is_empty() && !cfg.repair {
+        return Err(PlanError::Invalid(problems));
+    }
+    let mut record = Vec::new();
+    let mut repairs = Vec::new();
+    let slots: Vec<Slot<'a>> = if repairable {
+        let r = repair(conv, tokens, pinned, cfg.framing, counter);
+        record.extend(r.record);
+        repairs.extend(r.repairs);
+        r.slots
+    } else {
+        (0..conv.messages.len())
+            .map(|i| Slot::keep(conv, i, tokens[i], pinned[i]))
+            .collect()
+    };
+    let mut p = Planned {
+        format: conv.format,
+        repaired: slots.clone(),
+        slots,
+        head_end: 0,
+        tail_start: 0,
+        span: Vec::new(),
+        kept_in_span: Vec::new(),
+        previous_summary: None,
+        transcript: Vec::new(),
+        chunks: Vec::new(),
+        chunk_index: 0,
+        facts: Vec::new(),
+        language: Language::En,
+        user_texts: Vec::new(),
+        instructions,
+        record,
+        repairs,
+        phases: Vec::new(),
+        tokens_before,
+        original_count: conv.messages.len(),
+        ratio,
+        extra,
+        system: SystemPrompt::Absent,
+        system_tokens: 0,
+        strategy: "none",
+        offloads: Vec::new(),
+        needs_summary: false,
+        tail_shortened: false,
+        cfg: cfg.clone(),
+        reason: None,
+        over_budget_reason: None,
+    };
+    let now = |p: &Planned<'_>| total(&p.slots) + p.extra;
+    if !p.repairs.is_empty() {
+        p.phases.push(("repair", calibrated(now(&p), ratio)));
+    }
+
+    let due = mode == Mode::Force || now(&p) >= soft;
+    let run_micro = mode != Mode::Auto || now(&p) >= micro_threshold;
+    if run_micro {
+        let pass = micro::micro(&mut p.slots, cfg, counter);
+        if pass.changed > 0 {
+            p.strategy = "micro";
+            p.record.extend(pass.record);
+            p.offloads.extend(pass.offloads);
+            p.phases.push(("micro", calibrated(now(&p), ratio)));
+        }
+    }
+    if mode == Mode::Micro || !due {
+        if p.strategy == "none" {
+            p.reason = Some(if due || mode == Mode::Micro {
+                "micro-compaction found nothing worth clearing".to_owned()
+            } else {
+                format!(
+                    "below the soft threshold ({} < {})",
+                    calibrated(now(&p), ratio),
+                    cfg.soft
+                )
+            });
+        }
+        return Ok(p);
+    }
+    if now(&p) > target || mode == Mode::Force {
+        let pass = micro::selective(&mut p.slots, cfg, counter, p.extra, target);
+        if pass.changed > 0 {
+            p.strategy = "selective";
+            p.record.extend(pass.record);
+            p.offloads.extend(pass.offloads);
+            p.phases.push(("selective", calibrated(now(&p), ratio)));
+        }
+    }
+    if now(&p) <= target && mode != Mode::Force {
+        return Ok(p);
+    }
+    if cooldown {
+        if now(&p) > soft {
+            p.over_budget_reason = Some(
+                "summarizer cool-down after a failure: only micro and selective compaction ran"
+                    .to_owned(),
+            );
+        }
+        p.reason = Some("summarizer cool-down: no summary this call".to_owned());
+        return Ok(p);
+    }
+    select_span(&mut p, target, counter);
+    Ok(p)
+}
+
+/// Choose what the summary replaces and prepare the request.
+fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
+    let cfg = p.cfg.clone();
+    let (head_end, mut tail_start) = head_and_tail(&p.slots, &cfg);
+    let n = p.slots.len();
+    let st = analyze(&p.slots);
+    let legal: Vec<usize> = st
+        .cut_points
+        .iter()
+        .copied()
+        .filter(|&c| c > head_end && c < n)
+        .collect();
+    // When the kept part alone is over the target, summarise the early part of the current
+    // turn too: move the tail start later, down to the last legal block.
+    let reserve = cfg.summary_max_tokens.min(target / 4);
+    let kept_tokens = |tail: usize| -> usize {
+        let mut t = p.extra + reserve;
+        for (i, s) in p.slots.iter().enumerate() {
+            let in_span = i >= head_end && i < tail;
+            if !in_span || s.pinned || s.view.role.is_instruction() {
+                t += s.tokens;
+            }
+        }
+        t
+    };
+    let configured_tail = tail_start;
+    for &c in &legal {
+        if c <= tail_start {
+            continue;
+        }
+        if kept_tokens(tail_start) <= target {
+            break;
+        }
+        tail_start = c;
+    }
+    if tail_start != configured_tail {
+        p.tail_shortened = true;
+    }
+    // Kept where they are: pinned messages (a pinned earlier summary too: DESIGN, invariant 2,
+    // pinned messages are never changed) and instructions that are not an earlier summary
+    // (those are ours, updated by the new one).
+    let frozen_in_span =
+        |s: &Slot<'_>| s.pinned || (s.view.role.is_instruction() && !s.is_summary());
+    let mut span = Vec::new();
+    let mut kept = Vec::new();
+    let mut previous = None;
+    for i in head_end..tail_start.max(head_end) {
+        let s = &p.slots[i];
+        if frozen_in_span(s) {
+            kept.push(i);
+        } else {
+            if s.is_summary() {
+                let text = text_of(&s.view);
+                let body = text
+                    .trim_start()
+                    .strip_prefix(SUMMARY_MARKER)
+                    .map(|b| b.split_once('\n').map_or("", |x| x.1).trim().to_owned())
+                    .unwrap_or(text);
+                previous = Some(match previous {
+                    Some(prev) => format!("{prev}\n\n{body}"),
+                    None => body,
+                });
+            }
+            span.push(i);
+        }
+    }
+    let replaced: Vec<&Slot<'_>> = span
+        .iter()
+        .map(|&i| &p.slots[i])
+        .filter(|s| !s.is_summary())
+        .collect();
+    if replaced.is_empty() && previous.is_none() {
+        p.reason = Some("nothing between the kept head and tail to summarise".to_owned());
+        return;
+    }
+    let replaced_views: Vec<Message<'_>> = replaced.iter().map(|s| s.view.clone()).collect();
+    p.language = detect_language(&replaced_views);
+    let mut facts = must_keep_facts(&replaced_views);
+    if let Some(prev) = &previous {
+        let m = Message::text(Role::User, prev.as_str());
+        for f in must_keep_facts(std::slice::from_ref(&m)) {
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+    }
+    p.facts = facts;
+    p.user_texts = replaced_views
+        .iter()
+        .rev()
+        .filter(|m| m.is_user_text())
+        .map(text_of)
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    p.transcript = render_transcript(&replaced_views, cfg.transcript_item_max_chars);
+    let max_input = cfg.summarizer_max_input_tokens.unwrap_or(cfg.hard).max(256);
+    // Leave room for the prompt and the previous summary in each chunk.
+    let room = max_input
+        .saturating_sub(cfg.summary_max_tokens + 512)
+        .max(128);
+    let count_str = |s: &str| counter.count(Text::Utf8(s));
+    // A single over-long entry (a huge paste) is cut to fit one chunk.
+    fit_entries(&mut p.transcript, count_str, room);
+    p.chunks = if p.transcript.is_empty() {
+        vec![std::ops::Range { start: 0, end: 0 }]
+    } else {
+        chunk_transcript(&p.transcript, count_str, room)
+    };
+    p.previous_summary = previous;
+    p.head_end = head_end;
+    p.tail_start = tail_start.max(head_end);
+    p.span = span;
+    p.kept_in_span = kept;
+    p.needs_summary = true;
+}

@@ -1,0 +1,119 @@
+//! The summarizer's side of a plan: the request for each chunk of the span, the next chunk's
+//! plan, and how a summary added to Anthropic's system prompt is counted.
+
+use super::draft::Count;
+use super::plan::Planned;
+use crate::summary::language::Language;
+use crate::summary::summary_prompts;
+use crate::summary::text::extract_summary;
+use crate::text::Text;
+
+/// What the caller's summarizer is asked for (one chunk of the replaced span).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRequest {
+    pub system_prompt: String,
+    pub user_prompt: String,
+    pub previous_summary: Option<String>,
+    pub instructions: Option<String>,
+    pub max_tokens: usize,
+    pub must_keep: Vec<String>,
+    pub language: Language,
+    pub replaced_count: usize,
+    /// This chunk (0-based) and the number of chunks.
+    pub chunk: usize,
+    pub chunks: usize,
+}
+
+/// The separate system prompt (Anthropic `system`) as the boundary returns it with a
+/// `summary_role="system"` summary added: the planner counts exactly that request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SystemPrompt {
+    /// None: the summary becomes the system prompt (a string).
+    #[default]
+    Absent,
+    /// A string: the summary follows it after a blank line, in the same string
+    /// ([`join_system_text`]).
+    Text(String),
+    /// A list of blocks: the summary is one more text block. `empty`: the list has no text.
+    Blocks { empty: bool },
+}
+
+/// A string system prompt with a summary added (how the boundary returns it).
+pub fn join_system_text(system: &str, summary: &str) -> String {
+    format!("{system}\n\n{summary}")
+}
+
+impl<'a> Planned<'a> {
+    /// Say what the separate system prompt is and its raw tokens (counted in `extra`), so a
+    /// `summary_role="system"` summary is counted as part of it, exactly as returned. Without
+    /// this call the planner assumes there is none.
+    pub fn set_system_prompt(&mut self, system: SystemPrompt, tokens: usize) {
+        self.system_tokens = tokens.min(self.extra);
+        self.system = system;
+    }
+
+    /// Raw tokens of the system prompt and tools once `summary` (if any) is added to the
+    /// system prompt.
+    pub(super) fn extra_with(&self, summary: Option<&str>, counter: &dyn Count) -> usize {
+        let Some(text) = summary else {
+            return self.extra;
+        };
+        let overhead = self.cfg.framing.message_overhead_tokens;
+        let count = |s: &str| counter.count(Text::Utf8(s));
+        let tools = self.extra - self.system_tokens;
+        let system = match &self.system {
+            SystemPrompt::Absent => overhead + count(text),
+            SystemPrompt::Text(s) => overhead + count(&join_system_text(s, text)),
+            SystemPrompt::Blocks { empty } => {
+                self.system_tokens + count(text) + if *empty { overhead } else { 0 }
+            }
+        };
+        tools + system
+    }
+
+    /// The request for the current chunk, or `None` when no summary is needed.
+    pub fn request(&self) -> Option<SummaryRequest> {
+        if !self.needs_summary {
+            return None;
+        }
+        let chunk = self.chunks.get(self.chunk_index)?;
+        let transcript = self.transcript[chunk.clone()].join("\n\n");
+        let (system_prompt, user_prompt) = summary_prompts(
+            self.language,
+            self.previous_summary.as_deref(),
+            self.instructions.as_deref(),
+            &transcript,
+            self.cfg.summary_max_tokens,
+        );
+        Some(SummaryRequest {
+            system_prompt,
+            user_prompt,
+            previous_summary: self.previous_summary.clone(),
+            instructions: self.instructions.clone(),
+            max_tokens: self.cfg.summary_max_tokens,
+            must_keep: self.facts.clone(),
+            language: self.language,
+            replaced_count: self.span.len(),
+            chunk: self.chunk_index,
+            chunks: self.chunks.len(),
+        })
+    }
+
+    /// Chunks still to be summarised after the current one.
+    pub fn remaining_chunks(&self) -> usize {
+        if !self.needs_summary {
+            return 0;
+        }
+        self.chunks.len().saturating_sub(self.chunk_index + 1)
+    }
+
+    /// The plan for the next chunk, with `summary` (the reply for this chunk) as the summary to
+    /// update.
+    pub fn advance(&self, summary: &str) -> Planned<'a> {
+        let mut next = self.clone();
+        let (body, _) = extract_summary(summary);
+        next.previous_summary = Some(body);
+        next.chunk_index += 1;
+        next
+    }
+}
