@@ -3,6 +3,7 @@
 
 use super::assemble::Outcome;
 use super::draft::{total, Count, Slot};
+use super::output::Strategy;
 use super::plan::{raw_of, Planned};
 use super::SUMMARY_MARKER;
 use crate::message::Message;
@@ -49,7 +50,7 @@ impl<'a> Planned<'a> {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
                 let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
-                (text, "summary", cut || truncated)
+                (text, Strategy::Summary, cut || truncated)
             }
             None => {
                 let max_chars = cfg.summary_max_tokens * 3;
@@ -61,7 +62,7 @@ impl<'a> Planned<'a> {
                     None => rule,
                 };
                 let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
-                (text, "rule_summary", cut)
+                (text, Strategy::RuleSummary, cut)
             }
         };
         if body.trim().is_empty() {
@@ -120,7 +121,7 @@ impl<'a> Planned<'a> {
                 }
             }
             if slots.len() < before {
-                strategy = "truncation";
+                strategy = Strategy::Truncation;
             }
             // Last resort: a truncation summary instead of the summary text.
             if total(&slots) + extra > soft {
@@ -132,7 +133,7 @@ impl<'a> Planned<'a> {
                     slots = a.0;
                     system_summary = a.1;
                     extra = a.2;
-                    strategy = "truncation";
+                    strategy = Strategy::Truncation;
                     cut = true;
                 }
             }
@@ -149,7 +150,7 @@ impl<'a> Planned<'a> {
             soft,
             counter,
         );
-        if tail_shortened && out.strategy != "none" {
+        if tail_shortened && out.strategy != Strategy::None {
             let at = out.phases.len().saturating_sub(1);
             out.phases.insert(at, ("tail_shortened", out.tokens_after));
         }

@@ -3,7 +3,7 @@
 
 use super::draft::{total, Count, Slot};
 use super::micro::Offload;
-use super::out::{OutBlock, OutMsg, RecordEntry};
+use super::output::{Change, OutBlock, OutMsg, RecordEntry, Strategy};
 use super::plan::{calibrated, Planned};
 use crate::message::{Conversation, Format, Message, Role};
 use crate::summary::rule::truncation_summary;
@@ -18,7 +18,7 @@ pub struct Outcome<'a> {
     pub system_summary: Option<String>,
     pub summary: Option<String>,
     pub summary_truncated: bool,
-    pub strategy: &'static str,
+    pub strategy: Strategy,
     pub tokens_before: usize,
     pub tokens_after: usize,
     pub over_budget: bool,
@@ -240,7 +240,7 @@ impl<'a> Planned<'a> {
         system_summary: Option<String>,
         summary: Option<String>,
         truncated: bool,
-        strategy: &'static str,
+        strategy: Strategy,
         must_keep_missing: Vec<String>,
         soft: usize,
         counter: &dyn Count,
@@ -260,7 +260,7 @@ impl<'a> Planned<'a> {
         let mut record = self.record.clone();
         // Refuse a compaction that saves too little (no loops, never grow).
         let saved = self.tokens_before.saturating_sub(tokens_after);
-        if strategy != "none"
+        if strategy != Strategy::None
             && (saved == 0
                 || (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64)
         {
@@ -271,15 +271,15 @@ impl<'a> Planned<'a> {
             slots = self.repaired.clone();
             repairs = self.repairs.clone();
             repairs.extend(self.fix_shape(&mut slots, counter));
-            strategy = "none";
+            strategy = Strategy::None;
             summary = None;
             system_summary = None;
-            record.retain(|r| matches!(r.action, "repaired" | "dropped"));
+            record.retain(|r| matches!(r.action, Change::Repaired | Change::Dropped));
             phases.retain(|p| p.0 == "repair");
             raw_after = total(&slots) + self.extra;
             tokens_after = calibrated(raw_after, ratio);
         } else if summary.is_some() {
-            phases.push((strategy, tokens_after));
+            phases.push((strategy.as_str(), tokens_after));
             let mut covered = BTreeSet::new();
             for s in &slots {
                 covered.extend(sources(s));
@@ -289,7 +289,7 @@ impl<'a> Planned<'a> {
                     if !covered.contains(&src) {
                         record.push(RecordEntry {
                             index: src,
-                            action: "summarized",
+                            action: Change::Summarized,
                             detail: String::new(),
                         });
                     }
@@ -306,10 +306,10 @@ impl<'a> Planned<'a> {
             if !present.contains(&i) && !named.contains(&i) {
                 record.push(RecordEntry {
                     index: i,
-                    action: if strategy == "truncation" {
-                        "truncated"
+                    action: if strategy == Strategy::Truncation {
+                        Change::Truncated
                     } else {
-                        "summarized"
+                        Change::Summarized
                     },
                     detail: String::new(),
                 });

@@ -1,7 +1,7 @@
 //! The working list the planner edits: one slot per output message, each with the view the
 //! rest of the core reads (for counting, structure and validation) and how to build it.
 
-use super::out::{OutBlock, OutMsg};
+use super::output::{OutBlock, OutMsg};
 use crate::message::{Block, BlockKind, Conversation, Message, Piece, Role};
 use crate::text::Text;
 use crate::tokens::counter::{message_count_with, Framing};

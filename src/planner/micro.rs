@@ -9,7 +9,7 @@
 //! prompt cache from that point on, which costs more than a few hundred tokens save.
 
 use super::draft::{Count, Slot};
-use super::out::RecordEntry;
+use super::output::{Change, RecordEntry};
 use super::{Action, Item, PlanConfig};
 use crate::message::{Block, BlockKind, Role};
 use crate::structure::analyze;
@@ -215,7 +215,7 @@ fn clear_result(
     if let Some(i) = slot.source() {
         pass.record.push(RecordEntry {
             index: i,
-            action: "cleared",
+            action: Change::Cleared,
             detail: format!("output of {name}: {chars} chars, ~{tokens} tokens"),
         });
     }
@@ -263,7 +263,7 @@ fn cut_args(
     }
     let entry = RecordEntry {
         index: slot.source()?,
-        action: "args_cut",
+        action: Change::ArgsCut,
         detail,
     };
     Some((before.saturating_sub(slot.tokens), entry))
@@ -433,7 +433,7 @@ pub fn selective(
                                                 record(
                                                     &mut pass,
                                                     &slots[si],
-                                                    "text_cut",
+                                                    Change::TextCut,
                                                     format!("output of {name}"),
                                                 );
                                             }
@@ -462,7 +462,7 @@ pub fn selective(
                                     record(
                                         &mut pass,
                                         &slots[si],
-                                        "thinking_dropped",
+                                        Change::ThinkingDropped,
                                         String::new(),
                                     );
                                 }
@@ -472,7 +472,12 @@ pub fn selective(
                             if action == Action::Drop && slots[si].view.blocks.len() > 1 {
                                 if slots[si].drop_block(bi, cfg.framing, counter) {
                                     removed = true;
-                                    record(&mut pass, &slots[si], "image_removed", String::new());
+                                    record(
+                                        &mut pass,
+                                        &slots[si],
+                                        Change::ImageRemoved,
+                                        String::new(),
+                                    );
                                 }
                             } else if slots[si].edit_block(
                                 bi,
@@ -480,7 +485,7 @@ pub fn selective(
                                 cfg.framing,
                                 counter,
                             ) {
-                                record(&mut pass, &slots[si], "image_removed", String::new());
+                                record(&mut pass, &slots[si], Change::ImageRemoved, String::new());
                             }
                         }
                         (Item::AssistantText, BlockKind::Text) if role == Role::Assistant => {
@@ -505,7 +510,7 @@ pub fn selective(
             if let Some(i) = slots[si].source() {
                 pass.record.push(RecordEntry {
                     index: i,
-                    action: "thinking_dropped",
+                    action: Change::ThinkingDropped,
                     detail: "a message of thinking only".to_owned(),
                 });
             }
@@ -516,7 +521,7 @@ pub fn selective(
     pass
 }
 
-fn record(pass: &mut Pass, slot: &Slot<'_>, action: &'static str, detail: String) {
+fn record(pass: &mut Pass, slot: &Slot<'_>, action: Change, detail: String) {
     if let Some(i) = slot.source() {
         pass.record.push(RecordEntry {
             index: i,
@@ -535,7 +540,7 @@ fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count
     if let Some(cut) = head_tail(&text, limit / 2) {
         let chars = text.chars().count();
         if slot.edit_block(k, cut, cfg.framing, counter) {
-            record(pass, slot, "text_cut", format!("{chars} chars"));
+            record(pass, slot, Change::TextCut, format!("{chars} chars"));
         }
     }
 }

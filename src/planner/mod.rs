@@ -17,14 +17,14 @@ mod apply;
 mod assemble;
 pub mod draft;
 pub mod micro;
-pub mod out;
+pub mod output;
 mod plan;
 pub mod repair;
 mod request;
 
 pub use assemble::Outcome;
 pub use draft::{Count, Slot};
-pub use out::{OutBlock, OutMsg, RecordEntry};
+pub use output::{Change, OutBlock, OutMsg, RecordEntry, Strategy};
 pub use plan::{plan, PlanError, Planned};
 pub use request::{join_system_text, SummaryRequest, SystemPrompt};
 

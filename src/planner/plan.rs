@@ -3,7 +3,7 @@
 
 use super::draft::{total, Count, Slot};
 use super::micro::{self, head_and_tail, Offload};
-use super::out::RecordEntry;
+use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
 use super::request::SystemPrompt;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
@@ -56,7 +56,7 @@ pub struct Planned<'a> {
     /// summary added to it ([`Planned::set_system_prompt`]).
     pub(super) system: SystemPrompt,
     pub(super) system_tokens: usize,
-    pub(super) strategy: &'static str,
+    pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
     pub(super) needs_summary: bool,
     /// The kept tail is shorter than configured (it alone was over the target).
@@ -182,7 +182,7 @@ pub fn plan<'a>(
         extra,
         system: SystemPrompt::Absent,
         system_tokens: 0,
-        strategy: "none",
+        strategy: Strategy::None,
         offloads: Vec::new(),
         needs_summary: false,
         tail_shortened: false,
@@ -200,14 +200,14 @@ pub fn plan<'a>(
     if run_micro {
         let pass = micro::micro(&mut p.slots, cfg, counter);
         if pass.changed > 0 {
-            p.strategy = "micro";
+            p.strategy = Strategy::Micro;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
             p.phases.push(("micro", calibrated(now(&p), ratio)));
         }
     }
     if mode == Mode::Micro || !due {
-        if p.strategy == "none" {
+        if p.strategy == Strategy::None {
             p.reason = Some(if due || mode == Mode::Micro {
                 "micro-compaction found nothing worth clearing".to_owned()
             } else {
@@ -223,7 +223,7 @@ pub fn plan<'a>(
     if now(&p) > target || mode == Mode::Force {
         let pass = micro::selective(&mut p.slots, cfg, counter, p.extra, target);
         if pass.changed > 0 {
-            p.strategy = "selective";
+            p.strategy = Strategy::Selective;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
             p.phases.push(("selective", calibrated(now(&p), ratio)));

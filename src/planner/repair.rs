@@ -5,7 +5,7 @@
 //! no empty messages, and a user message first. Each repair is described in plain words.
 
 use super::draft::{Count, Slot};
-use super::out::{OutBlock, OutMsg, RecordEntry};
+use super::output::{Change, OutBlock, OutMsg, RecordEntry};
 use crate::message::{BlockKind, Conversation, Format, Message, Role};
 use crate::structure::result_region_end;
 use crate::tokens::counter::Framing;
@@ -119,7 +119,7 @@ pub fn repair<'a>(
                             ));
                             record.push(RecordEntry {
                                 index: j,
-                                action: "repaired",
+                                action: Change::Repaired,
                                 detail: format!("result of {} moved after message {i}", show(id)),
                             });
                         }
@@ -142,7 +142,7 @@ pub fn repair<'a>(
                         ));
                         record.push(RecordEntry {
                             index: i,
-                            action: "repaired",
+                            action: Change::Repaired,
                             detail: format!("synthetic result added for {}", show(id)),
                         });
                         let block = OutBlock::Result {
@@ -199,7 +199,7 @@ pub fn repair<'a>(
                         ));
                         record.push(RecordEntry {
                             index: x,
-                            action: "dropped",
+                            action: Change::Dropped,
                             detail: format!("stray result for {}", show(b.id.as_deref())),
                         });
                     }
@@ -229,7 +229,7 @@ pub fn repair<'a>(
                         ));
                         record.push(RecordEntry {
                             index: j,
-                            action: "dropped",
+                            action: Change::Dropped,
                             detail: format!("stray result for {}", show(id)),
                         });
                     }
@@ -238,7 +238,7 @@ pub fn repair<'a>(
             for j in i + 1..end {
                 record.push(RecordEntry {
                     index: j,
-                    action: "repaired",
+                    action: Change::Repaired,
                     detail: format!("merged into the results of message {i}"),
                 });
             }
@@ -246,7 +246,7 @@ pub fn repair<'a>(
                 // The conversation went on with user text: it joins the results message.
                 record.push(RecordEntry {
                     index: end,
-                    action: "repaired",
+                    action: Change::Repaired,
                     detail: format!("merged into the results of message {i}"),
                 });
                 consumed[end] = true;
@@ -297,7 +297,7 @@ pub fn repair<'a>(
                 ));
                 record.push(RecordEntry {
                     index: i,
-                    action: "dropped",
+                    action: Change::Dropped,
                     detail: format!("{why} for {}", show(id)),
                 });
             }
@@ -328,7 +328,7 @@ pub fn repair<'a>(
             ));
             record.push(RecordEntry {
                 index: i,
-                action: "dropped",
+                action: Change::Dropped,
                 detail: "empty content".to_owned(),
             });
             continue;

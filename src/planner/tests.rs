@@ -107,11 +107,11 @@ fn micro_clears_old_results_only() {
         ..PlanConfig::for_budget(1_000_000)
     };
     let o = run(&conv, &cfg, Mode::Micro, None);
-    assert_eq!(o.strategy, "micro");
+    assert_eq!(o.strategy.as_str(), "micro");
     let cleared: Vec<usize> = o
         .record
         .iter()
-        .filter(|r| r.action == "cleared")
+        .filter(|r| r.action.as_str() == "cleared")
         .map(|r| r.index)
         .collect();
     assert_eq!(cleared, vec![3, 5, 7, 9, 11], "8 results, the last 3 kept");
@@ -159,7 +159,7 @@ fn summary_replaces_the_middle_and_fits() {
         false,
         &c as &dyn Count,
     );
-    assert_eq!(o.strategy, "summary");
+    assert_eq!(o.strategy.as_str(), "summary");
     assert!(
         o.tokens_after <= cfg.soft,
         "{} > {}",
@@ -184,7 +184,7 @@ fn rule_summary_when_no_text_and_incremental_second_time() {
         ..PlanConfig::for_budget(total / 2)
     };
     let o = run(&conv, &cfg, Mode::Force, None);
-    assert!(matches!(o.strategy, "rule_summary" | "selective"));
+    assert!(matches!(o.strategy.as_str(), "rule_summary" | "selective"));
 }
 
 #[test]
@@ -238,8 +238,11 @@ fn selective_drops_thinking_but_not_in_the_pending_loop() {
         ..PlanConfig::for_budget(total * 7 / 10)
     };
     let o = run(&conv, &cfg, Mode::Auto, None);
-    assert_eq!(o.strategy, "selective");
-    assert!(o.record.iter().any(|r| r.action == "thinking_dropped"));
+    assert_eq!(o.strategy.as_str(), "selective");
+    assert!(o
+        .record
+        .iter()
+        .any(|r| r.action.as_str() == "thinking_dropped"));
     assert!(
         o.slots.last().unwrap().view.starts_with_thinking(),
         "the pending loop keeps its thinking"

@@ -256,7 +256,7 @@ impl Plan {
         d.set_item("system", system)?;
         d.set_item("summary", outcome.summary.clone())?;
         d.set_item("summary_truncated", outcome.summary_truncated)?;
-        d.set_item("strategy", outcome.strategy)?;
+        d.set_item("strategy", outcome.strategy.as_str())?;
         d.set_item("tokens_before", outcome.tokens_before)?;
         d.set_item("tokens_after", outcome.tokens_after)?;
         d.set_item("over_budget", outcome.over_budget)?;
@@ -271,7 +271,7 @@ impl Plan {
         for r in &outcome.record {
             let e = PyDict::new(py);
             e.set_item("index", r.index)?;
-            e.set_item("action", r.action)?;
+            e.set_item("action", r.action.as_str())?;
             e.set_item("detail", &r.detail)?;
             record.append(e)?;
         }
@@ -281,7 +281,7 @@ impl Plan {
         d.set_item("must_keep", planned.facts.clone())?;
         // The state learns that the replaced messages are gone (stale usage) and the summary.
         if let Some(state) = &self.inner.state {
-            if outcome.strategy != "none" {
+            if outcome.strategy != planner::Strategy::None {
                 let mut present = vec![false; conv.messages.len()];
                 for s in &outcome.slots {
                     if let Some(i) = s.source() {

@@ -1,0 +1,154 @@
+//! How each message of a compacted conversation is built from the input.
+//!
+//! The planner never builds wire messages itself: it says, for each output message, whether
+//! it is an input message unchanged (`Keep`, returned as the *same* object), a copy of an input
+//! message with some blocks dropped, reordered or edited (`Rebuild`, a new object that keeps the
+//! message's other fields such as `name` or `cache_control`), or a new message (`New`). The
+//! Python boundary renders these in the conversation's wire format.
+
+use crate::message::Role;
+
+/// One block of a rebuilt or new message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutBlock {
+    /// Block `block` of input message `msg`, unchanged (the same object where the format has
+    /// block objects) or with its text replaced by `edit` (a result's content, a call's
+    /// arguments, a text block's text; an image becomes a text block).
+    Orig {
+        msg: usize,
+        block: usize,
+        edit: Option<String>,
+    },
+    /// A new text block.
+    Text(String),
+    /// A new tool result for call `id` (a synthetic "no result was recorded").
+    Result {
+        id: Option<String>,
+        name: Option<String>,
+        text: String,
+        is_error: bool,
+    },
+}
+
+/// One message of the output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutMsg {
+    /// Input message `i`, the same object.
+    Keep(usize),
+    /// A copy of input message `from` whose content (and calls) are `blocks`.
+    Rebuild { from: usize, blocks: Vec<OutBlock> },
+    /// A new message.
+    New { role: Role, blocks: Vec<OutBlock> },
+}
+
+impl OutMsg {
+    /// The input message this one comes from (for `Keep` and `Rebuild`).
+    pub fn source(&self) -> Option<usize> {
+        match self {
+            OutMsg::Keep(i) | OutMsg::Rebuild { from: i, .. } => Some(*i),
+            OutMsg::New { .. } => None,
+        }
+    }
+
+    pub fn is_keep(&self) -> bool {
+        matches!(self, OutMsg::Keep(_))
+    }
+}
+
+/// What happened to an input message (DESIGN, Invariant 6: nothing is lost silently).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordEntry {
+    /// Index of the input message.
+    pub index: usize,
+    pub action: Change,
+    /// Readable detail (tool name, sizes).
+    pub detail: String,
+}
+
+/// What a compaction did to an input message (a [`RecordEntry`]'s action).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// Replaced by the summary.
+    Summarized,
+    /// Tool output replaced by a placeholder (micro or selective).
+    Cleared,
+    /// Long tool-call arguments cut to head + tail.
+    ArgsCut,
+    /// Thinking of a finished turn dropped (selective).
+    ThinkingDropped,
+    /// An image replaced by a placeholder (selective).
+    ImageRemoved,
+    /// Old assistant text cut to head + tail (selective).
+    TextCut,
+    /// Cut head + tail by the budget ladder to fit the window: the task at `task_max_tokens`,
+    /// a tool result of the last block.
+    Shortened,
+    /// Removed by the budget ladder (a kept-head message after the task, a tail message);
+    /// its must-keep facts are carried by the summary.
+    Truncated,
+    /// Rewritten by the repair pass (invalid input).
+    Repaired,
+    /// Removed by the repair pass (invalid input).
+    Dropped,
+}
+
+impl Change {
+    /// The name the Python API shows (`RecordEntry.action`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Summarized => "summarized",
+            Change::Cleared => "cleared",
+            Change::ArgsCut => "args_cut",
+            Change::ThinkingDropped => "thinking_dropped",
+            Change::ImageRemoved => "image_removed",
+            Change::TextCut => "text_cut",
+            Change::Shortened => "shortened",
+            Change::Truncated => "truncated",
+            Change::Repaired => "repaired",
+            Change::Dropped => "dropped",
+        }
+    }
+
+    /// The input message is no longer in the output.
+    pub fn removes(self) -> bool {
+        matches!(
+            self,
+            Change::Summarized | Change::Truncated | Change::Dropped
+        )
+    }
+}
+
+/// The strongest step a compaction applied (DESIGN: `none < micro < selective < truncation <
+/// rule_summary < summary`); `phases` and the record show the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Strategy {
+    #[default]
+    None,
+    Micro,
+    Selective,
+    /// Messages dropped or shortened to fit, without a summary.
+    Truncation,
+    /// The built-in rule summary (no summarizer, a fallback, or cool-down).
+    RuleSummary,
+    /// The caller's summarizer wrote the summary.
+    Summary,
+}
+
+impl Strategy {
+    /// The name the Python API shows (`CompactResult.strategy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::None => "none",
+            Strategy::Micro => "micro",
+            Strategy::Selective => "selective",
+            Strategy::Truncation => "truncation",
+            Strategy::RuleSummary => "rule_summary",
+            Strategy::Summary => "summary",
+        }
+    }
+
+    /// Raise to `other` if that step is stronger.
+    pub fn raise(&mut self, other: Strategy) {
+        *self = (*self).max(other);
+    }
+}
