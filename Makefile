@@ -47,6 +47,10 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
 
+.PHONY: sweep
+sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py
+	$(BIN)/python tests/sweep.py --full
+
 .PHONY: all
 all: install lint test ## everything CI runs: install from scratch, lint, test
 

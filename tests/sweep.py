@@ -168,6 +168,9 @@ class Tally:
     compactions: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     by_mode: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_format: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: kind -> a short class of the detail (for the task: its record entries and over_budget) -> n
+    by_detail: dict[str, dict[str, int]] = field(default_factory=dict)
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     facts: dict[str, list[int]] = field(default_factory=dict)  # "share/summarizer" -> [kept, total]
     file_facts: dict[str, list[int]] = field(default_factory=dict)  # "file/summarizer" -> [kept, total]
@@ -179,10 +182,16 @@ class Tally:
     chains_lost_task: int = 0
     seconds: float = 0.0
 
-    def add_count(self, kind: str, mode: str, example: dict[str, Any]) -> None:
+    def add_count(self, kind: str, mode: str, example: dict[str, Any], detail: str | None = None) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        modes = self.by_mode.setdefault(kind, {})
-        modes[mode] = modes.get(mode, 0) + 1
+        for table, key in (
+            (self.by_mode, mode),
+            (self.by_format, example["format"]),
+            (self.by_detail, detail),
+        ):
+            if key is not None:
+                row = table.setdefault(kind, {})
+                row[key] = row.get(key, 0) + 1
         examples = self.examples.setdefault(kind, [])
         seen = {(e["file"], e["mode"]) for e in examples}
         if len(examples) < 6 and (example["file"], example["mode"]) not in seen:
@@ -206,10 +215,15 @@ class Tally:
         self.compactions += other.compactions
         for kind, n in other.counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
-        for kind, modes in other.by_mode.items():
-            mine = self.by_mode.setdefault(kind, {})
-            for mode, n in modes.items():
-                mine[mode] = mine.get(mode, 0) + n
+        for mine_table, theirs_table in (
+            (self.by_mode, other.by_mode),
+            (self.by_format, other.by_format),
+            (self.by_detail, other.by_detail),
+        ):
+            for kind, row in theirs_table.items():
+                mine = mine_table.setdefault(kind, {})
+                for key, n in row.items():
+                    mine[key] = mine.get(key, 0) + n
         for kind, examples in other.examples.items():
             mine_ex = self.examples.setdefault(kind, [])
             for e in examples:
@@ -242,6 +256,8 @@ class Tally:
             "compactions": self.compactions,
             "counts": {k: self.counts.get(k, 0) for k in KINDS | INFO},
             "by_mode": self.by_mode,
+            "by_format": self.by_format,
+            "by_detail": self.by_detail,
             "over_budget": self.over_budget,
             "fallbacks": self.fallbacks,
             "library_problems": self.library_problems,
@@ -342,10 +358,13 @@ def compact_checked(
             "over_budget": result.over_budget,
             "over_budget_reason": result.over_budget_reason,
         }
+        detail = None
         if kind == "task_missing":
             ti = oracle.task_index(messages) if task == "first" else task
             example["task_record"] = [(e.index, e.action, e.detail) for e in result.record if e.index == ti]
-        ctx.tally.add_count(kind, mode, example)
+            actions = sorted({a for _, a, _ in example["task_record"]})
+            detail = f"record {actions or 'none'}, over_budget={result.over_budget}"
+        ctx.tally.add_count(kind, mode, example, detail)
     return result, check
 
 
@@ -453,6 +472,11 @@ def report(tally: Tally, grid: Grid) -> str:
         n = tally.counts.get(kind, 0)
         modes = ", ".join(f"{m} {k}" for m, k in sorted(tally.by_mode.get(kind, {}).items()))
         lines.append(f"{label:<50} {n:>7}" + (f"   ({modes})" if modes else ""))
+        formats = ", ".join(f"{f} {k}" for f, k in sorted(tally.by_format.get(kind, {}).items()))
+        if formats:
+            lines.append(f"{'':<50} {'':>7}   ({formats})")
+        for key, k in sorted(tally.by_detail.get(kind, {}).items(), key=lambda x: -x[1]):
+            lines.append(f"{'':<50} {'':>7}   {k:>6} {key}")
     lines += [
         f"{'over_budget results':<50} {tally.over_budget:>7}",
         f"{'LLM summaries that fell back':<50} {tally.fallbacks:>7}",

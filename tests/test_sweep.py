@@ -1,0 +1,189 @@
+"""The CI subset of the sweep (``tests/sweep.py``, ``sweep.CI``): every corpus file, budgets of 10%
+and 30% of its size, ``keep_recent_messages`` 2 and 6, both summary roles, the rule summary and a
+fake LLM summary; whole, two prefixes and chains of 3 compactions — every compaction checked by the
+independent oracle (``tests/_oracle.py``). ``make sweep`` runs the full grid.
+
+The oracle's own rules are tested first, on hand-made messages, so a silent oracle cannot pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import _oracle as oracle
+import sweep
+from conftest import corpus_or_skip
+from context_compactor import TokenCounter, validate_messages
+from context_compactor.results import RecordEntry
+
+# -- the oracle on hand-made input -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("修改了src/main.rs文件，然后看https://github.com/a/b。", ["https://github.com/a/b", "src/main.rs"]),
+        (
+            "错误是ValueError，位于「docs/README.md」（tests/test_x.py）：",
+            ["ValueError", "docs/README.md", "tests/test_x.py"],
+        ),
+        ("see foo.py:12, ./run.sh and /etc/hosts", ["foo.py", "./run.sh", "/etc/hosts"]),
+        ("and/or TCP/IP application/json /compact done/in_progress/pending", []),
+        ("response.json() console.log Vue.js", []),
+        (
+            "edit src/planner/ and -I/opt/include/x then .../__init__.py",
+            ["src/planner", "/opt/include/x", "__init__.py"],
+        ),
+        ("Traceback (most recent call last):\n  File x\nKeyboardInterrupt", ["KeyboardInterrupt"]),
+        ("[docs](https://example.com/a_b). Error: no", ["https://example.com/a_b"]),
+    ],
+)
+def test_facts_in_text(text: str, facts: list[str]) -> None:
+    assert oracle.facts_in_text(text) == facts
+
+
+def test_facts_come_from_text_and_argument_values_only() -> None:
+    assistant = {
+        "role": "assistant",
+        "content": "I will open a.py",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "open", "arguments": '{"path": "\\u76ee/b.py"}'}}
+        ],
+    }
+    tool = {"role": "tool", "tool_call_id": "c1", "content": "c.py raised KeyError"}
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "d.py", "signature": "s"}]}
+    cache = oracle.FactCache()
+    # The argument is read as its value ("目/b.py"; CJK ends a path token), not as escaped JSON.
+    assert cache.facts(assistant) == {"a.py", "/b.py"}
+    assert cache.facts(tool) == frozenset()
+    assert cache.facts(thinking) == frozenset()
+
+
+def test_openai_validity() -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"name": "f"}}]}
+    result = {"role": "tool", "tool_call_id": "x", "content": "ok"}
+    user = {"role": "user", "content": "hi"}
+    assert oracle.openai_problems([user, call, result, user]) == []
+    assert oracle.openai_problems([user, call]) == []  # a trailing call may still wait
+    assert oracle.openai_problems([user, call, user])  # no result before the next message
+    assert oracle.openai_problems([user, result])  # a result without its call
+    assert oracle.openai_problems([user, call, result, result])  # answered twice
+
+
+def test_anthropic_validity() -> None:
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "f", "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "ok"}]}
+    late = {"role": "user", "content": [{"type": "text", "text": "hm"}, *result["content"]]}
+    user = {"role": "user", "content": "hi"}
+    assert oracle.anthropic_problems([user, call, result]) == []
+    assert oracle.anthropic_problems([user, call]) == []
+    assert oracle.anthropic_problems([call, result])  # first message not user
+    assert oracle.anthropic_problems([user, call, user])  # no result
+    assert oracle.anthropic_problems([user, call, late])  # result not first
+
+
+def test_pending_thinking_must_come_back_unchanged() -> None:
+    user = {"role": "user", "content": "go"}
+    think = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
+    assert oracle.pending_thinking_problems([user, think], [user, think]) == []
+    assert oracle.pending_thinking_problems([user, think], [user, copy.deepcopy(think)])
+
+
+def fake_result(messages: list[Any], record: tuple[RecordEntry, ...] = (), **kw: Any) -> Any:
+    counter = TokenCounter()
+    base = {
+        "messages": messages,
+        "system": None,
+        "summary": None,
+        "record": record,
+        "over_budget": False,
+        "strategy": "summary",
+        "tokens_after": counter.count_messages(messages, format="openai"),
+    }
+    return SimpleNamespace(**(base | kw))
+
+
+def check(inp: list[Any], result: Any, **cfg: Any) -> oracle.Check:
+    config = SimpleNamespace(**({"budget": 1000, "soft_threshold": 800, "hard_threshold": 1000} | cfg))
+    config.summary_max_tokens = 2000
+    return oracle.check_compaction(
+        inp,
+        oracle.snapshot(inp, None, None),
+        result,
+        fmt="openai",
+        system=None,
+        tools=None,
+        cfg=config,
+        counter=TokenCounter(),
+        cache=oracle.FactCache(),
+        validate=validate_messages,
+    )
+
+
+def test_oracle_flags_a_dropped_task_and_its_lost_facts() -> None:
+    task = {"role": "user", "content": "fix src/app.py, see https://x.org/issue"}
+    later = {"role": "assistant", "content": "done"}
+    summary = {"role": "user", "content": "[context-compactor summary] some work was done"}
+    c = check([task, later], fake_result([summary, later], (RecordEntry(0, "truncated"),)))
+    assert "task_missing" in c.problems
+    assert (c.facts.kept, c.facts.total) == (0, 2)
+    assert check([task, later], fake_result([task, later])).problems == {}
+
+
+def test_oracle_accepts_a_marked_shortened_task_with_its_facts() -> None:
+    task = {"role": "user", "content": "fix src/app.py " + "x" * 4000 + " then ValueError"}
+    short = {"role": "user", "content": "fix src/app.py xx…[3990 chars omitted]…xx then ValueError"}
+    ok = check([task], fake_result([short], (RecordEntry(0, "shortened"),)))
+    assert "task_missing" not in ok.problems, ok.problems
+    bad = {"role": "user", "content": "fix src/app.py xx…[3990 chars omitted]…xx then"}
+    assert "task_missing" in check([task], fake_result([bad], (RecordEntry(0, "shortened"),))).problems
+
+
+def test_oracle_flags_counts_and_unflagged_overflow() -> None:
+    task = {"role": "user", "content": "word " * 2000}
+    c = check([task], fake_result([task], tokens_after=5))
+    assert set(c.problems) == {"count_mismatch", "over_window_unflagged"}
+
+
+# -- the CI subset over the corpus -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tally() -> sweep.Tally:
+    corpus_or_skip()
+    return sweep.sweep(sweep.load_cases(), sweep.CI)
+
+
+def test_every_corpus_file_is_swept(tally: sweep.Tally) -> None:
+    cases = sweep.load_cases()
+    assert len(cases) == 28
+    assert {c.fmt for c in cases} == {"openai", "anthropic"}
+    assert {key.rsplit("/", 1)[0] for key in tally.file_facts} <= {c.name for c in cases}
+    assert tally.chains > 0 and tally.compactions > 1000
+
+
+@pytest.mark.parametrize("kind", list(sweep.KINDS))
+def test_no_violations(tally: sweep.Tally, kind: str) -> None:
+    n = tally.counts.get(kind, 0)
+    assert n == 0, f"{n} compactions: {sweep.KINDS[kind]}; e.g. {tally.examples.get(kind, [])[:3]}"
+
+
+def test_no_chain_loses_the_task(tally: sweep.Tally) -> None:
+    assert tally.chains_lost_task == 0, f"{tally.chains_lost_task} of {tally.chains} chains lost the task"
+
+
+@pytest.mark.parametrize("share", sweep.CI.shares)
+@pytest.mark.parametrize("summarizer", sweep.CI.summarizers)
+def test_fact_recall(tally: sweep.Tally, share: float, summarizer: str) -> None:
+    kept, total = tally.recall(share, summarizer)
+    assert total > 0
+    worst = sorted(
+        (k / t, key, tally.lost.get(key.rsplit("/", 1)[0], [])[:3])
+        for key, (k, t) in tally.file_facts.items()
+        if t and key.endswith(f"/{summarizer}")
+    )[:3]
+    assert kept >= 0.98 * total, f"{kept}/{total} facts kept at {share:.0%} with {summarizer}; worst: {worst}"
