@@ -76,7 +76,8 @@ The task
     marker ``…[N chars omitted]…``, holds every fact of the task and counts at most
     ``task_max_tokens`` (+ ``TASK_SLACK`` for the marker) with the library's counter. Along a chain
     of compactions the task is the object the previous check found (the original or its shortened
-    form); once lost, later compactions of that chain are not blamed for it again.
+    form, even when that lost facts); once gone, later compactions of that chain are not blamed
+    for it again.
 
 Counts
     ``TokenCounter.count_messages`` of the output (with ``result.system``, or the input system,
@@ -110,6 +111,8 @@ CUT_MARKER = re.compile(r"…\[\d+ chars omitted\]…")
 TASK_SLACK = 24
 #: Tokens a shortened or cleared tool result is assumed to keep at least (marker or placeholder).
 SHORT_RESULT_TOKENS = 16
+#: A summary's size assumed in the smallest legal context when the result has none.
+NOMINAL_SUMMARY_TOKENS = 100
 #: An ``over_budget`` result is flagged when the smallest legal context is under this share of
 #: the soft threshold (10% margin for what the bound cannot know exactly).
 SMALLER_CONTEXT_MARGIN = 0.9
@@ -505,8 +508,8 @@ def message_tokens(counter: Any, message: Any, fmt: str) -> int:
 def task_problem(
     inp: Sequence[Any], ti: int | None, result: Any, fmt: str, counter: Any, cfg: Any, cache: FactCache
 ) -> tuple[str | None, Any]:
-    """``(None, the task in the output)`` when the task ``inp[ti]`` is present (see the module
-    docstring), else ``(what is wrong, None)``. ``ti=None``: no task to check."""
+    """``(what is wrong or None, the task as it is in the output or None when it is gone)`` for the
+    task ``inp[ti]`` (see the module docstring). ``ti=None``: no task to check."""
     if ti is None:
         return None, None
     task = inp[ti]
@@ -524,11 +527,11 @@ def task_problem(
         return "task recorded shortened, but the first user message has no cut marker", None
     lost = sorted(f for f in cache.facts(task) if f not in text)
     if lost:
-        return f"shortened task lost facts {lost[:5]}", None
+        return f"shortened task lost facts {lost[:5]}", first
     limit = task_max_tokens(cfg)
     size = message_tokens(counter, first, fmt)
     if size > limit + TASK_SLACK:
-        return f"shortened task has {size} tokens, task_max_tokens is {limit}", None
+        return f"shortened task has {size} tokens, task_max_tokens is {limit}", first
     return None, first
 
 
@@ -542,8 +545,9 @@ def is_instruction(message: Any) -> bool:
 def last_block_start(messages: Sequence[Any], fmt: str) -> int:
     """Index where the smallest legal tail starts: the last message when it is user text or an
     assistant message, else the assistant message whose calls the trailing results answer; for
-    Anthropic inside a pending thinking loop, back to the nearest assistant message that starts
-    with thinking (DESIGN: the only legal cuts inside that loop)."""
+    Anthropic, when the pending loop (after the last user text) holds an assistant message that
+    starts with thinking, back to the nearest one (DESIGN: the only legal cuts inside a thinking
+    loop; with interleaved thinking the loop's first message need not start with it)."""
     n = len(messages)
     start = n - 1
     if fmt == "openai":
@@ -553,10 +557,10 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
     if role(messages[start]) == "user" and not is_user_text(messages[start]) and start > 0:
         start -= 1
     loop = max((i for i, m in enumerate(messages) if is_user_text(m)), default=-1) + 1
-    if loop < n and _starts_with_thinking(messages[loop]):
-        while start > loop and not _starts_with_thinking(messages[start]):
-            start -= 1
-    return start
+    # With thinking on, the assistant turn that follows the summary must start with thinking, so a
+    # cut in the pending loop lands just before an assistant message that starts with it.
+    thinking = [i for i in range(loop, start + 1) if _starts_with_thinking(messages[i])]
+    return thinking[-1] if thinking else start
 
 
 def _starts_with_thinking(message: Any) -> bool:
@@ -575,11 +579,12 @@ def smallest_legal_context(
 
     system prompt and tool definitions (never changed) + system/developer messages of the list
     (never changed) + the task at ``min(its size, task_max_tokens)`` + the summary as returned,
-    capped at ``summary_max_tokens`` + the smallest legal tail: the last message when it is user
+    capped at ``summary_max_tokens`` (``NOMINAL_SUMMARY_TOKENS`` when none was made) + the
+    smallest legal tail: the last message when it is user
     or assistant text, else the last tool block (the assistant message whole: thinking, signed
     and call blocks are never cut) with each result shortened to ``SHORT_RESULT_TOKENS``; inside
-    an Anthropic pending thinking loop the tail reaches back to the nearest assistant message that
-    starts with thinking, earlier results of it cleared to ``SHORT_RESULT_TOKENS`` too. Every
+    an Anthropic pending loop with thinking the tail reaches back to the nearest assistant message
+    that starts with thinking, earlier results of it cleared to ``SHORT_RESULT_TOKENS`` too. Every
     message adds the per-message overhead. Nothing else is required: the rest of the conversation
     may be summarised.
     """
@@ -591,6 +596,8 @@ def smallest_legal_context(
         total += min(message_tokens(counter, inp[ti], fmt), task_max_tokens(cfg)) + overhead
     if result.summary:
         total += min(counter.count(result.summary), cfg.summary_max_tokens) + overhead
+    else:
+        total += min(NOMINAL_SUMMARY_TOKENS, cfg.summary_max_tokens) + overhead
     if inp:
         for i in range(last_block_start(inp, fmt), len(inp)):
             if i == ti or is_instruction(inp[i]):
@@ -667,7 +674,8 @@ def check_compaction(
         if bound < SMALLER_CONTEXT_MARGIN * cfg.soft_threshold:
             # DESIGN invariant 5 lets min_savings_ratio refuse below the hard threshold (and then
             # demands over_budget): counted apart, it is not a violation.
-            refused = result.strategy == "none" and c.tokens <= cfg.hard_threshold
+            reason = f"{result.over_budget_reason or ''} {getattr(result, 'reason', None) or ''}"
+            refused = result.strategy == "none" and c.tokens <= cfg.hard_threshold and "min_savings" in reason
             c.flag(
                 "refused_but_fits" if refused else "over_budget_but_fits",
                 f"over_budget with {c.tokens} tokens ({result.strategy}), but a legal context of ~{bound} "

@@ -69,7 +69,7 @@ KINDS = {
     "invalid_oracle": "invalid outputs (oracle)",
     "over_soft_unflagged": "over soft threshold (under window), no over_budget",
     "over_window_unflagged": "over the window, no over_budget",
-    "task_missing": "outputs without the task",
+    "task_missing": "outputs without the task (whole or faithfully shortened)",
     "mutated_input": "mutated inputs",
     "count_mismatch": "count mismatches (recount != tokens_after)",
     "over_budget_but_fits": "over_budget with a smaller legal context",
@@ -479,7 +479,7 @@ def report(tally: Tally, grid: Grid) -> str:
             lines.append(f"{'':<50} {'':>7}   {k:>6} {key}")
     lines += [
         f"{'over_budget results':<50} {tally.over_budget:>7}",
-        f"{'LLM summaries that fell back':<50} {tally.fallbacks:>7}",
+        f"{'LLM summaries replaced by a fallback (info)':<50} {tally.fallbacks:>7}",
         f"{'chains that lost the original task':<50} {tally.chains_lost_task:>7} of {tally.chains}",
         "",
         "must-keep fact recall (kept/total) by window and summarizer:",
