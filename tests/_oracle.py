@@ -107,7 +107,8 @@ from _messages import get, role
 
 SUMMARY_MARKER = "[context-compactor summary]"
 CUT_MARKER = re.compile(r"…\[\d+ chars omitted\]…")
-AROUND_CUT_RE = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*…\[\d+ chars omitted\]…[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")
+#: A word an ellipsis touches: a fragment of text cut earlier (the cut marker, a rule summary's "…").
+AROUND_CUT_RE = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*…[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")
 #: Tokens a shortened task may exceed ``task_max_tokens`` by (the cut marker and rounding).
 TASK_SLACK = 24
 #: Tokens a shortened or cleared tool result is assumed to keep at least (marker or placeholder).
@@ -232,8 +233,8 @@ def paths(text: str) -> list[str]:
 
 
 def facts_in_text(text: str) -> list[str]:
-    """The facts of one text, in order of appearance by kind (URLs, errors, paths). Words the
-    library's cut marker touches are fragments of a text it cut earlier, not facts."""
+    """The facts of one text, in order of appearance by kind (URLs, errors, paths). Words an
+    ellipsis ``…`` touches are fragments of a text cut earlier, not facts."""
     text = AROUND_CUT_RE.sub(" ", text)
     found = urls(text)
     rest = URL_RE.sub(" ", text)

@@ -40,7 +40,7 @@ from context_compactor.results import RecordEntry
         ),
         ("Traceback (most recent call last):\n  File x\nKeyboardInterrupt", ["KeyboardInterrupt"]),
         ("[docs](https://example.com/a_b). Error: no", ["https://example.com/a_b"]),
-        ("b/web/src/hoo…[120 chars omitted]…Stream.ts and lib/x.py", ["lib/x.py"]),
+        ("b/web/src/hoo…[120 chars omitted]…Stream.ts and lib/x.py, b/web/src/ho…", ["lib/x.py"]),
     ],
 )
 def test_facts_in_text(text: str, facts: list[str]) -> None:
