@@ -74,7 +74,8 @@ The task
     The first ``user`` message of the input. Present when the output holds that object, or when
     ``result.record`` names it ``shortened`` and the output's first user message carries the cut
     marker ``…[N chars omitted]…``, holds every fact of the task and counts at most
-    ``task_max_tokens`` (+ ``TASK_SLACK`` for the marker) with the library's counter. Along a chain
+    ``task_max_tokens`` (+ ``TASK_SLACK`` for the marker, + the tokens of the task's facts, which
+    must stay even when they alone do not fit) with the library's counter. Along a chain
     of compactions the task is the object the previous check found (the original or its shortened
     form, even when that lost facts); once gone, later compactions of that chain are not blamed
     for it again.
@@ -532,10 +533,11 @@ def task_problem(
     lost = sorted(f for f in cache.facts(task) if f not in text)
     if lost:
         return f"shortened task lost facts {lost[:5]}", first
-    limit = task_max_tokens(cfg)
+    # Its facts must stay even when they alone do not fit in task_max_tokens.
+    limit = task_max_tokens(cfg) + TASK_SLACK + sum(counter.count(f) + 2 for f in cache.facts(task))
     size = message_tokens(counter, first, fmt)
-    if size > limit + TASK_SLACK:
-        return f"shortened task has {size} tokens, task_max_tokens is {limit}", first
+    if size > limit:
+        return f"shortened task has {size} tokens, over task_max_tokens {task_max_tokens(cfg)} (+facts) {limit}", first
     return None, first
 
 
@@ -577,7 +579,15 @@ def _is_result(message: Any) -> bool:
 
 
 def smallest_legal_context(
-    inp: Sequence[Any], result: Any, fmt: str, system: Any, tools: Any, counter: Any, cfg: Any
+    inp: Sequence[Any],
+    result: Any,
+    fmt: str,
+    system: Any,
+    tools: Any,
+    counter: Any,
+    cfg: Any,
+    *,
+    cap_summary: bool = True,
 ) -> int:
     """A close estimate (from below) of the smallest context DESIGN invariant 5 allows:
 
@@ -599,7 +609,8 @@ def smallest_legal_context(
     if ti is not None:
         total += min(message_tokens(counter, inp[ti], fmt), task_max_tokens(cfg)) + overhead
     if result.summary:
-        total += min(counter.count(result.summary), cfg.summary_max_tokens) + overhead
+        size = counter.count(result.summary)
+        total += (min(size, cfg.summary_max_tokens) if cap_summary else size) + overhead
     else:
         total += min(NOMINAL_SUMMARY_TOKENS, cfg.summary_max_tokens) + overhead
     if inp:
@@ -680,10 +691,12 @@ def check_compaction(
             # demands over_budget): counted apart, it is not a violation.
             reason = f"{result.over_budget_reason or ''} {getattr(result, 'reason', None) or ''}"
             refused = result.strategy == "none" and c.tokens <= cfg.hard_threshold and "min_savings" in reason
+            uncapped = smallest_legal_context(inp, result, fmt, system, tools, counter, cfg, cap_summary=False)
+            why = "" if uncapped < SMALLER_CONTEXT_MARGIN * cfg.soft_threshold else " once the summary is capped"
             c.flag(
                 "refused_but_fits" if refused else "over_budget_but_fits",
                 f"over_budget with {c.tokens} tokens ({result.strategy}), but a legal context of ~{bound} "
-                f"fits soft {cfg.soft_threshold}",
+                f"fits soft {cfg.soft_threshold}{why}",
             )
     kept = {id(m) for m in out}
     named = {e.index for e in result.record}

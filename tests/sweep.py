@@ -363,7 +363,12 @@ def compact_checked(
             ti = oracle.task_index(messages) if task == "first" else task
             example["task_record"] = [(e.index, e.action, e.detail) for e in result.record if e.index == ti]
             actions = sorted({a for _, a, _ in example["task_record"]})
-            detail = f"record {actions or 'none'}, over_budget={result.over_budget}"
+            problem = "shortened, facts lost" if "lost facts" in details[0] else details[0].split(";")[0][:40]
+            detail = f"{problem}; record {actions or 'none'}, over_budget={result.over_budget}"
+        elif kind == "over_budget_but_fits":
+            capped = "once the summary is capped" in details[0]
+            detail = "only with the summary capped at summary_max_tokens" if capped else "the context itself"
+
         ctx.tally.add_count(kind, mode, example, detail)
     return result, check
 
