@@ -3,9 +3,24 @@
 //! Design note: many agent runs are one user turn followed by hundreds of tool blocks, so a
 //! compactor that may only cut at turn boundaries cannot compact them at all. Cuts are legal
 //! between any two blocks, inside a turn too, but never inside a tool block (an assistant
-//! message with calls plus all their results, parallel calls being one block) and never inside
-//! the still-pending part of a thinking loop, whose opening thinking block Anthropic requires
-//! to stay with the tool results that follow it. Everything here is one O(n) pass.
+//! message with calls plus all their results, parallel calls being one block).
+//!
+//! Design note — thinking loops. Anthropic's docs (platform.claude.com, "Thinking in tool and
+//! multi-turn workflows", and the Thinking page's "Thinking with tool use" and "Preserving
+//! thinking blocks") say: a tool-use loop is one assistant turn; when a tool result goes back,
+//! the thinking blocks of that assistant message must come back complete and unmodified (the
+//! signature is checked); only the current tool-use cycle's thinking must be preserved; and an
+//! assistant message of the current turn that does not open with its thinking is refused
+//! (`expected thinking or redacted_thinking`). So the pending loop was first kept whole — but
+//! in a Claude Code session that loop is usually the whole agent
+//! run (one user message, hundreds of tool blocks), and nothing could be compacted (19 of 29
+//! calls over the window on `cc_3d` at 30%). A summary is a user *text* message, which starts a
+//! new turn; an assistant message that opens with a `thinking`/`redacted_thinking` block then
+//! opens that turn exactly as the model wrote it. So inside the pending loop a cut is legal just
+//! before such a message (with interleaved thinking most messages of the loop are such), and
+//! every kept message stays byte-identical. Elsewhere in the pending loop — before an assistant
+//! message that starts with text or a call — a cut would leave a turn whose thinking is gone,
+//! and stays illegal. Everything here is one O(n) pass.
 
 use crate::message::{Message, Role};
 
@@ -173,7 +188,13 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
         .filter(|&c| {
             let in_block =
                 c > 0 && c < n && s.block_of[c].is_some_and(|k| s.tool_blocks[k].span.splits(c));
-            let in_loop = pending_loop.is_some_and(|l| l.splits(c));
+            // Inside the pending loop only before an assistant message that opens with
+            // thinking: what follows is a complete assistant turn (see the design note).
+            let in_loop = pending_loop.is_some_and(|l| l.splits(c))
+                && !(c < n && {
+                    let m = messages[c].as_ref();
+                    m.role == Role::Assistant && m.starts_with_thinking()
+                });
             !in_block && !in_loop
         })
         .collect();
@@ -252,7 +273,22 @@ mod tests {
         ];
         let s = analyze(&msgs);
         assert_eq!(s.thinking_loops, vec![Span { start: 1, end: 4 }]);
+        // Message 3 opens with a call, not thinking: no cut before it.
         assert_eq!(s.cut_points, vec![0, 1, 5]);
+
+        // With interleaved thinking (each assistant message of the loop opens with thinking),
+        // a cut before each of them is legal: the summary starts a new turn there.
+        let mut interleaved = msgs.clone();
+        interleaved[3] = Message::new(
+            Role::Assistant,
+            vec![
+                Block::thinking("next"),
+                Block::tool_call(Some("b"), "bash", "{}"),
+            ],
+        );
+        let s = analyze(&interleaved);
+        assert_eq!(s.pending_loop, Some(Span { start: 1, end: 4 }));
+        assert_eq!(s.cut_points, vec![0, 1, 3, 5]);
 
         // Once the user speaks again, the loop is complete and may be cut between blocks.
         let mut done = msgs.clone();

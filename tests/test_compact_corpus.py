@@ -68,18 +68,22 @@ def assert_invariants(
     assert result.tokens_after <= cfg.soft_threshold or result.over_budget, (result.tokens_after, cfg.soft_threshold)
     if result.over_budget:
         assert result.over_budget_reason
-    # Invariant 3: head and tail are the same objects.
-    if result.strategy != "truncation" and not result.over_budget and not result.repairs:
+    # Invariant 3: head and tail are the same objects, unless the record names them shortened
+    # or removed by the ladder.
+    if not result.over_budget and not result.repairs:
         ids = {id(m) for m in result.messages}
+        cut = {r.index for r in result.record if r.action in ("shortened", "truncated")}
         non_system = [
-            m for m in messages if (m.get("role") if isinstance(m, dict) else None) not in ("system", "developer")
+            i
+            for i, m in enumerate(messages)
+            if (m.get("role") if isinstance(m, dict) else None) not in ("system", "developer")
         ]
-        for m in non_system[: cfg.keep_first_messages]:
-            assert id(m) in ids, "the kept head must come back as the same object"
+        for i in non_system[: cfg.keep_first_messages]:
+            assert id(messages[i]) in ids or i in cut, "the kept head must come back as the same object"
         shortened = any(p == "tail_shortened" for p, _ in result.phases)
-        tail = messages[len(messages) - min(cfg.keep_recent_messages, len(messages)) :]
-        for m in tail[-1:] if shortened else tail:
-            assert id(m) in ids, "the recent tail must come back as the same object"
+        start = len(messages) - min(cfg.keep_recent_messages, len(messages))
+        for i in range(len(messages) - 1, len(messages)) if shortened else range(start, len(messages)):
+            assert id(messages[i]) in ids or i in cut, "the recent tail must come back as the same object"
     # Invariant 6: everything replaced or edited is named.
     kept = {id(m) for m in result.messages}
     gone = [i for i, m in enumerate(messages) if id(m) not in kept]

@@ -240,10 +240,20 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
             own = s.split(SUMMARY_MARKER)[0].rstrip()  # an earlier summary is updated
             assert own in out_system, "the original system prompt is kept inside the new one"
 
-    # 3. The kept head and the recent tail are the same objects (unless truncated/over budget).
-    if valid_input and result.strategy != "truncation" and not result.over_budget:
+    # 7. The task (the first user message) is always there: the same object, or shortened.
+    cut = {e.index for e in result.record if e.action in ("shortened", "truncated")}
+    # (When an earlier summary comes first, the conversation starts with what a compaction left
+    # and that summary carries the task: B8, by design.)
+    task = next((i for i, m in enumerate(messages) if role(m) == "user" or is_summary(m)), None)
+    if valid_input and task is not None and not is_summary(messages[task]):
+        shortened_task = ("edited", task) in result.origins and task in cut
+        assert id(messages[task]) in out_ids or shortened_task, "the task is never removed"
+
+    # 3. The kept head and the recent tail are the same objects (unless the record names them
+    # shortened or truncated by the ladder, or over budget).
+    if valid_input and not result.over_budget:
         head = 0
-        for m in messages:
+        for k, m in enumerate(messages):
             if head >= cfg.keep_first_messages:
                 break
             if is_summary(m):
@@ -253,10 +263,10 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
             if role(m) in ("system", "developer"):
                 continue
             head += 1
-            assert id(m) in out_ids, "the kept head must come back as the same object"
-        tail = messages[n - min(cfg.keep_recent_messages, n) :]
-        for m in tail[-1:] if shortened else tail:
-            assert id(m) in out_ids, "the recent tail must come back as the same object"
+            assert id(m) in out_ids or k in cut, "the kept head must come back as the same object"
+        tail = list(range(n - min(cfg.keep_recent_messages, n), n))
+        for i in tail[-1:] if shortened else tail:
+            assert id(messages[i]) in out_ids or i in cut, "the recent tail must come back as the same object"
 
     # 5. Under the soft threshold, or over_budget with the reason; the count is true; no growth.
     if mode == "compact":

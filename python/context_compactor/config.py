@@ -89,6 +89,10 @@ class CompactionConfig:
     #: summary: once the start was compacted, the messages after that summary are later ones and
     #: are summarised with it (one summary, events in order).
     keep_first_messages: int = 1
+    #: The task (the first user message) is never removed: when nothing else makes the context
+    #: fit, it is shortened to this many tokens (head + tail, the cut marked, its must-keep facts
+    #: kept). ``None``: ``min(2000, budget // 4)`` (:attr:`task_token_limit`).
+    task_max_tokens: int | None = None
     keep_recent_messages: int = 6
     keep_recent_tokens: int | None = None
     keep_recent_tool_results: int = 4
@@ -189,6 +193,7 @@ class CompactionConfig:
         ):
             integer(name)
         integer("keep_recent_tokens", optional=True)
+        integer("task_max_tokens", minimum=16, optional=True)
         integer("max_tool_arg_chars", minimum=16)
         integer("summary_max_tokens", minimum=16)
         integer("summarizer_max_input_tokens", minimum=256, optional=True)
@@ -244,6 +249,13 @@ class CompactionConfig:
     def target_tokens(self) -> int:
         """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold."""
         return min(int(self.target_ratio * self.budget), self.soft_threshold)
+
+    @property
+    def task_token_limit(self) -> int:
+        """The task is shortened to this at most: ``task_max_tokens`` or ``min(2000, budget // 4)``."""
+        if self.task_max_tokens is not None:
+            return self.task_max_tokens
+        return min(2_000, self.budget // 4)
 
     @property
     def micro_threshold(self) -> int:

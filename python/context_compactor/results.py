@@ -75,8 +75,10 @@ class RecordEntry:
     Attributes:
         index: Index of the message in the input list (a row id in a ``Session``).
         action: ``"summarized"``, ``"cleared"`` (tool output → placeholder), ``"args_cut"``,
-            ``"thinking_dropped"``, ``"image_removed"``, ``"text_cut"``, ``"truncated"``,
-            ``"repaired"`` or ``"dropped"`` (by repair).
+            ``"thinking_dropped"``, ``"image_removed"``, ``"text_cut"``, ``"shortened"`` (cut head +
+            tail to fit the window: the task at ``task_max_tokens``, tool output of the last block),
+            ``"truncated"`` (removed to fit; its must-keep facts are in the summary), ``"repaired"`` or
+            ``"dropped"`` (by repair).
         detail: Readable detail (tool name, sizes).
     """
 
@@ -120,9 +122,16 @@ class CompactResult:
         retained_count: Input messages still present (kept or edited).
         compacted_count: Input messages replaced or removed.
         flushed_memories: What an ``on_before_compact`` hook reported with ``preview.flushed(n)``.
-        strategy: ``"none"``, ``"micro"``, ``"selective"``, ``"summary"``, ``"rule_summary"`` or
-            ``"truncation"``.
-        fallback_reason: Why the summarizer's reply was not used (error class and short text).
+        strategy: The strongest step applied, ranked ``"none" < "micro" < "selective" < "truncation"
+            < "rule_summary" < "summary"``; ``phases`` and ``record`` show the rest.
+        summary_source: Who wrote the summary: ``"llm"`` (your summarizer), ``"rule"`` (the
+            built-in rule summary: no summarizer, a fallback, cool-down), or ``None`` (no summary).
+        fallback_reason: Why a fallback ran (the summarizer's error class and short text, or the
+            summary replaced by a shorter one to fit), else ``None``.
+        origins: Where each message of ``messages`` came from, in order: ``("kept", i)`` (input
+            message ``i``, the same object), ``("edited", i)`` (a copy of it with blocks cleared
+            or cut), ``("summary", None)`` or ``("inserted", None)`` (a repair or a filler the
+            provider's shape needs).
         over_budget: Still above the soft threshold; ``over_budget_reason`` says why.
         repairs: Repairs made to invalid input, in words.
         record: One :class:`RecordEntry` per replaced or edited input message.
@@ -145,6 +154,7 @@ class CompactResult:
     compacted_count: int = 0
     flushed_memories: int = 0
     strategy: Strategy = "none"
+    summary_source: str | None = None
     fallback_reason: str | None = None
     over_budget: bool = False
     over_budget_reason: str | None = None
@@ -157,6 +167,7 @@ class CompactResult:
     reason: str | None = None
     language: str = "en"
     summary_usage: tuple[Any, ...] = ()
+    origins: tuple[tuple[str, int | None], ...] = ()
 
     @property
     def compacted(self) -> bool:
@@ -176,6 +187,10 @@ class CompactResult:
 
     @classmethod
     def _from_core(cls, d: dict[str, Any], **extra: Any) -> CompactResult:
+        # The shell's reason (the summarizer failed) wins over the core's (the summary was
+        # replaced by a shorter one to fit).
+        if d["fallback_reason"] is not None and extra.get("fallback_reason") is None:
+            extra["fallback_reason"] = d["fallback_reason"]
         return cls(
             messages=d["messages"],
             system=d["system"],
@@ -186,6 +201,8 @@ class CompactResult:
             retained_count=d["retained_count"],
             compacted_count=d["compacted_count"],
             strategy=d["strategy"],
+            summary_source=d["summary_source"],
+            origins=tuple(d["origins"]),
             over_budget=d["over_budget"],
             over_budget_reason=d["over_budget_reason"],
             repairs=tuple(d["repairs"]),

@@ -1,10 +1,11 @@
 //! `Planned::apply`: the summary (the caller's reply or the rule summary) made into the summary
-//! message with its must-keep facts, then the budget ladder.
+//! message with its must-keep facts, then the budget ladder (see the module note in `mod.rs`).
 
-use super::assemble::Outcome;
-use super::draft::{total, Count, Slot};
-use super::output::Strategy;
+use super::assemble::{Draft, Outcome, Shape};
+use super::draft::{Count, Slot};
+use super::output::{Change, RecordEntry, Strategy};
 use super::plan::{raw_of, Planned};
+use super::shorten::{shorten_results, shorten_task};
 use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
@@ -13,6 +14,24 @@ use crate::summary::language::Language;
 use crate::summary::rule::{rule_summary, truncation_summary};
 use crate::summary::text::{cap_to_tokens, extract_summary};
 use crate::text::Text;
+
+/// Who wrote a summary (`CompactResult.summary_source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummarySource {
+    /// The caller's summarizer.
+    Llm,
+    /// The built-in rule (or truncation) summary.
+    Rule,
+}
+
+impl SummarySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummarySource::Llm => "llm",
+            SummarySource::Rule => "rule",
+        }
+    }
+}
 
 impl<'a> Planned<'a> {
     /// Finish: `summary` is the reply for the last chunk (`None`: the built-in rule summary).
@@ -23,38 +42,30 @@ impl<'a> Planned<'a> {
         counter: &dyn Count,
     ) -> Outcome<'a> {
         let cfg = &self.cfg;
-        let ratio = self.ratio;
-        let soft = raw_of(cfg.soft, ratio);
-        let target = raw_of(cfg.target, ratio);
+        let soft = raw_of(cfg.soft, self.ratio);
+        let target = raw_of(cfg.target, self.ratio);
         if !self.needs_summary {
-            return self.finish(
-                self.slots.clone(),
-                None,
-                None,
-                false,
-                self.strategy,
-                Vec::new(),
-                soft,
-                counter,
-            );
+            let mut d = Draft::unchanged(self);
+            if self.due {
+                self.fit(&mut d, soft, counter);
+            }
+            return self.finish(d, soft, counter);
         }
         let count_str = |s: &str| counter.count(Text::Utf8(s));
-        let replaced_views: Vec<Message<'_>> = self
-            .span
-            .iter()
-            .map(|&i| &self.slots[i])
-            .filter(|s| !s.is_summary())
-            .map(|s| s.view.clone())
-            .collect();
-        let (mut body, strategy, mut cut) = match summary {
+        let (mut body, strategy, source, mut cut) = match summary {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
                 let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
-                (text, Strategy::Summary, cut || truncated)
+                (
+                    text,
+                    Strategy::Summary,
+                    SummarySource::Llm,
+                    cut || truncated,
+                )
             }
             None => {
                 let max_chars = cfg.summary_max_tokens * 3;
-                let rule = rule_summary(&replaced_views, self.language, max_chars);
+                let rule = rule_summary(&self.replaced, self.language, max_chars);
                 let text = match &self.previous_summary {
                     // A summary is never re-summarised from scratch: the rule summary of the
                     // new messages is added to the previous one.
@@ -62,23 +73,29 @@ impl<'a> Planned<'a> {
                     None => rule,
                 };
                 let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
-                (text, Strategy::RuleSummary, cut)
+                (text, Strategy::RuleSummary, SummarySource::Rule, cut)
             }
         };
         if body.trim().is_empty() {
             body = truncation_summary(
-                &replaced_views,
+                &self.replaced,
                 self.language,
                 100,
                 cfg.summary_max_tokens * 3,
             );
         }
-        let (text, missing) = self.summary_message(&body, counter);
-        cut |= !missing.is_empty();
+        let mut shape = Shape {
+            body,
+            tail_start: self.tail_start,
+            late: Vec::new(),
+            head_dropped: Vec::new(),
+        };
+        let mut d = self.assemble(&shape, counter);
+        d.strategy = strategy;
+        d.source = Some(source);
 
-        // Assemble: head, summary, kept instructions/pinned, tail.
-        let mut tail_start = self.tail_start;
-        let mut late: Vec<usize> = Vec::new();
+        // Step 1: fewer kept tail messages, down to the last legal block (they are summarised
+        // by the truncation summary appended to the summary, their facts carried).
         let st = analyze(&self.slots);
         let last_cut = st.pending_block.map_or(self.slots.len(), |b| b.start + 1);
         let legal_tail: Vec<usize> = st
@@ -87,78 +104,120 @@ impl<'a> Planned<'a> {
             .copied()
             .filter(|&c| c > self.tail_start && c < self.slots.len() && c < last_cut)
             .collect();
-        let mut assembled = self.assemble(&text, tail_start, &late, counter);
-        let mut strategy = strategy;
-        // Ladder step 1: fewer kept tail messages, down to the last legal block.
         for &c in &legal_tail {
-            if total(&assembled.0) + assembled.2 <= target {
+            if d.tokens() <= target {
                 break;
             }
-            late.extend(
-                (tail_start..c).filter(|&i| {
-                    !self.slots[i].pinned && !self.slots[i].view.role.is_instruction()
-                }),
-            );
-            tail_start = c;
-            assembled = self.assemble(&text, tail_start, &late, counter);
+            let from = shape.tail_start;
+            shape
+                .late
+                .extend((from..c).filter(|&i| !self.frozen(&self.slots[i])));
+            shape.tail_start = c;
+            d = self.reassemble(&shape, &d, counter);
         }
-        let tail_shortened = self.tail_shortened || tail_start != self.tail_start;
-        let (mut slots, mut system_summary, mut extra) = assembled;
-        // Ladder step 2: hard trim of the oldest legal blocks: the kept head (whole blocks; the
-        // head ends at a legal cut), keeping instructions and pinned messages.
-        if total(&slots) + extra > soft {
-            let before = slots.len();
-            if let Some(at) = slots.iter().position(Slot::is_summary) {
-                let mut k = 0;
-                let mut end = at;
-                while k < end {
-                    if slots[k].pinned || slots[k].view.role.is_instruction() {
-                        k += 1;
-                    } else {
-                        slots.remove(k);
-                        end -= 1;
-                    }
+        // Step 2: the kept head's messages after the task (keep_first_messages > 1), whole
+        // blocks, their facts and the user's words carried by the summary.
+        if d.tokens() > soft {
+            let dropped: Vec<usize> = (0..self.head_end)
+                .filter(|&i| Some(i) != self.task && !self.frozen(&self.slots[i]))
+                .collect();
+            if !dropped.is_empty() {
+                shape.head_dropped = dropped;
+                d = self.reassemble(&shape, &d, counter);
+                d.raise(Strategy::Truncation);
+            }
+        }
+        // Steps 3-5 (task, truncation summary, the last block's tool output) when still over.
+        if d.tokens() > soft {
+            self.shorten_task_in(&mut d, counter);
+        }
+        if d.tokens() > soft {
+            let short =
+                truncation_summary(&self.replaced, self.language, 60, cfg.summary_max_tokens);
+            let alt_shape = Shape {
+                body: short,
+                ..shape.clone()
+            };
+            let mut alt = self.reassemble(&alt_shape, &d, counter);
+            // The step-2 entries are made again by the assembly; the task is cut again.
+            self.shorten_task_in(&mut alt, counter);
+            if alt.tokens() < d.tokens() {
+                alt.source = Some(SummarySource::Rule);
+                alt.strategy = Strategy::RuleSummary;
+                if source == SummarySource::Llm {
+                    alt.fallback_reason = Some(
+                        "the summary did not fit the window: replaced by the shorter truncation summary"
+                            .to_owned(),
+                    );
                 }
-            }
-            if slots.len() < before {
-                strategy = Strategy::Truncation;
-            }
-            // Last resort: a truncation summary instead of the summary text.
-            if total(&slots) + extra > soft {
-                let short =
-                    truncation_summary(&replaced_views, self.language, 60, cfg.summary_max_tokens);
-                let (t2, _) = self.summary_message(&short, counter);
-                let a = self.assemble(&t2, tail_start, &late, counter);
-                if total(&a.0) + a.2 < total(&slots) + extra {
-                    slots = a.0;
-                    system_summary = a.1;
-                    extra = a.2;
-                    strategy = Strategy::Truncation;
-                    cut = true;
-                }
+                cut = true;
+                d = alt;
             }
         }
-        let _ = extra;
-        let summary_text = Some(text);
-        let mut out = self.finish(
-            slots,
-            system_summary,
-            summary_text,
-            cut,
-            strategy,
-            missing,
-            soft,
-            counter,
-        );
-        if tail_shortened && out.strategy != Strategy::None {
-            let at = out.phases.len().saturating_sub(1);
-            out.phases.insert(at, ("tail_shortened", out.tokens_after));
+        if d.tokens() > soft {
+            self.shorten_tail_results(&mut d, soft, counter);
         }
-        out
+        d.cut |= cut;
+        self.finish(d, soft, counter)
     }
 
-    /// The summary message text and the must-keep facts that did not fit.
-    fn summary_message(&self, body: &str, counter: &dyn Count) -> (String, Vec<String>) {
+    /// Instructions and pinned messages: never dropped or edited by the ladder.
+    pub(super) fn frozen(&self, s: &Slot<'_>) -> bool {
+        s.pinned || s.view.role.is_instruction()
+    }
+
+    /// [`Planned::assemble`] again with the ladder's state of `prev` carried over.
+    fn reassemble(&self, shape: &Shape, prev: &Draft<'a>, counter: &dyn Count) -> Draft<'a> {
+        let mut d = self.assemble(shape, counter);
+        d.carry(prev);
+        d
+    }
+
+    /// Without a summary (nothing to summarise between the kept head and tail): only the task
+    /// and the last block's tool output can still be cut.
+    fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+        if d.tokens() > soft {
+            self.shorten_task_in(d, counter);
+        }
+        if d.tokens() > soft {
+            self.shorten_tail_results(d, soft, counter);
+        }
+    }
+
+    /// The ladder's task step: the task slot of `d` cut to `task_max_tokens`.
+    fn shorten_task_in(&self, d: &mut Draft<'a>, counter: &dyn Count) {
+        let Some(src) = self.task.and_then(|t| self.slots[t].source()) else {
+            return;
+        };
+        let Some(at) = d.slots.iter().position(|s| s.source() == Some(src)) else {
+            return;
+        };
+        if let Some((_, entry)) = shorten_task(&mut d.slots, at, &self.cfg, counter) {
+            d.note(entry, Strategy::Truncation);
+        }
+    }
+
+    /// The ladder's last step: tool output after the summary (the kept tail, whose last block
+    /// the shorter tail could not remove) cut head + tail, oldest first, as far as needed.
+    fn shorten_tail_results(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+        let from = d.tail_from;
+        let excess = d.tokens() - soft;
+        let (_, entries) = shorten_results(&mut d.slots, from, excess, &self.cfg, counter);
+        for e in entries {
+            d.note(e, Strategy::Truncation);
+        }
+    }
+
+    /// The summary message text for `body`: the marker, the body, the must-keep `facts` the body
+    /// lacks ("Preserved details"), and the user's own words of the replaced part. Returns the
+    /// text and the facts that did not fit the section's cap.
+    pub(super) fn summary_message(
+        &self,
+        body: &str,
+        facts: &[String],
+        user_texts: &[String],
+        counter: &dyn Count,
+    ) -> (String, Vec<String>) {
         let zh = self.language == Language::Zh;
         let cfg = &self.cfg;
         let count_str = |s: &str| counter.count(Text::Utf8(s));
@@ -172,11 +231,7 @@ impl<'a> Planned<'a> {
         });
         text.push_str("\n\n");
         text.push_str(body.trim());
-        let missing: Vec<&String> = self
-            .facts
-            .iter()
-            .filter(|f| !fact_present(body, f))
-            .collect();
+        let missing: Vec<&String> = facts.iter().filter(|f| !fact_present(body, f)).collect();
         let mut dropped = Vec::new();
         if !missing.is_empty() {
             text.push_str(if zh {
@@ -201,7 +256,7 @@ impl<'a> Planned<'a> {
         }
         let mut used = 0;
         let mut header = false;
-        for u in &self.user_texts {
+        for u in user_texts {
             if fact_present(body, u.trim()) {
                 continue;
             }
@@ -223,5 +278,19 @@ impl<'a> Planned<'a> {
             text.push('\n');
         }
         (text.trim_end().to_owned(), dropped)
+    }
+}
+
+/// The views of `slots[i]` for each `i` (for the facts and truncation summary of dropped ones).
+pub(super) fn views<'a>(slots: &[Slot<'a>], idx: &[usize]) -> Vec<Message<'a>> {
+    idx.iter().map(|&i| slots[i].view.clone()).collect()
+}
+
+/// A record entry for a message the ladder removed.
+pub(super) fn truncated(index: usize, detail: &str) -> RecordEntry {
+    RecordEntry {
+        index,
+        action: Change::Truncated,
+        detail: detail.to_owned(),
     }
 }

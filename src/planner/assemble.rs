@@ -1,11 +1,13 @@
 //! Putting the output together: head, summary, kept instructions and pinned messages, tail;
 //! the shape the provider needs; the result with its record and counts.
 
+use super::apply::{truncated, views, SummarySource};
 use super::draft::{total, Count, Slot};
 use super::micro::Offload;
-use super::output::{Change, OutBlock, OutMsg, RecordEntry, Strategy};
-use super::plan::{calibrated, Planned};
+use super::output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
+use super::plan::{calibrated, text_of, Planned};
 use crate::message::{Conversation, Format, Message, Role};
+use crate::summary::facts::must_keep_facts;
 use crate::summary::rule::truncation_summary;
 use crate::validate::Profile;
 use std::collections::BTreeSet;
@@ -14,9 +16,14 @@ use std::collections::BTreeSet;
 #[derive(Clone, Debug)]
 pub struct Outcome<'a> {
     pub slots: Vec<Slot<'a>>,
+    /// Where each output message came from (parallel to `slots`).
+    pub origins: Vec<Origin>,
     /// The summary to add to Anthropic's system prompt (`summary_role="system"`).
     pub system_summary: Option<String>,
     pub summary: Option<String>,
+    pub summary_source: Option<SummarySource>,
+    /// Why the summarizer's summary was not used as it came, when the ladder replaced it.
+    pub fallback_reason: Option<String>,
     pub summary_truncated: bool,
     pub strategy: Strategy,
     pub tokens_before: usize,
@@ -32,6 +39,86 @@ pub struct Outcome<'a> {
     pub original_count: usize,
     pub retained_count: usize,
     pub compacted_count: usize,
+}
+
+/// What the ladder varies between assemblies.
+#[derive(Clone, Debug)]
+pub(super) struct Shape {
+    /// The summary's body (before facts and the user's words are added).
+    pub body: String,
+    /// Where the kept tail starts (slot index).
+    pub tail_start: usize,
+    /// Tail slots the ladder moved into the summary (non-frozen ones before `tail_start`).
+    pub late: Vec<usize>,
+    /// Head slots removed to fit (after the task; whole blocks).
+    pub head_dropped: Vec<usize>,
+}
+
+/// An assembled output on its way through the ladder.
+#[derive(Clone, Debug)]
+pub(super) struct Draft<'a> {
+    pub slots: Vec<Slot<'a>>,
+    pub system_summary: Option<String>,
+    /// Raw tokens of the system prompt (with a system summary) and the tools.
+    pub extra: usize,
+    /// The summary message's text.
+    pub summary: Option<String>,
+    /// Must-keep facts that did not fit the summary's cap.
+    pub missing: Vec<String>,
+    pub strategy: Strategy,
+    pub source: Option<SummarySource>,
+    pub fallback_reason: Option<String>,
+    /// The summary was cut (capped, or replaced by a shorter one).
+    pub cut: bool,
+    /// The ladder's own record entries (removed head messages, shortened ones).
+    pub record: Vec<RecordEntry>,
+    /// Index in `slots` where the kept tail starts.
+    pub tail_from: usize,
+    pub tail_shortened: bool,
+}
+
+impl<'a> Draft<'a> {
+    /// The plan's slots as they are (no summary).
+    pub fn unchanged(p: &Planned<'a>) -> Self {
+        Draft {
+            slots: p.slots.clone(),
+            system_summary: None,
+            extra: p.extra,
+            summary: None,
+            missing: Vec::new(),
+            strategy: p.strategy,
+            source: None,
+            fallback_reason: None,
+            cut: false,
+            record: Vec::new(),
+            tail_from: p.head_end.min(p.slots.len()),
+            tail_shortened: false,
+        }
+    }
+
+    /// Raw tokens of the request.
+    pub fn tokens(&self) -> usize {
+        total(&self.slots) + self.extra
+    }
+
+    /// Keep what the ladder decided in `prev` (strategy, who wrote the summary, the summary's
+    /// cut flag) across a new assembly; record entries are made again by each assembly.
+    pub fn carry(&mut self, prev: &Draft<'a>) {
+        self.strategy = prev.strategy;
+        self.source = prev.source;
+        self.fallback_reason = prev.fallback_reason.clone();
+        self.cut = prev.cut;
+    }
+
+    pub fn raise(&mut self, s: Strategy) {
+        self.strategy.raise(s);
+    }
+
+    /// A ladder step changed a message.
+    pub fn note(&mut self, entry: RecordEntry, s: Strategy) {
+        self.record.push(entry);
+        self.raise(s);
+    }
 }
 
 /// Every input message a slot is built from.
@@ -57,35 +144,65 @@ pub(super) fn sources(slot: &Slot<'_>) -> Vec<usize> {
 }
 
 impl<'a> Planned<'a> {
-    /// Head + summary + kept + tail; returns the slots, the system-prompt summary and the raw
-    /// tokens of the system prompt and tools with it (`extra` when it is a message).
+    /// Head + summary + kept + tail for `shape`.
     ///
     /// System and developer messages that lead the conversation stay first, also when the
     /// span starts with an earlier summary (which the new summary replaces in place): the
     /// instruction slots kept in the span with nothing but instructions and earlier summaries
     /// before them go before the new summary.
-    pub(super) fn assemble(
-        &self,
-        text: &str,
-        tail_start: usize,
-        late: &[usize],
-        counter: &dyn Count,
-    ) -> (Vec<Slot<'a>>, Option<String>, usize) {
+    pub(super) fn assemble(&self, shape: &Shape, counter: &dyn Count) -> Draft<'a> {
         let cfg = &self.cfg;
-        let mut text = text.to_owned();
+        // What the ladder removed besides the span: its facts and the user's words go into the
+        // summary too (DESIGN: facts of everything a compaction removes or cuts).
+        let late = views(&self.slots, &shape.late);
+        let head = views(&self.slots, &shape.head_dropped);
+        let mut facts = self.facts.clone();
+        for f in must_keep_facts(&late)
+            .into_iter()
+            .chain(must_keep_facts(&head))
+        {
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+        let user_words = |ms: &[Message<'_>]| -> Vec<String> {
+            ms.iter()
+                .rev()
+                .filter(|m| m.is_user_text())
+                .map(text_of)
+                .filter(|t| !t.trim().is_empty())
+                .collect()
+        };
+        let mut users = user_words(&late);
+        users.extend(self.user_texts.iter().cloned());
+        users.extend(user_words(&head));
+        let mut body = shape.body.clone();
         if !late.is_empty() {
-            let late_views: Vec<Message<'_>> =
-                late.iter().map(|&i| self.slots[i].view.clone()).collect();
-            text.push_str("\n\n");
-            text.push_str(&truncation_summary(
-                &late_views,
+            body.push_str("\n\n");
+            body.push_str(&truncation_summary(
+                &late,
                 self.language,
                 100,
                 cfg.summary_max_tokens,
             ));
         }
+        let (text, missing) = self.summary_message(&body, &facts, &users, counter);
+
         let conv_for_build = Conversation::new(self.format, Vec::new());
-        let mut out: Vec<Slot<'a>> = self.slots[..self.head_end].to_vec();
+        let mut record = Vec::new();
+        let mut out: Vec<Slot<'a>> = Vec::with_capacity(self.slots.len());
+        for (i, s) in self.slots[..self.head_end].iter().enumerate() {
+            if shape.head_dropped.contains(&i) {
+                if let Some(src) = s.source() {
+                    record.push(truncated(
+                        src,
+                        "kept head message removed to fit; its facts are in the summary",
+                    ));
+                }
+            } else {
+                out.push(s.clone());
+            }
+        }
         let instruction = |s: &Slot<'_>| s.view.role.is_instruction();
         let leading = if out.iter().all(instruction) {
             self.kept_in_span
@@ -108,7 +225,7 @@ impl<'a> Planned<'a> {
         let anthropic = self.format == Format::Anthropic;
         let extra = if cfg.summary_in_system && anthropic {
             let extra = self.extra_with(Some(&text), counter);
-            system_summary = Some(text);
+            system_summary = Some(text.clone());
             extra
         } else {
             // A strict template wants system messages first only: the summary is the user's there.
@@ -122,7 +239,7 @@ impl<'a> Planned<'a> {
                 &conv_for_build,
                 OutMsg::New {
                     role,
-                    blocks: vec![OutBlock::Text(text)],
+                    blocks: vec![OutBlock::Text(text.clone())],
                 },
                 cfg.framing,
                 counter,
@@ -133,137 +250,63 @@ impl<'a> Planned<'a> {
             out.push(self.slots[i].clone());
         }
         // Instructions and pinned messages of a tail the ladder shortened stay too.
-        let tail_start = tail_start.min(self.slots.len());
+        let tail_start = shape.tail_start.min(self.slots.len());
         out.extend(
             self.slots[self.tail_start.min(tail_start)..tail_start]
                 .iter()
-                .filter(|s| s.pinned || s.view.role.is_instruction())
+                .filter(|s| self.frozen(s))
                 .cloned(),
         );
+        let tail_from = out.len();
         out.extend(self.slots[tail_start..].iter().cloned());
-        (out, system_summary, extra)
+        Draft {
+            slots: out,
+            system_summary,
+            extra,
+            summary: Some(text),
+            missing,
+            strategy: self.strategy,
+            source: None,
+            fallback_reason: None,
+            cut: false,
+            record,
+            tail_from,
+            tail_shortened: self.tail_shortened || tail_start != self.tail_start,
+        }
     }
 
-    /// The shape the provider (or a strict template) needs: Anthropic and strict want the user
-    /// first; strict wants user and assistant to alternate. Only new short messages are
-    /// inserted; no input message is changed.
-    pub(super) fn fix_shape(&self, slots: &mut Vec<Slot<'a>>, counter: &dyn Count) -> Vec<String> {
-        let strict = self.cfg.profile == Some(Profile::Strict);
-        let anthropic = self.format == Format::Anthropic;
-        let mut repairs = Vec::new();
-        if !(strict || anthropic) {
-            return repairs;
-        }
-        let conv = Conversation::new(self.format, Vec::new());
-        let new = |role: Role, text: &str| {
-            Slot::build(
-                &conv,
-                OutMsg::New {
-                    role,
-                    blocks: vec![OutBlock::Text(text.to_owned())],
-                },
-                self.cfg.framing,
-                counter,
-            )
-        };
-        if strict {
-            // System/developer messages after the start move to the front (unchanged).
-            let first_other = slots.iter().position(|s| !s.view.role.is_instruction());
-            if let Some(f) = first_other {
-                let late: Vec<usize> = (f..slots.len())
-                    .filter(|&i| slots[i].view.role.is_instruction())
-                    .collect();
-                for (k, &i) in late.iter().enumerate() {
-                    let s = slots.remove(i - k);
-                    repairs.push(format!(
-                        "moved a {} message to the start (strict templates need system messages first)",
-                        s.view.role.name()
-                    ));
-                    slots.insert(f + k, s);
-                }
-            }
-        }
-        match slots.iter().position(|s| !s.view.role.is_instruction()) {
-            Some(first) if slots[first].view.role != Role::User => {
-                slots.insert(first, new(Role::User, "(continuing the conversation)"));
-                repairs
-                    .push("inserted a user message before the first assistant message".to_owned());
-            }
-            None if anthropic => {
-                slots.push(new(Role::User, "(continuing the conversation)"));
-                repairs.push("added a user message: an Anthropic request needs one".to_owned());
-            }
-            _ => {}
-        }
-        if !strict {
-            return repairs;
-        }
-        let mut i = 0;
-        let mut last: Option<bool> = None;
-        while i < slots.len() {
-            if slots[i].view.role.is_instruction() {
-                i += 1;
-                continue;
-            }
-            let user = super::draft::is_user_side(&slots[i].view);
-            // The results of parallel calls are one turn of the user side.
-            let more_results = slots[i].view.is_result_only()
-                && slots[..i]
-                    .iter()
-                    .rev()
-                    .find(|s| !s.view.role.is_instruction())
-                    .is_some_and(|s| s.view.is_result_only());
-            if last == Some(user) && !more_results {
-                let filler = if user {
-                    new(Role::Assistant, "Understood.")
-                } else {
-                    new(Role::User, "Continue.")
-                };
-                repairs.push(format!(
-                    "inserted a short {} message between two {} messages (strict alternation)",
-                    filler.view.role.name(),
-                    if user { "user" } else { "assistant" }
-                ));
-                slots.insert(i, filler);
-                i += 1;
-            }
-            last = Some(user);
-            i += 1;
-        }
-        repairs
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn finish(
-        &self,
-        slots: Vec<Slot<'a>>,
-        system_summary: Option<String>,
-        summary: Option<String>,
-        truncated: bool,
-        strategy: Strategy,
-        must_keep_missing: Vec<String>,
-        soft: usize,
-        counter: &dyn Count,
-    ) -> Outcome<'a> {
+    /// The result: the provider's shape, the `min_savings_ratio` refusal (only below the hard
+    /// threshold), the record naming every input message that is gone, the counts, and
+    /// `over_budget` with the parts that did not fit.
+    pub(super) fn finish(&self, d: Draft<'a>, soft: usize, counter: &dyn Count) -> Outcome<'a> {
         let ratio = self.ratio;
+        let Draft {
+            mut slots,
+            mut system_summary,
+            mut summary,
+            missing,
+            mut strategy,
+            mut source,
+            mut fallback_reason,
+            cut,
+            record: ladder,
+            tail_shortened,
+            ..
+        } = d;
         let extra = self.extra_with(system_summary.as_deref(), counter);
-        let mut slots = slots;
         let mut repairs = self.repairs.clone();
         repairs.extend(self.fix_shape(&mut slots, counter));
         let mut raw_after = total(&slots) + extra;
         let mut tokens_after = calibrated(raw_after, ratio);
-        let mut strategy = strategy;
         let mut reason = self.reason.clone();
         let mut phases = self.phases.clone();
-        let mut summary = summary;
-        let mut system_summary = system_summary;
         let mut record = self.record.clone();
-        // Refuse a compaction that saves too little (no loops, never grow).
+        // Never grow. Refuse a compaction that saves too little (no loops) only below the hard
+        // threshold: above it the conversation must be compacted whatever it saves.
         let saved = self.tokens_before.saturating_sub(tokens_after);
-        if strategy != Strategy::None
-            && (saved == 0
-                || (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64)
-        {
+        let small = (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64;
+        let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard);
+        if strategy != Strategy::None && refuse {
             reason = Some(format!(
                 "a compaction would save {saved} of {} tokens, under min_savings_ratio={}",
                 self.tokens_before, self.cfg.min_savings_ratio
@@ -274,26 +317,43 @@ impl<'a> Planned<'a> {
             strategy = Strategy::None;
             summary = None;
             system_summary = None;
+            source = None;
+            fallback_reason = None;
             record.retain(|r| matches!(r.action, Change::Repaired | Change::Dropped));
             phases.retain(|p| p.0 == "repair");
             raw_after = total(&slots) + self.extra;
             tokens_after = calibrated(raw_after, ratio);
-        } else if summary.is_some() {
-            phases.push((strategy.as_str(), tokens_after));
-            let mut covered = BTreeSet::new();
-            for s in &slots {
-                covered.extend(sources(s));
+        } else {
+            record.extend(ladder.iter().cloned());
+            if tail_shortened && summary.is_some() {
+                phases.push(("tail_shortened", tokens_after));
             }
-            for &i in &self.span {
-                for src in sources(&self.slots[i]) {
-                    if !covered.contains(&src) {
-                        record.push(RecordEntry {
-                            index: src,
-                            action: Change::Summarized,
-                            detail: String::new(),
-                        });
+            if let Some(src) = source {
+                phases.push((
+                    match src {
+                        SummarySource::Llm => "summary",
+                        SummarySource::Rule => "rule_summary",
+                    },
+                    tokens_after,
+                ));
+                let mut covered = BTreeSet::new();
+                for s in &slots {
+                    covered.extend(sources(s));
+                }
+                for &i in &self.span {
+                    for src in sources(&self.slots[i]) {
+                        if !covered.contains(&src) {
+                            record.push(RecordEntry {
+                                index: src,
+                                action: Change::Summarized,
+                                detail: String::new(),
+                            });
+                        }
                     }
                 }
+            }
+            if ladder.iter().any(|r| r.action == Change::Shortened) {
+                phases.push(("truncation", tokens_after));
             }
         }
         // Every input message that is no longer in the output and not yet named is named now.
@@ -306,10 +366,10 @@ impl<'a> Planned<'a> {
             if !present.contains(&i) && !named.contains(&i) {
                 record.push(RecordEntry {
                     index: i,
-                    action: if strategy == Strategy::Truncation {
-                        Change::Truncated
-                    } else {
+                    action: if summary.is_some() {
                         Change::Summarized
+                    } else {
+                        Change::Truncated
                     },
                     detail: String::new(),
                 });
@@ -318,22 +378,24 @@ impl<'a> Planned<'a> {
         record.sort_by_key(|r| r.index);
         let retained_count = present.len();
         let over = raw_after > soft;
-        let over_budget_reason = if over {
-            Some(self.over_budget_reason.clone().unwrap_or_else(|| match &reason {
-                Some(why) => format!("{tokens_after} tokens, above the soft threshold {}: {why}", self.cfg.soft),
-                None => format!(
-                    "{tokens_after} tokens after compaction, still above the soft threshold {} (the kept head, tail, pinned and system messages alone are too large)",
+        let over_budget_reason = over.then(|| match &reason {
+            Some(why) if strategy == Strategy::None => {
+                format!(
+                    "{tokens_after} tokens, above the soft threshold {}: {why}",
                     self.cfg.soft
-                ),
-            }))
-        } else {
-            None
-        };
+                )
+            }
+            _ => self.too_large(&slots, extra, tokens_after),
+        });
+        let origins = slots.iter().map(Origin::of).collect();
         Outcome {
             slots,
+            origins,
             system_summary,
             summary,
-            summary_truncated: truncated,
+            summary_source: source,
+            fallback_reason,
+            summary_truncated: cut,
             strategy,
             tokens_before: self.tokens_before,
             tokens_after,
@@ -343,11 +405,50 @@ impl<'a> Planned<'a> {
             record,
             repairs,
             phases,
-            must_keep_missing,
+            must_keep_missing: missing,
             offloads: self.offloads.clone(),
             original_count: self.original_count,
             retained_count,
             compacted_count: self.original_count - retained_count,
         }
+    }
+
+    /// Why even the smallest legal context is over: its parts, in calibrated tokens.
+    fn too_large(&self, slots: &[Slot<'a>], extra: usize, tokens_after: usize) -> String {
+        let task = self.task.and_then(|t| self.slots[t].source());
+        let (mut summary, mut task_tokens, mut pinned, mut system, mut rest) = (0, 0, 0, extra, 0);
+        for s in slots {
+            if matches!(s.out, OutMsg::New { .. }) && s.is_summary() {
+                summary += s.tokens;
+            } else if task.is_some() && s.source() == task {
+                task_tokens += s.tokens;
+            } else if s.pinned {
+                pinned += s.tokens;
+            } else if s.view.role.is_instruction() {
+                system += s.tokens;
+            } else {
+                rest += s.tokens;
+            }
+        }
+        let c = |t: usize| calibrated(t, self.ratio);
+        let mut parts = vec![format!("system prompt and tools {}", c(system))];
+        if task.is_some() {
+            parts.push(format!("the task {}", c(task_tokens)));
+        }
+        if summary > 0 {
+            parts.push(format!("the summary {}", c(summary)));
+        }
+        if pinned > 0 {
+            parts.push(format!("pinned messages {}", c(pinned)));
+        }
+        parts.push(format!(
+            "the last block and recent messages, cut as far as they can be {}",
+            c(rest)
+        ));
+        format!(
+            "{tokens_after} tokens after compaction, above the soft threshold {}: the smallest legal context does not fit ({})",
+            self.cfg.soft,
+            parts.join(", ")
+        )
     }
 }

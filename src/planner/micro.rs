@@ -42,6 +42,15 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
     frozen
 }
 
+/// The task: the first user text message, unless an earlier summary comes first (then the
+/// conversation starts with what a compaction left and the summary carries the start).
+pub fn task_index(slots: &[Slot<'_>]) -> Option<usize> {
+    slots
+        .iter()
+        .position(|s| s.is_summary() || s.view.is_user_text())
+        .filter(|&i| !slots[i].is_summary())
+}
+
 /// End of the kept head and start of the kept tail, both at legal cut points.
 pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
     let n = slots.len();
@@ -57,8 +66,11 @@ pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
     {
         head_end += 1;
     }
+    // The task (the first user text) is always in the head, whatever `keep_first_messages`
+    // says (DESIGN invariant 7): it may be shortened by the ladder, never summarised away.
+    let task = task_index(slots);
     let mut taken = 0;
-    while head_end < n && taken < cfg.keep_first_messages {
+    while head_end < n && (taken < cfg.keep_first_messages || task.is_some_and(|t| head_end <= t)) {
         let v = &slots[head_end];
         if v.is_summary() {
             break;

@@ -11,7 +11,11 @@
 //! only runs if the previous one was not enough, in increasing order of what it loses: micro
 //! (old tool output becomes placeholders), selective rules (thinking of finished turns, images,
 //! long old texts), a summary of the span between the kept head and tail (incremental when an
-//! earlier summary exists), then a shorter tail, then a hard trim of the oldest legal blocks.
+//! earlier summary exists), then a shorter tail, then the kept head's messages after the task
+//! (their facts go into the summary), then the task shortened to `task_max_tokens` (never
+//! removed), then a shorter summary (the truncation summary), then the tool output of the last
+//! block cut head + tail. Only when even that is above the soft threshold is the result
+//! `over_budget`, with the parts that did not fit named. Each step cuts no more than it must.
 
 mod apply;
 mod assemble;
@@ -21,10 +25,13 @@ pub mod output;
 mod plan;
 pub mod repair;
 mod request;
+mod shape;
+mod shorten;
 
+pub use apply::SummarySource;
 pub use assemble::Outcome;
 pub use draft::{Count, Slot};
-pub use output::{Change, OutBlock, OutMsg, RecordEntry, Strategy};
+pub use output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
 pub use plan::{plan, PlanError, Planned};
 pub use request::{join_system_text, SummaryRequest, SystemPrompt};
 
@@ -102,6 +109,9 @@ pub struct PlanConfig {
     pub target: usize,
     pub micro_threshold: usize,
     pub keep_first_messages: usize,
+    /// The task (first user message) is shortened to this at most when it does not fit; never
+    /// removed.
+    pub task_max_tokens: usize,
     pub keep_recent_messages: usize,
     pub keep_recent_tokens: Option<usize>,
     pub keep_recent_tool_results: usize,
@@ -130,6 +140,7 @@ impl Default for PlanConfig {
             target: 60_000,
             micro_threshold: 60_000,
             keep_first_messages: 1,
+            task_max_tokens: 2_000,
             keep_recent_messages: 6,
             keep_recent_tokens: None,
             keep_recent_tool_results: 4,
@@ -165,6 +176,7 @@ impl PlanConfig {
             hard: budget,
             target: budget / 2,
             micro_threshold: budget / 2,
+            task_max_tokens: (budget / 4).min(2_000),
             ..PlanConfig::default()
         }
     }

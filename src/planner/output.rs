@@ -152,3 +152,38 @@ impl Strategy {
         *self = (*self).max(other);
     }
 }
+
+/// Where an output message came from (`CompactResult.origins`): what a `Session` stores
+/// instead of guessing from the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Input message `i`, the same object.
+    Kept(usize),
+    /// A copy of input message `i` with blocks edited, dropped or cut.
+    Edited(usize),
+    /// The summary message this compaction wrote.
+    Summary,
+    /// A message the compactor inserted (a repair, a filler for the provider's shape).
+    Inserted,
+}
+
+impl Origin {
+    pub fn of(slot: &super::Slot<'_>) -> Origin {
+        match &slot.out {
+            OutMsg::Keep(i) => Origin::Kept(*i),
+            OutMsg::Rebuild { from, .. } => Origin::Edited(*from),
+            OutMsg::New { .. } if slot.is_summary() => Origin::Summary,
+            OutMsg::New { .. } => Origin::Inserted,
+        }
+    }
+
+    /// The kind the Python API shows and the input index, if any.
+    pub fn parts(self) -> (&'static str, Option<usize>) {
+        match self {
+            Origin::Kept(i) => ("kept", Some(i)),
+            Origin::Edited(i) => ("edited", Some(i)),
+            Origin::Summary => ("summary", None),
+            Origin::Inserted => ("inserted", None),
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! span a summary replaces (the kept head, the span, the kept tail, each at legal cuts).
 
 use super::draft::{total, Count, Slot};
-use super::micro::{self, head_and_tail, Offload};
+use super::micro::{self, head_and_tail, task_index, Offload};
 use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
 use super::request::SystemPrompt;
@@ -11,9 +11,11 @@ use crate::message::{BlockKind, Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::facts::must_keep_facts;
 use crate::summary::language::{detect_language, Language};
+use crate::summary::text::head_tail;
 use crate::summary::transcript::{chunk_transcript, fit_entries, render_transcript};
 use crate::text::Text;
 use crate::validate::{validate, Problem, Profile};
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// Why planning refused.
@@ -43,6 +45,9 @@ pub struct Planned<'a> {
     pub facts: Vec<String>,
     pub language: Language,
     pub(super) user_texts: Vec<String>,
+    /// The replaced messages as they were before this compaction's micro and selective passes
+    /// (the rule summary and the truncation summary read them).
+    pub(super) replaced: Vec<Message<'a>>,
     pub(super) instructions: Option<String>,
     pub record: Vec<RecordEntry>,
     pub repairs: Vec<String>,
@@ -59,13 +64,20 @@ pub struct Planned<'a> {
     pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
     pub(super) needs_summary: bool,
+    /// The caller's summarizer is asked (false under cool-down: the rule summary is used).
+    pub(super) llm: bool,
+    /// A compaction is due (not `micro_compact()`, not below the soft threshold): the ladder
+    /// may shorten the task and the last block to fit.
+    pub(super) due: bool,
+    /// The task's slot (the first user text), kept in the head.
+    pub(super) task: Option<usize>,
+    /// The task's text, shown to the summarizer as context (it stays in the conversation).
+    pub(super) task_text: Option<String>,
     /// The kept tail is shorter than configured (it alone was over the target).
     pub(super) tail_shortened: bool,
     pub(super) cfg: PlanConfig,
     /// Why nothing (more) was done.
     pub reason: Option<String>,
-    /// Why the result would be over budget without a summary (cool-down).
-    pub(super) over_budget_reason: Option<String>,
 }
 
 pub(super) fn calibrated(raw: usize, ratio: f64) -> usize {
@@ -172,6 +184,7 @@ pub fn plan<'a>(
         facts: Vec::new(),
         language: Language::En,
         user_texts: Vec::new(),
+        replaced: Vec::new(),
         instructions,
         record,
         repairs,
@@ -185,10 +198,13 @@ pub fn plan<'a>(
         strategy: Strategy::None,
         offloads: Vec::new(),
         needs_summary: false,
+        llm: true,
+        due: false,
+        task: None,
+        task_text: None,
         tail_shortened: false,
         cfg: cfg.clone(),
         reason: None,
-        over_budget_reason: None,
     };
     let now = |p: &Planned<'_>| total(&p.slots) + p.extra;
     if !p.repairs.is_empty() {
@@ -196,6 +212,7 @@ pub fn plan<'a>(
     }
 
     let due = mode == Mode::Force || now(&p) >= soft;
+    p.due = due && mode != Mode::Micro;
     let run_micro = mode != Mode::Auto || now(&p) >= micro_threshold;
     if run_micro {
         let pass = micro::micro(&mut p.slots, cfg, counter);
@@ -232,15 +249,12 @@ pub fn plan<'a>(
     if now(&p) <= target && mode != Mode::Force {
         return Ok(p);
     }
+    // Cool-down skips the LLM, not the summary: micro and selective ran and did not reach the
+    // target, so the built-in rule summary does (no request is made).
     if cooldown {
-        if now(&p) > soft {
-            p.over_budget_reason = Some(
-                "summarizer cool-down after a failure: only micro and selective compaction ran"
-                    .to_owned(),
-            );
-        }
-        p.reason = Some("summarizer cool-down: no summary this call".to_owned());
-        return Ok(p);
+        p.llm = false;
+        p.reason =
+            Some("summarizer cool-down after a failure: the rule summary, no LLM call".to_owned());
     }
     select_span(&mut p, target, counter);
     Ok(p)
@@ -251,6 +265,9 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     let cfg = p.cfg.clone();
     let (head_end, mut tail_start) = head_and_tail(&p.slots, &cfg);
     let n = p.slots.len();
+    p.head_end = head_end;
+    p.tail_start = tail_start;
+    p.task = task_index(&p.slots).filter(|&t| t < head_end);
     let st = analyze(&p.slots);
     let legal: Vec<usize> = st
         .cut_points
@@ -321,7 +338,10 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         p.reason = Some("nothing between the kept head and tail to summarise".to_owned());
         return;
     }
-    let replaced_views: Vec<Message<'_>> = replaced.iter().map(|s| s.view.clone()).collect();
+    // The summarizer, the rule summary and the must-keep facts read the messages as they were
+    // before this compaction's micro and selective passes: a placeholder this call wrote would
+    // hide the content it replaced.
+    let replaced_views = originals(&p.repaired, &replaced);
     p.language = detect_language(&replaced_views);
     let mut facts = must_keep_facts(&replaced_views);
     if let Some(prev) = &previous {
@@ -354,10 +374,32 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
     } else {
         chunk_transcript(&p.transcript, count_str, room)
     };
+    p.task_text = p.task.map(|t| {
+        let text = text_of(&p.slots[t].view);
+        head_tail(&text, cfg.transcript_item_max_chars).unwrap_or(text)
+    });
+    p.replaced = replaced_views;
     p.previous_summary = previous;
-    p.head_end = head_end;
     p.tail_start = tail_start.max(head_end);
     p.span = span;
     p.kept_in_span = kept;
     p.needs_summary = true;
+}
+
+/// The views of `slots` as they were before the micro and selective passes (`before` holds the
+/// slots after repair, each naming its input message).
+pub(super) fn originals<'a>(before: &[Slot<'a>], slots: &[&Slot<'a>]) -> Vec<Message<'a>> {
+    let by_source: FxHashMap<usize, &Slot<'a>> = before
+        .iter()
+        .filter_map(|s| s.source().map(|i| (i, s)))
+        .collect();
+    slots
+        .iter()
+        .map(|s| {
+            s.source()
+                .and_then(|i| by_source.get(&i))
+                .map_or(&s.view, |o| &o.view)
+                .clone()
+        })
+        .collect()
 }

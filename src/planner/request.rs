@@ -4,8 +4,8 @@
 use super::draft::Count;
 use super::plan::Planned;
 use crate::summary::language::Language;
-use crate::summary::summary_prompts;
 use crate::summary::text::extract_summary;
+use crate::summary::{summary_prompts, with_task_context};
 use crate::text::Text;
 
 /// What the caller's summarizer is asked for (one chunk of the replaced span).
@@ -73,7 +73,7 @@ impl<'a> Planned<'a> {
 
     /// The request for the current chunk, or `None` when no summary is needed.
     pub fn request(&self) -> Option<SummaryRequest> {
-        if !self.needs_summary {
+        if !self.needs_summary || !self.llm {
             return None;
         }
         let chunk = self.chunks.get(self.chunk_index)?;
@@ -85,6 +85,10 @@ impl<'a> Planned<'a> {
             &transcript,
             self.cfg.summary_max_tokens,
         );
+        let user_prompt = match &self.task_text {
+            Some(task) => with_task_context(self.language, task, &user_prompt),
+            None => user_prompt,
+        };
         Some(SummaryRequest {
             system_prompt,
             user_prompt,

@@ -56,6 +56,7 @@ fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         target: attr(cfg, "target_tokens")?,
         micro_threshold: attr(cfg, "micro_threshold")?,
         keep_first_messages: attr(cfg, "keep_first_messages")?,
+        task_max_tokens: attr(cfg, "task_token_limit")?,
         keep_recent_messages: attr(cfg, "keep_recent_messages")?,
         keep_recent_tokens: attr(cfg, "keep_recent_tokens")?,
         keep_recent_tool_results: attr(cfg, "keep_recent_tool_results")?,
@@ -255,6 +256,16 @@ impl Plan {
         };
         d.set_item("system", system)?;
         d.set_item("summary", outcome.summary.clone())?;
+        d.set_item(
+            "summary_source",
+            outcome.summary_source.map(planner::SummarySource::as_str),
+        )?;
+        d.set_item("fallback_reason", outcome.fallback_reason.clone())?;
+        let origins = PyList::empty(py);
+        for o in &outcome.origins {
+            origins.append(o.parts())?;
+        }
+        d.set_item("origins", origins)?;
         d.set_item("summary_truncated", outcome.summary_truncated)?;
         d.set_item("strategy", outcome.strategy.as_str())?;
         d.set_item("tokens_before", outcome.tokens_before)?;

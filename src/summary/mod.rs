@@ -53,7 +53,7 @@ pub mod transcript;
 
 pub use facts::{fact_present, must_keep_facts, FactKind};
 pub use language::{detect_language, Label, Language};
-pub use prompts::summary_prompts;
+pub use prompts::{summary_prompts, with_task_context};
 pub use rule::{rule_summary, truncation_summary};
 pub use text::{
     cap_to_tokens, cut_json_args, extract_summary, head_tail, is_cut, looks_like_error,

@@ -71,6 +71,25 @@ const SECTIONS_ZH: &[(&str, &str)] = &[
     ("无需重做", "已经完成或验证过、不应重复的工作"),
 ];
 
+/// `user_prompt` preceded by the conversation's task as context: the task stays in the
+/// conversation verbatim (the kept head), so the summary need not repeat it, but a summary
+/// written without it cannot tell what matters.
+pub fn with_task_context(lang: Language, task: &str, user_prompt: &str) -> String {
+    let task = task.trim();
+    if task.is_empty() {
+        return user_prompt.to_owned();
+    }
+    match lang {
+        Language::En => format!(
+            "The conversation's task (its first user message) stays in the conversation as it is: \
+             do not repeat it, use it to tell what matters.\n<task>\n{task}\n</task>\n\n{user_prompt}"
+        ),
+        Language::Zh => format!(
+            "对话的任务（用户的第一条消息）会原样保留在对话中：不必在摘要中重复，用它判断什么重要。\n<task>\n{task}\n</task>\n\n{user_prompt}"
+        ),
+    }
+}
+
 /// The system and user prompts asking for a summary of `transcript` (rendered entries joined
 /// by blank lines) in `lang`, under `max_tokens`. With `previous_summary` the model is asked
 /// to update that summary with the new messages, keeping what is still relevant.

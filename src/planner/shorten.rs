@@ -1,0 +1,218 @@
+//! The ladder's last two steps before `over_budget`: the task shortened to `task_max_tokens`
+//! and tool results of the kept tail (the last block) cut head + tail.
+//!
+//! Design note: both only run when everything else (micro, selective, the summary, a shorter
+//! tail, the extra head messages) left the context above the soft threshold, and both cut only
+//! as much as the overflow needs. The task is never removed (DESIGN invariant 7): its head and
+//! tail stay, the cut is marked, and every must-keep fact of the cut part is written after the
+//! marker, so the agent still sees every path, URL and error name its task named. Tool results
+//! are cut the same way (tool output carries no must-keep facts by definition); thinking,
+//! signed and opaque blocks, pinned messages and protected tools are never touched.
+
+use super::draft::{block_tokens, Count, Slot};
+use super::micro::already_compacted;
+use super::output::{Change, RecordEntry};
+use super::PlanConfig;
+use crate::message::{BlockKind, Message, Role};
+use crate::summary::facts::{fact_present, must_keep_facts};
+use crate::summary::text::head_tail;
+use crate::text::Text;
+use rustc_hash::FxHashMap;
+
+/// Characters never cut below (head + marker + tail stay readable).
+const MIN_CHARS: usize = 160;
+
+/// `text` cut head + tail to about `max_chars`, with the must-keep facts of the cut part
+/// written right after the cut marker. `None` when it is already that short or was cut before.
+pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
+    let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
+    let mut room = max_chars;
+    for _ in 0..4 {
+        let cut = head_tail(text, room.max(MIN_CHARS))?;
+        let lost: Vec<&String> = facts.iter().filter(|f| !fact_present(&cut, f)).collect();
+        if lost.is_empty() {
+            return Some(cut);
+        }
+        let mut list = String::from(" (cut part mentions: ");
+        for (k, f) in lost.iter().enumerate() {
+            if k > 0 {
+                list.push_str(", ");
+            }
+            list.push_str(f);
+        }
+        list.push_str(") ");
+        let extra = list.chars().count();
+        if extra + MIN_CHARS < room || room <= MIN_CHARS {
+            let cut = head_tail(text, room.saturating_sub(extra).max(MIN_CHARS))?;
+            let at = marker_end(&cut)?;
+            let mut out = String::with_capacity(cut.len() + list.len());
+            out.push_str(&cut[..at]);
+            out.push_str(&list);
+            out.push_str(&cut[at..]);
+            return Some(out);
+        }
+        // The list alone is most of the room: keep less text around it.
+        room = room.saturating_sub(extra / 2).max(MIN_CHARS);
+    }
+    None
+}
+
+/// Byte offset just after the first cut marker in `cut`.
+fn marker_end(cut: &str) -> Option<usize> {
+    const TAIL: &str = " chars omitted]…";
+    cut.find(TAIL).map(|i| i + TAIL.len())
+}
+
+/// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
+/// tokens, never below `floor` tokens for the block. Returns the tokens saved.
+fn cut_block(
+    slot: &mut Slot<'_>,
+    k: usize,
+    excess: usize,
+    floor: usize,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+    keep_facts: bool,
+) -> usize {
+    let b = &slot.view.blocks[k];
+    if b.images > 0 {
+        return 0;
+    }
+    let text: String = b
+        .texts
+        .iter()
+        .map(|p| p.text().to_utf8().into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if already_compacted(&text) {
+        return 0;
+    }
+    let tokens = block_tokens(b, cfg.framing, counter);
+    let goal = tokens.saturating_sub(excess).max(floor);
+    if goal >= tokens {
+        return 0;
+    }
+    let chars = text.chars().count();
+    let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
+    // Counting is not linear in characters: shrink until the cut text is within the goal.
+    for _ in 0..6 {
+        let cut = if keep_facts {
+            cut_keeping_facts(&text, max_chars)
+        } else {
+            head_tail(&text, max_chars.max(MIN_CHARS))
+        };
+        let Some(cut) = cut else {
+            return 0;
+        };
+        let new = counter.count(Text::Utf8(&cut));
+        if new <= goal || max_chars <= MIN_CHARS {
+            let before = slot.tokens;
+            if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
+                return 0;
+            }
+            return before.saturating_sub(slot.tokens);
+        }
+        max_chars = max_chars * 8 / 10;
+    }
+    0
+}
+
+/// Shorten the task in `slots[at]` to `task_max_tokens` (its text blocks, longest first).
+/// Always to the limit, not just the overflow: a task cut once is marked and stays as it is in
+/// later compactions (a stable prefix for the provider's cache). Returns the tokens saved and
+/// the record entry.
+pub fn shorten_task(
+    slots: &mut [Slot<'_>],
+    at: usize,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+) -> Option<(usize, RecordEntry)> {
+    let slot = &mut slots[at];
+    if slot.pinned || slot.tokens <= cfg.task_max_tokens {
+        return None;
+    }
+    let index = slot.source()?;
+    let before = slot.tokens;
+    let mut need = slot.tokens - cfg.task_max_tokens;
+    let mut order: Vec<usize> = (0..slot.view.blocks.len())
+        .filter(|&k| slot.view.blocks[k].kind == BlockKind::Text)
+        .collect();
+    order.sort_by_key(|&k| {
+        std::cmp::Reverse(block_tokens(&slot.view.blocks[k], cfg.framing, counter))
+    });
+    for k in order {
+        if need == 0 {
+            break;
+        }
+        let saved = cut_block(slot, k, need, 32, cfg, counter, true);
+        need = need.saturating_sub(saved);
+    }
+    let saved = before.saturating_sub(slot.tokens);
+    (saved > 0).then(|| {
+        (
+            saved,
+            RecordEntry {
+                index,
+                action: Change::Shortened,
+                detail: format!("the task cut from {before} to {} tokens", slot.tokens),
+            },
+        )
+    })
+}
+
+/// Cut tool results in `slots[from..]` (oldest first) until `excess` tokens are saved.
+/// Returns the tokens saved and one record entry per shortened message.
+pub fn shorten_results(
+    slots: &mut [Slot<'_>],
+    from: usize,
+    excess: usize,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+) -> (usize, Vec<RecordEntry>) {
+    let mut names: FxHashMap<String, String> = FxHashMap::default();
+    for s in slots.iter() {
+        for c in s.view.calls() {
+            if let (Some(id), Some(name)) = (&c.id, &c.name) {
+                names.insert(id.clone(), name.clone());
+            }
+        }
+    }
+    let protected = |id: &Option<String>| {
+        id.as_ref()
+            .and_then(|id| names.get(id))
+            .is_some_and(|n| cfg.protected_tools.iter().any(|p| p == n))
+    };
+    let mut need = excess;
+    let mut record = Vec::new();
+    let from = from.min(slots.len());
+    for slot in slots[from..].iter_mut() {
+        if need == 0 {
+            break;
+        }
+        if slot.pinned {
+            continue;
+        }
+        let before = slot.tokens;
+        for k in 0..slot.view.blocks.len() {
+            if need == 0 {
+                break;
+            }
+            let b = &slot.view.blocks[k];
+            if b.kind != BlockKind::ToolResult || protected(&b.id) {
+                continue;
+            }
+            let saved = cut_block(slot, k, need, 64, cfg, counter, false);
+            need = need.saturating_sub(saved);
+        }
+        if slot.tokens < before {
+            if let Some(index) = slot.source() {
+                record.push(RecordEntry {
+                    index,
+                    action: Change::Shortened,
+                    detail: format!("tool output cut from {before} to {} tokens", slot.tokens),
+                });
+            }
+        }
+    }
+    (excess - need, record)
+}
