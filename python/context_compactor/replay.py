@@ -295,7 +295,9 @@ def replay(
                 context = session.context()
                 system = session.system
                 check = session.check()
-                if result is not None:
+                # prepare() also answers when it could do nothing over the hard threshold: not a compaction.
+                compacted = result is not None and result.changed
+                if result is not None and compacted:
                     text = "\n".join(_strings([result.messages, result.system]))
                     kept = sum(1 for f in result.must_keep if f in text)
                     records = session.compactions()
@@ -334,7 +336,7 @@ def replay(
                         message_index=i,
                         tokens=check.current_tokens,
                         messages=len(context),
-                        compacted=result is not None,
+                        compacted=compacted,
                         prefix_stable=stable,
                         problems=problems,
                         inherited=inherited,
