@@ -39,7 +39,9 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
     """An SVG line chart of the context size over the model calls, compactions marked.
 
     Each compaction shows as a drop from its ``tokens_before`` to its ``tokens_after`` with a red
-    marker (hover for the details); dashed lines show the soft and hard thresholds.
+    marker (hover for the details); dashed lines show the soft and hard thresholds, a solid line
+    the window (the budget, ``max_context_tokens - reserve``). A ring marks each call over the
+    budget or answered with ``over_budget`` by ``prepare()``.
 
     Args:
         report: A :class:`ReplayReport`.
@@ -58,8 +60,9 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
     pw, ph = width - left - right, height - top - bottom
     turns = report.turns
     by_turn = {c.turn: c for c in report.compactions}
+    window = report.budget
     peak = max(
-        [report.hard_threshold, report.soft_threshold]
+        [report.hard_threshold, report.soft_threshold, window or 0]
         + [t.tokens for t in turns]
         + [c.tokens_before for c in report.compactions]
     )
@@ -104,14 +107,18 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
         f'<text x="16" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#333" '
         f'transform="rotate(-90 16 {top + ph / 2:.1f})">context tokens</text>'
     )
-    # Thresholds.
-    for value, label, color in (
-        (report.soft_threshold, "soft threshold", "#e69f00"),
-        (report.hard_threshold, "hard threshold", "#d55e00"),
-    ):
+    # Thresholds, and the window (the budget: over it is over the window), solid.
+    lines = [(report.soft_threshold, "soft threshold", "#e69f00", "6 4")]
+    if report.hard_threshold != window:
+        lines.append((report.hard_threshold, "hard threshold", "#d55e00", "6 4"))
+    if window is not None:
+        label = "window (budget = hard threshold)" if report.hard_threshold == window else "window (budget)"
+        lines.append((window, label, "#a50026", ""))
+    for value, label, color, dash in lines:
         yy = y(value)
         out.append(
-            f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="{color}" stroke-dasharray="6 4"/>'
+            f'<line class="threshold" x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="{color}"'
+            + (f' stroke-dasharray="{dash}"/>' if dash else ' stroke-width="1.4"/>')
         )
         out.append(
             f'<text x="{left + pw - 4}" y="{yy - 4:.1f}" text-anchor="end" fill="{color}">{label} {value:,}</text>'
@@ -139,8 +146,19 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
             f'stroke="#cc3311" stroke-width="1.2" stroke-dasharray="2 2"/>'
         )
         out.append(
-            f'<circle cx="{x(k):.1f}" cy="{y(after):.1f}" r="4" fill="#cc3311"><title>{escape(tip)}</title></circle>'
+            f'<circle class="compaction" cx="{x(k):.1f}" cy="{y(after):.1f}" r="4" fill="#cc3311">'
+            f"<title>{escape(tip)}</title></circle>"
         )
+    # Over budget: a ring round the context sent (after any compaction of that call).
+    for k, t in enumerate(turns):
+        if t.over_by > 0 or t.over_budget:
+            tip = f"call {k} (message {t.message_index}): {t.tokens:,} tokens, " + (
+                f"over the window by {t.over_by:,}" if t.over_by > 0 else "over budget (above the soft threshold)"
+            )
+            out.append(
+                f'<circle class="over-budget" cx="{x(k):.1f}" cy="{y(t.tokens):.1f}" r="7" fill="none" '
+                f'stroke="#a50026" stroke-width="1.5"><title>{escape(tip)}</title></circle>'
+            )
     legend_y = top - 8
     out.append(
         f'<line x1="{left + pw - 300}" y1="{legend_y}" x2="{left + pw - 280}" y2="{legend_y}" stroke="#0072b2"/>'
@@ -148,6 +166,12 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
     out.append(f'<text x="{left + pw - 276}" y="{legend_y + 4}">context sent</text>')
     out.append(f'<circle cx="{left + pw - 180}" cy="{legend_y}" r="4" fill="#cc3311"/>')
     out.append(f'<text x="{left + pw - 172}" y="{legend_y + 4}">compaction</text>')
-    out.append(f"<desc>{escape(json.dumps({'file': report.file, 'compactions': report.compaction_count}))}</desc>")
+    if any(t.over_by > 0 or t.over_budget for t in turns):
+        out.append(
+            f'<circle cx="{left + pw - 90}" cy="{legend_y}" r="6" fill="none" stroke="#a50026" stroke-width="1.5"/>'
+        )
+        out.append(f'<text x="{left + pw - 80}" y="{legend_y + 4}">over budget</text>')
+    desc = {"file": report.file, "compactions": report.compaction_count, "over_window": len(report.over_window_turns)}
+    out.append(f"<desc>{escape(json.dumps(desc))}</desc>")
     out.append("</svg>")
     return "\n".join(out) + "\n"

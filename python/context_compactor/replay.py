@@ -6,8 +6,11 @@
 reports each compaction (message index, tokens before → after, strategy, must-keep facts still
 in the context), the compaction ratio, the cache-prefix stability (the share of model calls
 whose context starts with the previous call's context unchanged, so a provider's prompt cache
-still hits), and whether every context sent was valid. ``--chart out.svg`` draws the context
-size over the turns with the compactions marked (an SVG written here, no plotting dependency).
+still hits), and whether every context sent was valid. A context over the window (over the
+budget, ``max_context_tokens - reserve``: no room left for the reply) is invalid like one that
+breaks a provider rule; the report says which calls were over and by how much, and the command
+exits 1. ``--chart out.svg`` draws the context size over the turns with the window and the
+compactions marked (an SVG, see :mod:`context_compactor._chart`; no plotting dependency).
 
 Example:
     >>> from context_compactor import ContextCompactor
@@ -88,9 +91,12 @@ class ReplayTurn:
         compacted: A compaction ran just before.
         prefix_stable: The context starts with the previous call's context unchanged (``None``
             for the first call).
-        problems: Why the context would be rejected (empty when valid).
+        problems: Why the context would be rejected (empty when valid), ``"over_window"`` included.
         inherited: Every problem is one the transcript itself has at this point (its own
             messages up to here, uncompacted, fail the same rules): not the Session's doing.
+            Never for a context over the window: fitting it is the Session's job.
+        over_by: Tokens over the budget (``tokens - budget``; 0 when the context fits).
+        over_budget: :meth:`Session.prepare` answered ``over_budget=True`` just before.
     """
 
     message_index: int
@@ -100,6 +106,8 @@ class ReplayTurn:
     prefix_stable: bool | None
     problems: tuple[str, ...] = ()
     inherited: bool = False
+    over_by: int = 0
+    over_budget: bool = False
 
 
 @dataclass
@@ -118,6 +126,8 @@ class ReplayReport:
         compactions: Each compaction.
         seconds: Wall time of the replay.
         session_id: The Session's id in the store.
+        budget: The window's budget (``max_context_tokens - reserve``); a context above it is over
+            the window.
     """
 
     file: str | None
@@ -131,6 +141,7 @@ class ReplayReport:
     compactions: list[ReplayCompaction] = field(default_factory=list)
     seconds: float = 0.0
     session_id: str = ""
+    budget: int | None = None
 
     @property
     def compaction_count(self) -> int:
@@ -162,18 +173,23 @@ class ReplayReport:
 
     @property
     def invalid_turns(self) -> list[ReplayTurn]:
-        """Model calls whose context a provider would reject, where the transcript's own messages
-        up to that point would not have been rejected for the same reasons."""
-        return [t for t in self.turns if t.problems and not t.inherited]
+        """Model calls whose context a provider would reject: over the window, or breaking a rule
+        the transcript's own messages up to that point did not break."""
+        return [t for t in self.turns if t.over_by > 0 or (t.problems and not t.inherited)]
 
     @property
     def inherited_turns(self) -> list[ReplayTurn]:
         """Model calls whose context has only problems the transcript itself has there."""
-        return [t for t in self.turns if t.problems and t.inherited]
+        return [t for t in self.turns if t.problems and t.inherited and t.over_by == 0]
+
+    @property
+    def over_window_turns(self) -> list[ReplayTurn]:
+        """Model calls whose context was over the window (``over_by > 0``)."""
+        return [t for t in self.turns if t.over_by > 0]
 
     @property
     def valid(self) -> bool:
-        """No context sent had a problem the transcript did not have already."""
+        """No context sent was over the window or had a problem the transcript did not have already."""
         return not self.invalid_turns
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,6 +201,8 @@ class ReplayReport:
             final_ratio=self.final_ratio,
             stable_turns=self.stable_turns,
             prefix_stability=self.prefix_stability,
+            over_window_count=len(self.over_window_turns),
+            max_over_by=max((t.over_by for t in self.turns), default=0),
             valid=self.valid,
         )
         return d
@@ -282,6 +300,7 @@ def replay(
         final_tokens=0,
         soft_threshold=cfg.soft_threshold,
         hard_threshold=cfg.hard_threshold,
+        budget=cfg.budget,
     )
     bar = _Progress(len(messages), progress, "replay")
     session = Session(compactor, store, session_id, system=transcript.system, tools=transcript.tools, format=fmt)
@@ -331,6 +350,15 @@ def replay(
                             messages[:i], format=fmt, system=transcript.system, tools=transcript.tools
                         )
                         inherited = {p.rule for p in found} <= {p.rule for p in own}
+                # Counted as the Session counts (the compactor's tokenizer and framing), so "over"
+                # means what prepare() and check() mean by it.
+                over_by = max(0, check.current_tokens - cfg.budget)
+                if over_by:
+                    problems += (
+                        f"the context is {check.current_tokens} tokens, over the window's budget {cfg.budget} "
+                        f"by {over_by} (over_window)",
+                    )
+                    inherited = False
                 report.turns.append(
                     ReplayTurn(
                         message_index=i,
@@ -340,6 +368,8 @@ def replay(
                         prefix_stable=stable,
                         problems=problems,
                         inherited=inherited,
+                        over_by=over_by,
+                        over_budget=result is not None and result.over_budget,
                     )
                 )
                 previous = (ids, system)
@@ -408,7 +438,8 @@ def _summarizer(args: argparse.Namespace) -> Callable[..., Any] | None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Run ``context-compactor replay``; exit status 0 when every context was valid, else 1."""
+    """Run ``context-compactor replay``; exit status 0 when every context was valid and inside the
+    window, else 1."""
     from context_compactor.cli import _load_config
 
     transcript = load(args.file, format=args.format)
@@ -419,8 +450,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         summ = f"{args.model} at {args.summarizer_url}" if args.summarizer_url else args.summarizer or "rule summary"
         out.write(
             f"{args.file}: {transcript.format}, {len(transcript.messages)} messages\n"
-            f"window {config.max_context_tokens:,} tokens (soft threshold {config.soft_threshold:,}, "
-            f"hard {config.hard_threshold:,}), tokenizer {compactor.counter.name}, summarizer {summ}\n\n"
+            f"window {config.max_context_tokens:,} tokens (reserve {config.reserve:,}, budget {config.budget:,}, "
+            f"soft threshold {config.soft_threshold:,}, hard {config.hard_threshold:,}), "
+            f"tokenizer {compactor.counter.name}, summarizer {summ}\n\n"
             f"{'#':>3}  {'message':>7}  {'tokens before → after':>24}  {'strategy':<13}{'facts kept':>10}\n"
         )
         out.flush()
@@ -450,6 +482,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         d["turns"] = len(report.turns)
         d["invalid_turns"] = [asdict(t) for t in report.invalid_turns]
         d["inherited_turns"] = [asdict(t) for t in report.inherited_turns]
+        d["over_window_turns"] = [
+            {"message_index": t.message_index, "tokens": t.tokens, "over_by": t.over_by}
+            for t in report.over_window_turns
+        ]
         d["chart"] = args.chart
         print(json.dumps(d, ensure_ascii=False, indent=2))
         return 0 if report.valid else 1
@@ -482,6 +518,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         out.write(
             f"                  {len(inherited)} invalid as in the transcript itself (uncompacted), e.g. before "
             f"message {inherited[0].message_index}: {inherited[0].problems[0]}\n"
+        )
+    over = report.over_window_turns
+    if over:
+        worst = max(over, key=lambda t: t.over_by)
+        out.write(
+            f"over the window   {len(over)} of {len(report.turns)} calls over the budget {config.budget:,} "
+            f"(first before message {over[0].message_index}; worst {worst.tokens:,} tokens, +{worst.over_by:,}, "
+            f"before message {worst.message_index})\n"
         )
     out.write(f"time              {report.seconds:.2f} s\n")
     if args.chart:
