@@ -252,3 +252,14 @@ def test_cli_replay_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(EXAMPLE), "--summarizer-url", "http://127.0.0.1:9/v1"]) == 2
     assert "--model" in capsys.readouterr().err
     assert main(["replay", "/nonexistent/file.json"]) == 2
+
+
+@pytest.mark.parametrize("path", claude_code_corpus_files(), ids=lambda p: p.name)
+def test_claude_code_sessions_replayed_at_30_percent_fit_the_window(path: Path, corpus_dir: Path) -> None:
+    # Issue 12's "done when": with the window at 30% of the session's size (the reserve derived from
+    # it), no model call is sent over the window, and every context is valid.
+    t = load(path)
+    size = ContextCompactor().counter.count_messages(t.messages, system=t.system, tools=t.tools, format=t.format)
+    report = replay(t, ContextCompactor(max_context_tokens=size * 3 // 10))
+    assert [(turn.message_index, turn.tokens, turn.over_by) for turn in report.over_window_turns] == []
+    assert report.valid
