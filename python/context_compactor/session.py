@@ -753,9 +753,9 @@ class Session:
 
         Example:
             >>> result = session.prepare()                          # doctest: +SKIP
-            >>> if result is not None and result.over_budget:
+            >>> if result is not None and result.over_budget:    # doctest: +SKIP
             ...     raise RuntimeError(result.over_budget_reason)      # it would not fit the window
-            >>> if result is not None:
+            >>> if result is not None:                              # doctest: +SKIP
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
         if not self._compacting.acquire(timeout=self._wait()):
