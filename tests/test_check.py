@@ -27,7 +27,8 @@ from context_compactor import (
 
 def test_defaults_are_the_design_table() -> None:
     c = CompactionConfig()
-    assert (c.max_context_tokens, c.reserve_tokens, c.trigger_ratio, c.target_ratio) == (128_000, 8_000, 0.8, 0.5)
+    assert (c.max_context_tokens, c.reserve, c.trigger_ratio, c.target_ratio) == (128_000, 8_000, 0.8, 0.5)
+    assert c.reserve_tokens is None  # derived: min(8000, max_context_tokens // 4)
     assert (c.keep_first_messages, c.keep_recent_messages, c.keep_recent_tool_results) == (1, 6, 4)
     assert (c.max_tool_arg_chars, c.micro_trigger_ratio, c.clear_at_least_tokens) == (500, 0.5, 2_000)
     assert (c.summary_max_tokens, c.summary_role, c.user_messages_budget_tokens) == (2_000, "user", 2_000)
@@ -78,12 +79,46 @@ def test_from_dict_replace_and_to_dict_round_trip() -> None:
         c.keep_recent_messages = 3  # type: ignore[misc]
 
 
+@pytest.mark.parametrize(("window", "reserve"), [(128_000, 8_000), (32_000, 8_000), (20_000, 5_000), (8_000, 2_000)])
+def test_reserve_defaults_to_8000_or_a_quarter_of_the_window(window: int, reserve: int) -> None:
+    c = ContextCompactor(max_context_tokens=window)  # a small window works without a reserve of its own
+    assert c.config.reserve == reserve and c.config.budget == window - reserve
+    messages = [{"role": "user", "content": "hello"}]
+    assert c.check(messages).budget == window - reserve and c.check(messages).urgency == "none"
+
+
+def test_a_derived_reserve_stays_derived_and_an_explicit_one_stays_explicit() -> None:
+    derived = CompactionConfig()
+    assert derived.replace(max_context_tokens=8_000).reserve == 2_000
+    assert ContextCompactor(derived, max_context_tokens=8_000).config.budget == 6_000
+    assert ContextCompactor().with_config(max_context_tokens=8_000).config.reserve == 2_000
+    explicit = CompactionConfig(reserve_tokens=1_000)
+    assert explicit.replace(max_context_tokens=8_000).reserve == 1_000
+    # Round trips keep the choice: None in to_dict() is "derive it".
+    assert derived.to_dict()["reserve_tokens"] is None and explicit.to_dict()["reserve_tokens"] == 1_000
+    for c in (derived, explicit):
+        back = CompactionConfig.from_dict(c.to_dict())
+        assert back == c and back.replace(max_context_tokens=8_000) == c.replace(max_context_tokens=8_000)
+    # An explicit reserve of the default's size is still explicit (and compares unequal).
+    pinned = CompactionConfig(reserve_tokens=8_000)
+    assert pinned.budget == derived.budget and pinned != derived
+    with pytest.raises(ConfigError) as e:
+        pinned.replace(max_context_tokens=8_000)
+    assert e.value.field == "reserve_tokens" and "8000" in str(e.value)
+    # Presets keep their own reserve, also with another window.
+    assert CompactionConfig.preset("production").reserve_tokens == 4_000
+    assert CompactionConfig.preset("production", max_context_tokens=200_000).reserve == 4_000
+
+
 @pytest.mark.parametrize(
     ("values", "field"),
     [
         ({"max_context_tokens": 0}, "max_context_tokens"),
         ({"max_context_tokens": "big"}, "max_context_tokens"),
         ({"reserve_tokens": 200_000}, "reserve_tokens"),
+        ({"reserve_tokens": -1}, "reserve_tokens"),
+        ({"reserve_tokens": "4k"}, "reserve_tokens"),
+        ({"max_context_tokens": 8_000, "reserve_tokens": 8_000}, "reserve_tokens"),
         ({"trigger_ratio": 1.5}, "trigger_ratio"),
         ({"trigger_ratio": float("nan")}, "trigger_ratio"),
         ({"target_ratio": 0}, "target_ratio"),

@@ -57,6 +57,24 @@ def test_compact_with_a_summarizer_module_and_toml(tmp_path: Path, capsys: pytes
     assert report["strategy"] in ("summary", "none", "micro", "selective")
 
 
+def test_the_reserve_is_the_librarys_rule_unless_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def report(*args: str) -> dict[str, int]:
+        assert main(["compact", str(EXAMPLE), "--json", *args]) == 0
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    r = report("--max-tokens", "8000")  # min(8000, 8000 // 4), as ContextCompactor(max_context_tokens=8000)
+    assert (r["reserve_tokens"], r["budget"], r["soft_threshold"]) == (2_000, 6_000, 4_800)
+    assert report("--max-tokens", "100000")["reserve_tokens"] == 8_000
+    cfg = tmp_path / "cc.toml"
+    cfg.write_text("reserve_tokens = 500\n", encoding="utf-8")
+    assert report("--max-tokens", "8000", "--config", str(cfg))["budget"] == 7_500
+    cfg.write_text('preset = "production"\n', encoding="utf-8")
+    assert report("--max-tokens", "30000", "--config", str(cfg))["reserve_tokens"] == 4_000
+    cfg.write_text("reserve_tokens = 9000\n", encoding="utf-8")
+    assert main(["compact", str(EXAMPLE), "--max-tokens", "8000", "--config", str(cfg)]) == 2
+    assert "reserve_tokens" in capsys.readouterr().err
+
+
 def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "user", "content": 5}]', encoding="utf-8")

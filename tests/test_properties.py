@@ -424,7 +424,7 @@ def test_micro_and_rule_summary_and_smaller_window(data: st.DataObject) -> None:
     smaller = ContextCompactor(
         cfg.replace(
             max_context_tokens=window,
-            reserve_tokens=min(cfg.reserve_tokens, window // 4),
+            reserve_tokens=min(cfg.reserve, window // 4),
             keep_recent_tokens=None,
         )
     )

@@ -207,6 +207,52 @@ def test_prepare_compacts_and_records_row_ids(tmp_path: Path) -> None:
     s.close()
 
 
+def test_prepare_answers_whenever_the_context_is_over_the_window(tmp_path: Path) -> None:
+    # A system prompt bigger than the budget: no compaction can make the context fit (the system
+    # prompt is never changed), so every prepare() must say so instead of answering None.
+    compactor = ContextCompactor(max_context_tokens=3000)  # reserve 750, budget 2250
+    s = Session(compactor, tmp_path / "o.db", "o", system="You are a coding agent. " + "rule " * 3000)
+    r = s.prepare()  # before any message, too
+    assert r is not None and r.over_budget and r.strategy == "none" and r.messages == []
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    for i in range(6):
+        for force in (False, True):
+            r = s.prepare(force=force)
+            assert r is not None and r.over_budget and r.over_budget_reason
+            assert s.check().current_tokens > s.check().budget
+        s.extend(tool_round(i))
+    r = asyncio.run(s.aprepare())
+    assert r is not None and r.over_budget
+    # A compaction that ran and still does not fit is saved with the flag.
+    assert all(c.over_budget for c in s.compactions())
+    s.close()
+
+
+def test_prepare_never_leaves_a_claude_code_session_over_the_window_unflagged(corpus_dir: Path) -> None:
+    # Issue 12: at 30% of its size this session went over the window with prepare() answering None.
+    t = load(corpus_dir / "claude-code" / "cc_3d_feb22da51f_3.jsonl")
+    window = ContextCompactor().counter.count_messages(t.messages, system=t.system, tools=t.tools) * 3 // 10
+    s = Session(
+        ContextCompactor(max_context_tokens=window), ":memory:", system=t.system, tools=t.tools, format=t.format
+    )
+    answered = 0
+    for m in t.messages:
+        if m["role"] == "assistant":
+            before = s.check()
+            r = s.prepare()
+            after = s.check()
+            if before.urgency == "hard" or after.urgency == "hard":
+                assert r is not None
+            if after.current_tokens > after.budget:
+                assert r is not None and r.over_budget, "over the window without over_budget"
+            if r is None:
+                assert after.urgency != "hard"
+            answered += r is not None
+        s.append(m)
+    assert answered > 0
+    s.close()
+
+
 def test_resume_gives_the_same_context(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     s = Session(small(), path, "s")

@@ -175,3 +175,48 @@ def test_unknown_profile_and_format_are_config_errors() -> None:
     with pytest.raises(ConfigError) as e:
         validate_messages([U], format="gemini")
     assert e.value.field == "format"
+
+
+# -- over the window (max_tokens) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokenizer", ["approx", "o200k_base", "len4"])
+def test_over_window_counts_the_request_as_token_counter_does(corpus_dir: Path, tokenizer: str) -> None:
+    from context_compactor import TokenCounter
+    from context_compactor.io import load
+
+    kind: Any = (lambda s: len(s) // 4) if tokenizer == "len4" else tokenizer
+    t = load(corpus_dir / "claude-code" / "cc_3d_feb22da51f_3.jsonl")
+    tools = [{"name": "bash", "description": "Run a shell command.", "input_schema": {"type": "object"}}]
+    request = {"format": t.format, "system": t.system, "tools": tools}
+    total = TokenCounter(kind).count_messages(t.messages, **request)
+    assert total > TokenCounter(kind).count_messages(t.messages, format=t.format)  # system and tools count
+    assert validate_messages(t.messages, **request, max_tokens=total, tokenizer=kind) == []
+    (p,) = validate_messages(t.messages, **request, max_tokens=total - 1, tokenizer=kind)
+    assert (p.index, p.rule) == (None, "over_window")  # the request as a whole, not one message
+    assert str(total) in p.message and str(total - 1) in p.message
+    assert str(p) == f"{p.message} (over_window)"
+
+
+def test_over_window_comes_after_the_message_problems_and_needs_max_tokens() -> None:
+    msgs = [U, result("x"), {"role": "user", "content": "word " * 1000}]
+    assert rules(validate_messages(msgs)) == [(1, "orphan_tool_result")]
+    assert rules(validate_messages(msgs, max_tokens=100)) == [(1, "orphan_tool_result"), (None, "over_window")]
+    assert rules(validate_messages(msgs, max_tokens=100, tokenizer=lambda s: 0)) == [(1, "orphan_tool_result")]
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"max_tokens": -1}, "max_tokens"),
+        ({"max_tokens": 1.5}, "max_tokens"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"max_tokens": 10, "tokenizer": "gpt2"}, "tokenizer"),
+    ],
+)
+def test_bad_max_tokens_or_tokenizer_is_a_config_error(kw: dict[str, Any], field: str) -> None:
+    from context_compactor import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        validate_messages([U], **kw)
+    assert e.value.field == field

@@ -12,9 +12,11 @@ class Problem:
     """One way in which a request would be rejected by the provider.
 
     Attributes:
-        index: Index of the offending message (``None`` for the request as a whole).
+        index: Index of the offending message (``None`` for the request as a whole, e.g.
+            ``"over_window"``).
         rule: Stable rule name, e.g. ``"missing_tool_result"``, ``"orphan_tool_result"``,
-            ``"result_not_adjacent"``, ``"first_not_user"``, ``"not_alternating"``.
+            ``"result_not_adjacent"``, ``"first_not_user"``, ``"not_alternating"``,
+            ``"over_window"``.
         message: Readable explanation.
     """
 
@@ -88,8 +90,10 @@ def validate_messages(
     system: Any = None,
     tools: Sequence[Any] | None = None,
     profile: str | None = None,
+    max_tokens: int | None = None,
+    tokenizer: str | Callable[[str], int] | None = None,
 ) -> list[Problem]:
-    """Check a request against the provider's rules.
+    """Check a request against the provider's rules, and with ``max_tokens`` against the window.
 
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages messages (dicts, mappings, or the
@@ -99,17 +103,31 @@ def validate_messages(
         tools: Tool definitions.
         profile: ``"openai"``, ``"anthropic"`` or ``"strict"`` (also strict user/assistant
             alternation and system messages only first); the format's own by default.
+        max_tokens: The window's budget (``config.budget``: ``max_context_tokens - reserve``).
+            A request counted above it gets an ``"over_window"`` problem with ``index=None`` (it
+            is the request as a whole), after the per-message ones; its message gives both
+            numbers. The request is counted as ``TokenCounter(tokenizer).count_messages(messages,
+            system=system, tools=tools)`` counts it (messages with their overhead, the system
+            prompt, the tool definitions).
+        tokenizer: ``"approx"`` (``None`` means it), ``"o200k_base"``, ``"cl100k_base"`` or a
+            callable ``str -> int``: the choices of :class:`TokenCounter`.
 
     Returns:
         The problems found, in message order; empty when the request is valid.
 
     Raises:
         MessageTypeError: A message or field has a wrong Python type (``.index``, ``.field``).
-        ConfigError: Unknown ``format`` or ``profile``.
+        ConfigError: Unknown ``format``, ``profile`` or ``tokenizer``, or a ``max_tokens`` that
+            is not an int >= 0 (``.field`` names it).
 
     Example:
         >>> validate_messages([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": ""}])
         [Problem(index=1, rule="orphan_tool_result", message="tool result for \\"x\\" has no matching call before it")]
+        >>> (p,) = validate_messages([{"role": "user", "content": "word " * 1000}], max_tokens=1000)
+        >>> p.index, p.rule
+        (None, 'over_window')
+        >>> p.message
+        'the request is 1029 tokens, over the window of 1000 (max_tokens) by 29'
     """
 
 def analyze_conversation(messages: Sequence[Any], *, format: str | None = None) -> ConversationStructure:

@@ -161,9 +161,8 @@ def _load_config(args: argparse.Namespace) -> CompactionConfig:
             data = tomllib.load(f)
         data = data.get("context_compactor", data)
     if args.max_tokens is not None:
+        # No reserve given: the library's own rule (min(8000, window // 4)) or the preset's.
         data["max_context_tokens"] = args.max_tokens
-        if "reserve_tokens" not in data:
-            data["reserve_tokens"] = min(8_000, args.max_tokens // 10)
     if args.keep_recent is not None:
         data["keep_recent_messages"] = args.keep_recent
     if args.tokenizer is not None:
@@ -215,6 +214,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
             "strategy": result.strategy,
             "tokens_before": result.tokens_before,
             "tokens_after": result.tokens_after,
+            "max_context_tokens": config.max_context_tokens,
+            "reserve_tokens": config.reserve,
+            "budget": config.budget,
             "soft_threshold": config.soft_threshold,
             "messages_before": result.original_count,
             "messages_after": len(result.messages),
@@ -235,8 +237,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     out = sys.stdout
     out.write(f"{args.file}: {transcript.format}, {result.original_count} messages\n")
     out.write(
-        f"window {config.max_context_tokens:,} tokens (soft threshold {config.soft_threshold:,}, "
-        f"target {config.target_tokens:,}), tokenizer {compactor.counter.name}\n\n"
+        f"window {config.max_context_tokens:,} tokens (reserve {config.reserve:,}, soft threshold "
+        f"{config.soft_threshold:,}, target {config.target_tokens:,}), tokenizer {compactor.counter.name}\n\n"
     )
     saved = result.tokens_before - result.tokens_after
     pct = 100 * saved / result.tokens_before if result.tokens_before else 0.0

@@ -109,7 +109,7 @@ class CompactionCheck:
         current_tokens: The request's tokens (calibrated when the state learned a ratio).
         threshold: The soft threshold.
         hard_threshold: The hard threshold.
-        budget: ``max_context_tokens - reserve_tokens``.
+        budget: ``max_context_tokens - reserve`` (over it is over the window).
         target_tokens: Where a compaction would aim.
         raw_tokens: The count before calibration.
         calibration: The ratio applied (1.0 without a state or before any usage was observed).

@@ -1,8 +1,20 @@
 """`CompactionConfig`: every knob, its default, presets, and validation.
 
-Definitions (DESIGN): budget = ``max_context_tokens - reserve_tokens``; soft threshold =
+Definitions (DESIGN): budget = ``max_context_tokens - reserve``; soft threshold =
 ``soft_threshold_tokens`` or ``trigger_ratio * budget``; hard threshold = ``hard_threshold_tokens``
 or the budget; target = ``target_ratio * budget``, capped at the soft threshold.
+
+Design note, the reserve. ``reserve_tokens`` defaults to ``None``, meaning *derived*:
+``min(8000, max_context_tokens // 4)`` (:func:`default_reserve`), the one rule the library and the
+CLI share. It follows the same convention as ``soft_threshold_tokens``: the field holds what the
+user gave (``None`` = the rule), a property (:attr:`CompactionConfig.reserve`) holds the value in
+force. So a derived reserve stays derived and an explicit one stays explicit everywhere a config
+is copied: ``replace(max_context_tokens=...)`` re-derives a derived reserve for the new window and
+keeps an explicit one (which may then raise ``ConfigError`` naming ``reserve_tokens`` when it no
+longer fits); ``to_dict()`` writes ``None`` for a derived reserve and ``from_dict()`` reads it
+back as derived, so ``from_dict(to_dict(c)) == c``; a TOML file (CLI) derives it when the key is
+absent. A derived and an explicit reserve of the same size compare unequal, because they behave
+differently under ``replace``. Presets set their own reserve explicitly.
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ from typing import Any, Literal
 
 from context_compactor.errors import ConfigError
 
-__all__ = ["PRESETS", "CompactionConfig", "SelectiveRule"]
+__all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
 #: The largest value an integer setting may take (a trillion tokens).
 MAX_INT = 10**12
@@ -63,6 +75,20 @@ DEFAULT_SELECTIVE_RULES: tuple[SelectiveRule, ...] = (
 
 Tokenizer = str | Callable[[str], int]
 
+#: The derived reserve is at most this (DESIGN's config table: room for a long reply).
+RESERVE_MAX = 8_000
+
+
+def default_reserve(max_context_tokens: int) -> int:
+    """The reserve a window gets when ``reserve_tokens`` is not given: 8000, or a quarter of the
+    window when that is smaller.
+
+    Example:
+        >>> default_reserve(128_000), default_reserve(8_000)
+        (8000, 2000)
+    """
+    return min(RESERVE_MAX, max_context_tokens // 4)
+
 
 @dataclass(frozen=True)
 class CompactionConfig:
@@ -75,12 +101,19 @@ class CompactionConfig:
         >>> cfg = CompactionConfig(max_context_tokens=200_000, keep_recent_messages=10)
         >>> cfg.budget, cfg.soft_threshold, cfg.hard_threshold, cfg.target_tokens
         (192000, 153600, 192000, 96000)
+        >>> small = CompactionConfig(max_context_tokens=8_000)      # reserve derived: 8000 // 4
+        >>> small.reserve_tokens, small.reserve, small.budget
+        (None, 2000, 6000)
+        >>> small.replace(max_context_tokens=64_000).reserve     # still derived
+        8000
         >>> CompactionConfig.preset("development").soft_threshold
         5000
     """
 
     max_context_tokens: int = 128_000
-    reserve_tokens: int = 8_000
+    #: Tokens kept free for the reply. ``None`` (the default) derives it from the window:
+    #: ``min(8000, max_context_tokens // 4)``; :attr:`reserve` is the value in force.
+    reserve_tokens: int | None = None
     trigger_ratio: float = 0.8
     soft_threshold_tokens: int | None = None
     hard_threshold_tokens: int | None = None
@@ -156,8 +189,8 @@ class CompactionConfig:
                 raise ConfigError(f"{name}: expected one of {options}, got {v!r}", name)
 
         integer("max_context_tokens", minimum=1)
-        integer("reserve_tokens")
-        if self.reserve_tokens >= self.max_context_tokens:
+        integer("reserve_tokens", optional=True)
+        if self.reserve_tokens is not None and self.reserve_tokens >= self.max_context_tokens:
             raise ConfigError(
                 f"reserve_tokens: must be below max_context_tokens ({self.max_context_tokens}), "
                 f"got {self.reserve_tokens}",
@@ -227,9 +260,17 @@ class CompactionConfig:
     # -- derived values -------------------------------------------------------------------------------
 
     @property
+    def reserve(self) -> int:
+        """Tokens kept free for the reply: ``reserve_tokens``, or ``min(8000, max_context_tokens // 4)``
+        when it is ``None``."""
+        if self.reserve_tokens is not None:
+            return self.reserve_tokens
+        return default_reserve(self.max_context_tokens)
+
+    @property
     def budget(self) -> int:
-        """Tokens the prompt may use: ``max_context_tokens - reserve_tokens``."""
-        return self.max_context_tokens - self.reserve_tokens
+        """Tokens the prompt may use: ``max_context_tokens - reserve``. Over the budget is over the window."""
+        return self.max_context_tokens - self.reserve
 
     @property
     def soft_threshold(self) -> int:
@@ -318,14 +359,23 @@ class CompactionConfig:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as plain values (``selective_rules`` as dicts)."""
+        """The fields as plain values (``selective_rules`` as dicts). Derived values stay ``None``
+        (``reserve_tokens``, ``soft_threshold_tokens``, ...), so :meth:`from_dict` derives them again."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["selective_rules"] = [dataclasses.asdict(r) for r in self.selective_rules]
         out["protected_tools"] = list(self.protected_tools)
         return out
 
     def replace(self, **changes: Any) -> CompactionConfig:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). Derived values are derived again:
+        with ``reserve_tokens=None`` (the default), ``replace(max_context_tokens=N)`` gets N's reserve.
+
+        Example:
+            >>> CompactionConfig().replace(max_context_tokens=8_000).budget
+            6000
+            >>> CompactionConfig(reserve_tokens=1_000).replace(max_context_tokens=8_000).budget
+            7000
+        """
         names = {f.name for f in dataclasses.fields(self)}
         for key in changes:
             if key not in names:

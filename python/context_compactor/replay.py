@@ -6,8 +6,11 @@
 reports each compaction (message index, tokens before → after, strategy, must-keep facts still
 in the context), the compaction ratio, the cache-prefix stability (the share of model calls
 whose context starts with the previous call's context unchanged, so a provider's prompt cache
-still hits), and whether every context sent was valid. ``--chart out.svg`` draws the context
-size over the turns with the compactions marked (an SVG written here, no plotting dependency).
+still hits), and whether every context sent was valid. A context over the window (over the
+budget, ``max_context_tokens - reserve``: no room left for the reply) is invalid like one that
+breaks a provider rule; the report says which calls were over and by how much, and the command
+exits 1. ``--chart out.svg`` draws the context size over the turns with the window and the
+compactions marked (an SVG, see :mod:`context_compactor._chart`; no plotting dependency).
 
 Example:
     >>> from context_compactor import ContextCompactor
@@ -28,9 +31,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
-from xml.sax.saxutils import escape
 
 from context_compactor import _core
+from context_compactor._chart import render_svg
 from context_compactor.compactor import ContextCompactor
 from context_compactor.io import Transcript, load
 from context_compactor.session import Session, SessionStore
@@ -88,9 +91,12 @@ class ReplayTurn:
         compacted: A compaction ran just before.
         prefix_stable: The context starts with the previous call's context unchanged (``None``
             for the first call).
-        problems: Why the context would be rejected (empty when valid).
+        problems: Why the context would be rejected (empty when valid), ``"over_window"`` included.
         inherited: Every problem is one the transcript itself has at this point (its own
             messages up to here, uncompacted, fail the same rules): not the Session's doing.
+            Never for a context over the window: fitting it is the Session's job.
+        over_by: Tokens over the budget (``tokens - budget``; 0 when the context fits).
+        over_budget: :meth:`Session.prepare` answered ``over_budget=True`` just before.
     """
 
     message_index: int
@@ -100,6 +106,8 @@ class ReplayTurn:
     prefix_stable: bool | None
     problems: tuple[str, ...] = ()
     inherited: bool = False
+    over_by: int = 0
+    over_budget: bool = False
 
 
 @dataclass
@@ -118,6 +126,8 @@ class ReplayReport:
         compactions: Each compaction.
         seconds: Wall time of the replay.
         session_id: The Session's id in the store.
+        budget: The window's budget (``max_context_tokens - reserve``); a context above it is over
+            the window.
     """
 
     file: str | None
@@ -131,6 +141,7 @@ class ReplayReport:
     compactions: list[ReplayCompaction] = field(default_factory=list)
     seconds: float = 0.0
     session_id: str = ""
+    budget: int | None = None
 
     @property
     def compaction_count(self) -> int:
@@ -162,18 +173,23 @@ class ReplayReport:
 
     @property
     def invalid_turns(self) -> list[ReplayTurn]:
-        """Model calls whose context a provider would reject, where the transcript's own messages
-        up to that point would not have been rejected for the same reasons."""
-        return [t for t in self.turns if t.problems and not t.inherited]
+        """Model calls whose context a provider would reject: over the window, or breaking a rule
+        the transcript's own messages up to that point did not break."""
+        return [t for t in self.turns if t.over_by > 0 or (t.problems and not t.inherited)]
 
     @property
     def inherited_turns(self) -> list[ReplayTurn]:
         """Model calls whose context has only problems the transcript itself has there."""
-        return [t for t in self.turns if t.problems and t.inherited]
+        return [t for t in self.turns if t.problems and t.inherited and t.over_by == 0]
+
+    @property
+    def over_window_turns(self) -> list[ReplayTurn]:
+        """Model calls whose context was over the window (``over_by > 0``)."""
+        return [t for t in self.turns if t.over_by > 0]
 
     @property
     def valid(self) -> bool:
-        """No context sent had a problem the transcript did not have already."""
+        """No context sent was over the window or had a problem the transcript did not have already."""
         return not self.invalid_turns
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,6 +201,8 @@ class ReplayReport:
             final_ratio=self.final_ratio,
             stable_turns=self.stable_turns,
             prefix_stability=self.prefix_stability,
+            over_window_count=len(self.over_window_turns),
+            max_over_by=max((t.over_by for t in self.turns), default=0),
             valid=self.valid,
         )
         return d
@@ -282,6 +300,7 @@ def replay(
         final_tokens=0,
         soft_threshold=cfg.soft_threshold,
         hard_threshold=cfg.hard_threshold,
+        budget=cfg.budget,
     )
     bar = _Progress(len(messages), progress, "replay")
     session = Session(compactor, store, session_id, system=transcript.system, tools=transcript.tools, format=fmt)
@@ -295,7 +314,9 @@ def replay(
                 context = session.context()
                 system = session.system
                 check = session.check()
-                if result is not None:
+                # prepare() also answers when it could do nothing over the hard threshold: not a compaction.
+                compacted = result is not None and result.changed
+                if result is not None and compacted:
                     text = "\n".join(_strings([result.messages, result.system]))
                     kept = sum(1 for f in result.must_keep if f in text)
                     records = session.compactions()
@@ -329,15 +350,26 @@ def replay(
                             messages[:i], format=fmt, system=transcript.system, tools=transcript.tools
                         )
                         inherited = {p.rule for p in found} <= {p.rule for p in own}
+                # Counted as the Session counts (the compactor's tokenizer and framing), so "over"
+                # means what prepare() and check() mean by it.
+                over_by = max(0, check.current_tokens - cfg.budget)
+                if over_by:
+                    problems += (
+                        f"the context is {check.current_tokens} tokens, over the window's budget {cfg.budget} "
+                        f"by {over_by} (over_window)",
+                    )
+                    inherited = False
                 report.turns.append(
                     ReplayTurn(
                         message_index=i,
                         tokens=check.current_tokens,
                         messages=len(context),
-                        compacted=result is not None,
+                        compacted=compacted,
                         prefix_stable=stable,
                         problems=problems,
                         inherited=inherited,
+                        over_by=over_by,
+                        over_budget=result is not None and result.over_budget,
                     )
                 )
                 previous = (ids, system)
@@ -349,144 +381,6 @@ def replay(
         session.close()
     report.seconds = time.perf_counter() - t0
     return report
-
-
-# -- the chart ------------------------------------------------------------------------------------------------
-
-
-def _nice_step(span: float, ticks: int = 5) -> float:
-    raw = max(span / ticks, 1e-9)
-    mag = 10.0 ** int(f"{raw:e}".split("e")[1])
-    for m in (1, 2, 2.5, 5, 10):
-        if m * mag >= raw:
-            return m * mag
-    return 10 * mag
-
-
-def _fmt_tokens(n: float) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:g}M"
-    if n >= 1_000:
-        return f"{n / 1_000:g}k"
-    return f"{n:g}"
-
-
-def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 960, height: int = 360) -> str:
-    """An SVG line chart of the context size over the model calls, compactions marked.
-
-    Each compaction shows as a drop from its ``tokens_before`` to its ``tokens_after`` with a red
-    marker (hover for the details); dashed lines show the soft and hard thresholds.
-
-    Args:
-        report: A :class:`ReplayReport`.
-        title: The chart's title (the file name and figures by default).
-        width: Width in pixels.
-        height: Height in pixels.
-
-    Returns:
-        The SVG document as a string (well-formed XML).
-
-    Example:
-        >>> with open("replay.svg", "w") as f:                     # doctest: +SKIP
-        ...     f.write(render_svg(report))
-    """
-    left, right, top, bottom = 72, 24, 44, 48
-    pw, ph = width - left - right, height - top - bottom
-    turns = report.turns
-    by_turn = {c.turn: c for c in report.compactions}
-    peak = max(
-        [report.hard_threshold, report.soft_threshold]
-        + [t.tokens for t in turns]
-        + [c.tokens_before for c in report.compactions]
-    )
-    step = _nice_step(peak * 1.05)
-    y_max = step * (int(peak * 1.05 / step) + 1)
-    n = max(len(turns) - 1, 1)
-
-    def x(k: float) -> float:
-        return left + pw * k / n
-
-    def y(v: float) -> float:
-        return top + ph * (1 - v / y_max)
-
-    if title is None:
-        name = os.path.basename(report.file) if report.file else "transcript"
-        stab = report.prefix_stability
-        title = f"{name}: {len(turns)} model calls, {report.compaction_count} compactions" + (
-            f", cache-prefix stability {stab:.0%}" if stab is not None else ""
-        )
-    out: list[str] = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(title)}</title>",
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left}" y="24" font-size="14" font-weight="bold">{escape(title)}</text>',
-    ]
-    # Grid and y axis.
-    v = 0.0
-    while v <= y_max + 1e-9:
-        yy = y(v)
-        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{_fmt_tokens(v)}</text>')
-        v += step
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
-    # x axis ticks (model calls).
-    xstep = max(1, int(_nice_step(n, 8)))
-    for k in range(0, len(turns), xstep):
-        out.append(f'<text x="{x(k):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">{k}</text>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 10}" text-anchor="middle" fill="#333">model call</text>')
-    out.append(
-        f'<text x="16" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#333" '
-        f'transform="rotate(-90 16 {top + ph / 2:.1f})">context tokens</text>'
-    )
-    # Thresholds.
-    for value, label, color in (
-        (report.soft_threshold, "soft threshold", "#e69f00"),
-        (report.hard_threshold, "hard threshold", "#d55e00"),
-    ):
-        yy = y(value)
-        out.append(
-            f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="{color}" stroke-dasharray="6 4"/>'
-        )
-        out.append(
-            f'<text x="{left + pw - 4}" y="{yy - 4:.1f}" text-anchor="end" fill="{color}">{label} {value:,}</text>'
-        )
-    # The context size: a drop at each compaction.
-    points: list[str] = []
-    for k, t in enumerate(turns):
-        c = by_turn.get(k)
-        if c is not None:
-            points.append(f"{x(k):.1f},{y(c.tokens_before):.1f}")
-        points.append(f"{x(k):.1f},{y(t.tokens):.1f}")
-    if points:
-        out.append(f'<polyline fill="none" stroke="#0072b2" stroke-width="1.6" points="{" ".join(points)}"/>')
-    for c in report.compactions:
-        k = c.turn
-        if k >= len(turns):
-            continue
-        after = turns[k].tokens
-        tip = (
-            f"call {k} (message {c.message_index}): {c.strategy}, {c.tokens_before:,} → {c.tokens_after:,} tokens, "
-            f"facts kept {c.facts_kept}/{c.facts_total}"
-        )
-        out.append(
-            f'<line x1="{x(k):.1f}" y1="{y(c.tokens_before):.1f}" x2="{x(k):.1f}" y2="{y(after):.1f}" '
-            f'stroke="#cc3311" stroke-width="1.2" stroke-dasharray="2 2"/>'
-        )
-        out.append(
-            f'<circle cx="{x(k):.1f}" cy="{y(after):.1f}" r="4" fill="#cc3311"><title>{escape(tip)}</title></circle>'
-        )
-    legend_y = top - 8
-    out.append(
-        f'<line x1="{left + pw - 300}" y1="{legend_y}" x2="{left + pw - 280}" y2="{legend_y}" stroke="#0072b2"/>'
-    )
-    out.append(f'<text x="{left + pw - 276}" y="{legend_y + 4}">context sent</text>')
-    out.append(f'<circle cx="{left + pw - 180}" cy="{legend_y}" r="4" fill="#cc3311"/>')
-    out.append(f'<text x="{left + pw - 172}" y="{legend_y + 4}">compaction</text>')
-    out.append(f"<desc>{escape(json.dumps({'file': report.file, 'compactions': report.compaction_count}))}</desc>")
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
 
 
 # -- the command ------------------------------------------------------------------------------------------------
@@ -544,7 +438,8 @@ def _summarizer(args: argparse.Namespace) -> Callable[..., Any] | None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Run ``context-compactor replay``; exit status 0 when every context was valid, else 1."""
+    """Run ``context-compactor replay``; exit status 0 when every context was valid and inside the
+    window, else 1."""
     from context_compactor.cli import _load_config
 
     transcript = load(args.file, format=args.format)
@@ -555,8 +450,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         summ = f"{args.model} at {args.summarizer_url}" if args.summarizer_url else args.summarizer or "rule summary"
         out.write(
             f"{args.file}: {transcript.format}, {len(transcript.messages)} messages\n"
-            f"window {config.max_context_tokens:,} tokens (soft threshold {config.soft_threshold:,}, "
-            f"hard {config.hard_threshold:,}), tokenizer {compactor.counter.name}, summarizer {summ}\n\n"
+            f"window {config.max_context_tokens:,} tokens (reserve {config.reserve:,}, budget {config.budget:,}, "
+            f"soft threshold {config.soft_threshold:,}, hard {config.hard_threshold:,}), "
+            f"tokenizer {compactor.counter.name}, summarizer {summ}\n\n"
             f"{'#':>3}  {'message':>7}  {'tokens before → after':>24}  {'strategy':<13}{'facts kept':>10}\n"
         )
         out.flush()
@@ -586,6 +482,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         d["turns"] = len(report.turns)
         d["invalid_turns"] = [asdict(t) for t in report.invalid_turns]
         d["inherited_turns"] = [asdict(t) for t in report.inherited_turns]
+        d["over_window_turns"] = [
+            {"message_index": t.message_index, "tokens": t.tokens, "over_by": t.over_by}
+            for t in report.over_window_turns
+        ]
         d["chart"] = args.chart
         print(json.dumps(d, ensure_ascii=False, indent=2))
         return 0 if report.valid else 1
@@ -618,6 +518,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         out.write(
             f"                  {len(inherited)} invalid as in the transcript itself (uncompacted), e.g. before "
             f"message {inherited[0].message_index}: {inherited[0].problems[0]}\n"
+        )
+    over = report.over_window_turns
+    if over:
+        worst = max(over, key=lambda t: t.over_by)
+        out.write(
+            f"over the window   {len(over)} of {len(report.turns)} calls over the budget {config.budget:,} "
+            f"(first before message {over[0].message_index}; worst {worst.tokens:,} tokens, +{worst.over_by:,}, "
+            f"before message {worst.message_index})\n"
         )
     out.write(f"time              {report.seconds:.2f} s\n")
     if args.chart:

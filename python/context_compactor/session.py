@@ -14,6 +14,9 @@ Example:
     True
     >>> session.context()
     [{'role': 'user', 'content': 'Fix the failing test.'}]
+
+At or over the hard threshold :meth:`Session.prepare` always returns its result, and when the
+context still does not fit the window the result says ``over_budget=True``: never send it then.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ REMOVED = frozenset({"summarized", "truncated", "dropped"})
 SUMMARY_MARKER = "[context-compactor summary]"
 #: Calibration is restored on reopen from at most this many usage reports.
 _RESTORE_USAGE = 4
+
+
+class _Retry:
+    """The marker of a compaction attempt to run again (another connection compacted first)."""
+
+
+_RETRY = _Retry()
+#: prepare() gives up (StoreError) after losing this many races to other connections in a row.
+_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -692,9 +704,10 @@ class Session:
             self._refresh()
             check = self._make_check()
             self.last_check = check
-            if not self._msgs:
+            must = self._must_answer(check)
+            if not self._msgs and not must:
                 return None
-            due = force or check.should_compact
+            due = force or check.should_compact or must
             if not due and check.micro_due:
                 # Micro-compaction clears old tool output once it frees clear_at_least_tokens:
                 # try again only after the context grew by that much since the last try.
@@ -724,9 +737,14 @@ class Session:
             instructions: Extra instructions for the summary.
 
         Returns:
-            The :class:`CompactResult` when the context changed (its ``record`` names row ids, its
-            ``messages`` is the compacted context without messages appended meanwhile), else
-            ``None`` (:attr:`last_check` tells where the context stands).
+            The :class:`CompactResult` whenever the context changed (a compaction or repairs) or
+            is still at or over the hard threshold (or the budget), even when nothing could be done: then
+            ``strategy == "none"`` and ``reason`` says why. When the context does not fit the
+            window (over the budget, ``max_context_tokens - reserve``) the result has
+            ``over_budget=True`` and ``over_budget_reason``: do not send it as it is. Its
+            ``record`` names row ids; its ``messages`` is the compacted context without messages
+            appended meanwhile. ``None`` only when nothing was done and the context is under the
+            hard threshold and the budget (:attr:`last_check` tells where it stands).
 
         Raises:
             StoreError: The store could not be written, or another ``prepare()`` of this Session
@@ -735,25 +753,31 @@ class Session:
 
         Example:
             >>> result = session.prepare()                          # doctest: +SKIP
-            >>> if result:
+            >>> if result is not None and result.over_budget:    # doctest: +SKIP
+            ...     raise RuntimeError(result.over_budget_reason)      # it would not fit the window
+            >>> if result is not None:                              # doctest: +SKIP
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
         if not self._compacting.acquire(timeout=self._wait()):
             raise StoreError("another prepare() of this Session ran too long")
         try:
-            snap = self._begin(force)
-            if snap is None:
-                return None
-            result = self._compactor.compact(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                force=force,
-                instructions=instructions,
-                state=self._state,
-            )
-            return self._commit(snap, result)
+            for _ in range(_ATTEMPTS):
+                snap = self._begin(force)
+                if snap is None:
+                    return None
+                result = self._compactor.compact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._tools,
+                    format=self._fmt,
+                    force=force,
+                    instructions=instructions,
+                    state=self._state,
+                )
+                done = self._settle(snap, result)
+                if not isinstance(done, _Retry):
+                    return done
+            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
         finally:
             self._compacting.release()
 
@@ -770,26 +794,60 @@ class Session:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
         try:
-            snap = self._begin(force)
-            if snap is None:
-                return None
-            result = await self._compactor.acompact(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                force=force,
-                instructions=instructions,
-                state=self._state,
-            )
-            return self._commit(snap, result)
+            for _ in range(_ATTEMPTS):
+                snap = self._begin(force)
+                if snap is None:
+                    return None
+                result = await self._compactor.acompact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._tools,
+                    format=self._fmt,
+                    force=force,
+                    instructions=instructions,
+                    state=self._state,
+                )
+                done = self._settle(snap, result)
+                if not isinstance(done, _Retry):
+                    return done
+            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
         finally:
             self._compacting.release()
 
+    def _settle(self, snap: _Snapshot, result: CompactResult) -> CompactResult | _Retry | None:
+        """What :meth:`prepare` returns for one compaction attempt (see its Returns).
+
+        A context over the budget is an invalid request (DESIGN invariant 5): whatever the
+        planner said, the result says ``over_budget`` then, and the record saves it so. After
+        another connection's compaction won the race, try again only when the context it left is
+        still over the hard threshold or the budget (``None`` is never the answer there)."""
+        cfg = self._compactor.config
+        if result.tokens_after > cfg.budget and not result.over_budget:
+            result = replace(
+                result,
+                over_budget=True,
+                over_budget_reason=f"{result.tokens_after} tokens, over the budget {cfg.budget} "
+                f"(max_context_tokens {cfg.max_context_tokens} - reserve {cfg.reserve}): "
+                + (result.reason or "the compaction could not make it fit"),
+            )
+        saved = self._commit(snap, result)
+        with self._store.locked():
+            self._refresh()
+            must = self._must_answer(self._make_check())
+        if saved is None:
+            return _RETRY if must else None
+        return saved if saved.changed or must else None
+
+    def _must_answer(self, check: CompactionCheck) -> bool:
+        """At or over the hard threshold, or over the budget (a ``hard_threshold_tokens`` may sit
+        above it): :meth:`prepare` must not answer ``None`` here."""
+        return check.urgency == "hard" or check.current_tokens > check.budget
+
     def _commit(self, snap: _Snapshot, result: CompactResult) -> CompactResult | None:
-        """Save a compaction (one transaction) and make its output the context."""
+        """Save a compaction (one transaction) and make its output the context; a result that
+        changed nothing is returned unsaved. ``None`` when another connection compacted first."""
         if not (result.compacted or result.repairs):
-            return None
+            return result
         rows = snap.rows
         record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
         entries = _derive(snap, result)

@@ -1,7 +1,7 @@
 //! `estimate_tokens`, `count_tokens`, `count_tokens_many`, `measure`, `MessageCounts`.
 
 use super::errors::config_error;
-use super::extract::{parse_format, Extractor};
+use super::extract::{parse_format, Extracted, Extractor};
 use super::fingerprint::{fingerprint, fingerprints_borrowed};
 use super::state::{ConversationState, Counter};
 use super::text::borrow_text;
@@ -173,18 +173,9 @@ pub fn measure(
     let (per, sys, tls, format) = match state {
         Some(st) => measure_cached(py, &counter, messages, format, system, tools, framing, st)?,
         None => {
-            let mut ex = Extractor::new(py);
-            if let Counter::Builtin(t) = counter {
-                ex = ex.counting(t, framing);
-            }
-            let ex = ex.conversation(messages, format, system, tools)?;
-            let conv = ex.conv();
-            let per = match ex.counts() {
-                Some(c) => c.to_vec(),
-                None => counter.count_messages(py, &conv.messages, framing, None)?,
-            };
-            let (sys, tls) = counter.count_extras(py, conv, framing)?;
-            (per, sys, tls, conv.format)
+            let (ex, per, sys, tls) =
+                read_counted(py, &counter, messages, format, system, tools, framing)?;
+            (per, sys, tls, ex.conv().format)
         }
     };
     let total = per.iter().sum::<usize>() + sys + tls;
@@ -204,6 +195,31 @@ pub fn measure(
         calibrated_total: calibrated,
         counted,
     })
+}
+
+/// Read a request and count it without a state: each message (counted while it is read, with a
+/// built-in tokenizer), the separate system prompt and the tool definitions. The one cold count:
+/// `measure` (so `TokenCounter.count_messages`) and `validate_messages(max_tokens=...)` share it.
+pub fn read_counted<'py>(
+    py: Python<'py>,
+    counter: &Counter<'py>,
+    messages: &Bound<'py, PyAny>,
+    format: Option<Format>,
+    system: Option<&Bound<'py, PyAny>>,
+    tools: Option<&Bound<'py, PyAny>>,
+    framing: Framing,
+) -> PyResult<(Extracted, Vec<usize>, usize, usize)> {
+    let mut ex = Extractor::new(py);
+    if let Counter::Builtin(t) = counter {
+        ex = ex.counting(*t, framing);
+    }
+    let ex = ex.conversation(messages, format, system, tools)?;
+    let per = match ex.counts() {
+        Some(c) => c.to_vec(),
+        None => counter.count_messages(py, &ex.conv().messages, framing, None)?,
+    };
+    let (sys, tls) = counter.count_extras(py, ex.conv(), framing)?;
+    Ok((ex, per, sys, tls))
 }
 
 /// The warm path of `check(state=...)`: fingerprint every message without reading it into a

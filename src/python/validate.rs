@@ -1,9 +1,20 @@
 //! `validate_messages`, `Problem`, and `analyze_conversation`.
+//!
+//! With `max_tokens`, `validate_messages` also counts the request (messages, system prompt,
+//! tools) with the same code as `measure` (`TokenCounter.count_messages`): a request over the
+//! window is one a provider rejects, reported as `over_window`. It is a problem of the request
+//! as a whole, so its `index` is `None` (the `Problem` class always allowed it) and it comes
+//! after the per-message problems.
 
+use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
+use super::state::Counter;
+use super::tokens::read_counted;
 use crate::structure::{analyze, Span};
+use crate::tokens::counter::{Framing, Tokenizer};
 use crate::validate::{validate, Profile};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt};
 
 /// One way in which a request would be rejected by the provider.
 #[pyclass(frozen, eq, skip_from_py_object, module = "context_compactor._core")]
@@ -62,8 +73,19 @@ fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profi
         .transpose()
 }
 
+/// `max_tokens` as a token count, or a `ConfigError` naming it.
+fn parse_max_tokens(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let py = v.py();
+    let bad = || config_error(py, "max_tokens", &format!("expected an int >= 0, got {v}"));
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Err(bad());
+    }
+    v.extract::<usize>().map_err(|_| bad())
+}
+
 #[pyfunction]
-#[pyo3(signature = (messages, *, format=None, system=None, tools=None, profile=None))]
+#[pyo3(signature = (messages, *, format=None, system=None, tools=None, profile=None, max_tokens=None, tokenizer=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn validate_messages(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
@@ -71,21 +93,55 @@ pub fn validate_messages(
     system: Option<&Bound<'_, PyAny>>,
     tools: Option<&Bound<'_, PyAny>>,
     profile: Option<&str>,
+    max_tokens: Option<&Bound<'_, PyAny>>,
+    tokenizer: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Problem>> {
     let format = parse_format(py, format)?;
     let profile = parse_profile(py, profile)?;
-    let ex = Extractor::new(py).conversation(messages, format, system, tools)?;
+    let counter = tokenizer.map(Counter::parse).transpose()?;
+    let limit = max_tokens.map(parse_max_tokens).transpose()?;
+    let (ex, total) = match limit {
+        Some(_) => {
+            let counter = counter.unwrap_or(Counter::Builtin(Tokenizer::Approx));
+            let (ex, per, sys, tls) = read_counted(
+                py,
+                &counter,
+                messages,
+                format,
+                system,
+                tools,
+                Framing::default(),
+            )?;
+            let total = per.iter().sum::<usize>() + sys + tls;
+            (ex, total)
+        }
+        None => (
+            Extractor::new(py).conversation(messages, format, system, tools)?,
+            0,
+        ),
+    };
     let conv = ex.conv();
     let profile = profile.unwrap_or(Profile::for_format(conv.format));
     let problems = py.detach(|| validate(&conv.messages, conv.format, profile));
-    Ok(problems
+    let mut out: Vec<Problem> = problems
         .into_iter()
         .map(|p| Problem {
             index: p.index,
             rule: p.rule.to_owned(),
             message: p.message,
         })
-        .collect())
+        .collect();
+    if let Some(limit) = limit.filter(|&b| total > b) {
+        out.push(Problem {
+            index: None,
+            rule: "over_window".to_owned(),
+            message: format!(
+                "the request is {total} tokens, over the window of {limit} (max_tokens) by {}",
+                total - limit
+            ),
+        });
+    }
+    Ok(out)
 }
 
 /// The shape of a conversation: tool blocks, thinking loops, turns and legal cut points.

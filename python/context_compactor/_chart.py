@@ -1,0 +1,177 @@
+"""The replay chart: an SVG line chart of the context size over the model calls.
+
+Drawn by hand (a few SVG elements) rather than with a plotting library: matplotlib would be a
+heavy dependency for one CLI chart (LAYOUT-REVIEW). Used by ``context-compactor replay --chart``
+and re-exported as :func:`context_compactor.replay.render_svg`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
+
+if TYPE_CHECKING:
+    from context_compactor.replay import ReplayReport
+
+__all__ = ["render_svg"]
+
+
+def _nice_step(span: float, ticks: int = 5) -> float:
+    raw = max(span / ticks, 1e-9)
+    mag = 10.0 ** int(f"{raw:e}".split("e")[1])
+    for m in (1, 2, 2.5, 5, 10):
+        if m * mag >= raw:
+            return m * mag
+    return 10 * mag
+
+
+def _fmt_tokens(n: float) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:g}M"
+    if n >= 1_000:
+        return f"{n / 1_000:g}k"
+    return f"{n:g}"
+
+
+def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 960, height: int = 360) -> str:
+    """An SVG line chart of the context size over the model calls, compactions marked.
+
+    Each compaction shows as a drop from its ``tokens_before`` to its ``tokens_after`` with a red
+    marker (hover for the details); dashed lines show the soft and hard thresholds, a solid line
+    the window (the budget, ``max_context_tokens - reserve``). A ring marks each call over the
+    budget or answered with ``over_budget`` by ``prepare()``.
+
+    Args:
+        report: A :class:`ReplayReport`.
+        title: The chart's title (the file name and figures by default).
+        width: Width in pixels.
+        height: Height in pixels.
+
+    Returns:
+        The SVG document as a string (well-formed XML).
+
+    Example:
+        >>> with open("replay.svg", "w") as f:                     # doctest: +SKIP
+        ...     f.write(render_svg(report))
+    """
+    left, right, top, bottom = 72, 24, 44, 48
+    pw, ph = width - left - right, height - top - bottom
+    turns = report.turns
+    by_turn = {c.turn: c for c in report.compactions}
+    window = report.budget
+    peak = max(
+        [report.hard_threshold, report.soft_threshold, window or 0]
+        + [t.tokens for t in turns]
+        + [c.tokens_before for c in report.compactions]
+    )
+    step = _nice_step(peak * 1.05)
+    y_max = step * (int(peak * 1.05 / step) + 1)
+    n = max(len(turns) - 1, 1)
+
+    def x(k: float) -> float:
+        return left + pw * k / n
+
+    def y(v: float) -> float:
+        return top + ph * (1 - v / y_max)
+
+    if title is None:
+        name = os.path.basename(report.file) if report.file else "transcript"
+        stab = report.prefix_stability
+        title = f"{name}: {len(turns)} model calls, {report.compaction_count} compactions" + (
+            f", cache-prefix stability {stab:.0%}" if stab is not None else ""
+        )
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="24" font-size="14" font-weight="bold">{escape(title)}</text>',
+    ]
+    # Grid and y axis.
+    v = 0.0
+    while v <= y_max + 1e-9:
+        yy = y(v)
+        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{_fmt_tokens(v)}</text>')
+        v += step
+    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
+    # x axis ticks (model calls).
+    xstep = max(1, int(_nice_step(n, 8)))
+    for k in range(0, len(turns), xstep):
+        out.append(f'<text x="{x(k):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">{k}</text>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 10}" text-anchor="middle" fill="#333">model call</text>')
+    out.append(
+        f'<text x="16" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#333" '
+        f'transform="rotate(-90 16 {top + ph / 2:.1f})">context tokens</text>'
+    )
+    # Thresholds, and the window (the budget: over it is over the window), solid.
+    lines = [(report.soft_threshold, "soft threshold", "#e69f00", "6 4")]
+    if report.hard_threshold != window:
+        lines.append((report.hard_threshold, "hard threshold", "#d55e00", "6 4"))
+    if window is not None:
+        label = "window (budget = hard threshold)" if report.hard_threshold == window else "window (budget)"
+        lines.append((window, label, "#a50026", ""))
+    for value, label, color, dash in lines:
+        yy = y(value)
+        out.append(
+            f'<line class="threshold" x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="{color}"'
+            + (f' stroke-dasharray="{dash}"/>' if dash else ' stroke-width="1.4"/>')
+        )
+        out.append(
+            f'<text x="{left + pw - 4}" y="{yy - 4:.1f}" text-anchor="end" fill="{color}">{label} {value:,}</text>'
+        )
+    # The context size: a drop at each compaction.
+    points: list[str] = []
+    for k, t in enumerate(turns):
+        c = by_turn.get(k)
+        if c is not None:
+            points.append(f"{x(k):.1f},{y(c.tokens_before):.1f}")
+        points.append(f"{x(k):.1f},{y(t.tokens):.1f}")
+    if points:
+        out.append(f'<polyline fill="none" stroke="#0072b2" stroke-width="1.6" points="{" ".join(points)}"/>')
+    for c in report.compactions:
+        k = c.turn
+        if k >= len(turns):
+            continue
+        after = turns[k].tokens
+        tip = (
+            f"call {k} (message {c.message_index}): {c.strategy}, {c.tokens_before:,} → {c.tokens_after:,} tokens, "
+            f"facts kept {c.facts_kept}/{c.facts_total}"
+        )
+        out.append(
+            f'<line x1="{x(k):.1f}" y1="{y(c.tokens_before):.1f}" x2="{x(k):.1f}" y2="{y(after):.1f}" '
+            f'stroke="#cc3311" stroke-width="1.2" stroke-dasharray="2 2"/>'
+        )
+        out.append(
+            f'<circle class="compaction" cx="{x(k):.1f}" cy="{y(after):.1f}" r="4" fill="#cc3311">'
+            f"<title>{escape(tip)}</title></circle>"
+        )
+    # Over budget: a ring round the context sent (after any compaction of that call).
+    for k, t in enumerate(turns):
+        if t.over_by > 0 or t.over_budget:
+            tip = f"call {k} (message {t.message_index}): {t.tokens:,} tokens, " + (
+                f"over the window by {t.over_by:,}" if t.over_by > 0 else "over budget (above the soft threshold)"
+            )
+            out.append(
+                f'<circle class="over-budget" cx="{x(k):.1f}" cy="{y(t.tokens):.1f}" r="7" fill="none" '
+                f'stroke="#a50026" stroke-width="1.5"><title>{escape(tip)}</title></circle>'
+            )
+    legend_y = top - 8
+    out.append(
+        f'<line x1="{left + pw - 300}" y1="{legend_y}" x2="{left + pw - 280}" y2="{legend_y}" stroke="#0072b2"/>'
+    )
+    out.append(f'<text x="{left + pw - 276}" y="{legend_y + 4}">context sent</text>')
+    out.append(f'<circle cx="{left + pw - 180}" cy="{legend_y}" r="4" fill="#cc3311"/>')
+    out.append(f'<text x="{left + pw - 172}" y="{legend_y + 4}">compaction</text>')
+    if any(t.over_by > 0 or t.over_budget for t in turns):
+        out.append(
+            f'<circle cx="{left + pw - 90}" cy="{legend_y}" r="6" fill="none" stroke="#a50026" stroke-width="1.5"/>'
+        )
+        out.append(f'<text x="{left + pw - 80}" y="{legend_y + 4}">over budget</text>')
+    desc = {"file": report.file, "compactions": report.compaction_count, "over_window": len(report.over_window_turns)}
+    out.append(f"<desc>{escape(json.dumps(desc))}</desc>")
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
