@@ -89,6 +89,7 @@ impl<'a> Planned<'a> {
             tail_start: self.tail_start,
             late: Vec::new(),
             head_dropped: Vec::new(),
+            user_budget: cfg.user_messages_budget_tokens,
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -127,20 +128,30 @@ impl<'a> Planned<'a> {
                 d.raise(Strategy::Truncation);
             }
         }
-        // Steps 3-5 (task, truncation summary, the last block's tool output) when still over.
-        if d.tokens() > soft {
-            self.shorten_task_in(&mut d, counter);
+        // Step 3: fewer of the user's own words carried verbatim (the facts all stay).
+        if d.tokens() > soft && d.user_words > 0 {
+            let shape = Shape {
+                user_budget: d.user_words.saturating_sub(d.tokens() - soft),
+                ..d.shape.clone()
+            };
+            let alt = self.reassemble(&shape, &d, counter);
+            if alt.tokens() < d.tokens() {
+                d = alt;
+            }
         }
+        // Steps 4 and 5: the task to task_max_tokens, then the kept tail's tool output.
+        self.fit(&mut d, soft, counter);
+        // Step 6, the last resort: the shorter truncation summary instead of the summary.
         if d.tokens() > soft {
             let short =
                 truncation_summary(&self.replaced, self.language, 60, cfg.summary_max_tokens);
             let alt_shape = Shape {
                 body: short,
-                ..shape.clone()
+                ..d.shape.clone()
             };
             let mut alt = self.reassemble(&alt_shape, &d, counter);
-            // The step-2 entries are made again by the assembly; the task is cut again.
-            self.shorten_task_in(&mut alt, counter);
+            // The assembly starts from the plan's slots again: the same cuts, as far as needed.
+            self.fit(&mut alt, soft, counter);
             if alt.tokens() < d.tokens() {
                 alt.source = Some(SummarySource::Rule);
                 alt.strategy = Strategy::RuleSummary;
@@ -153,9 +164,6 @@ impl<'a> Planned<'a> {
                 cut = true;
                 d = alt;
             }
-        }
-        if d.tokens() > soft {
-            self.shorten_tail_results(&mut d, soft, counter);
         }
         d.cut |= cut;
         self.finish(d, soft, counter)
@@ -173,8 +181,8 @@ impl<'a> Planned<'a> {
         d
     }
 
-    /// Without a summary (nothing to summarise between the kept head and tail): only the task
-    /// and the last block's tool output can still be cut.
+    /// The task, then the kept tail's tool output, each cut only when still over (also the
+    /// whole ladder when there is nothing to summarise between the kept head and tail).
     fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         if d.tokens() > soft {
             self.shorten_task_in(d, counter);
@@ -209,15 +217,17 @@ impl<'a> Planned<'a> {
     }
 
     /// The summary message text for `body`: the marker, the body, the must-keep `facts` the body
-    /// lacks ("Preserved details"), and the user's own words of the replaced part. Returns the
-    /// text and the facts that did not fit the section's cap.
+    /// lacks ("Preserved details"), and the user's own words of the replaced part (within
+    /// `user_budget` tokens). Returns the text, the facts that did not fit the section's cap,
+    /// and the tokens of the user's words carried.
     pub(super) fn summary_message(
         &self,
         body: &str,
         facts: &[String],
         user_texts: &[String],
+        user_budget: usize,
         counter: &dyn Count,
-    ) -> (String, Vec<String>) {
+    ) -> (String, Vec<String>, usize) {
         let zh = self.language == Language::Zh;
         let cfg = &self.cfg;
         let count_str = |s: &str| counter.count(Text::Utf8(s));
@@ -261,7 +271,7 @@ impl<'a> Planned<'a> {
                 continue;
             }
             let t = count_str(u);
-            if used + t > cfg.user_messages_budget_tokens {
+            if used + t > user_budget {
                 continue;
             }
             if !header {
@@ -277,7 +287,7 @@ impl<'a> Planned<'a> {
             text.push_str(&u.replace('\n', "\n> "));
             text.push('\n');
         }
-        (text.trim_end().to_owned(), dropped)
+        (text.trim_end().to_owned(), dropped, used)
     }
 }
 

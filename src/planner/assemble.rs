@@ -52,6 +52,8 @@ pub(super) struct Shape {
     pub late: Vec<usize>,
     /// Head slots removed to fit (after the task; whole blocks).
     pub head_dropped: Vec<usize>,
+    /// Tokens of the user's own words carried verbatim with the summary.
+    pub user_budget: usize,
 }
 
 /// An assembled output on its way through the ladder.
@@ -75,6 +77,10 @@ pub(super) struct Draft<'a> {
     /// Index in `slots` where the kept tail starts.
     pub tail_from: usize,
     pub tail_shortened: bool,
+    /// Tokens of the user's words the summary carries.
+    pub user_words: usize,
+    /// The shape this draft was assembled from.
+    pub shape: Shape,
 }
 
 impl<'a> Draft<'a> {
@@ -93,6 +99,14 @@ impl<'a> Draft<'a> {
             record: Vec::new(),
             tail_from: p.head_end.min(p.slots.len()),
             tail_shortened: false,
+            user_words: 0,
+            shape: Shape {
+                body: String::new(),
+                tail_start: p.tail_start,
+                late: Vec::new(),
+                head_dropped: Vec::new(),
+                user_budget: 0,
+            },
         }
     }
 
@@ -186,7 +200,8 @@ impl<'a> Planned<'a> {
                 cfg.summary_max_tokens,
             ));
         }
-        let (text, missing) = self.summary_message(&body, &facts, &users, counter);
+        let (text, missing, user_words) =
+            self.summary_message(&body, &facts, &users, shape.user_budget, counter);
 
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
@@ -272,6 +287,8 @@ impl<'a> Planned<'a> {
             record,
             tail_from,
             tail_shortened: self.tail_shortened || tail_start != self.tail_start,
+            user_words,
+            shape: shape.clone(),
         }
     }
 
@@ -305,7 +322,10 @@ impl<'a> Planned<'a> {
         // threshold: above it the conversation must be compacted whatever it saves.
         let saved = self.tokens_before.saturating_sub(tokens_after);
         let small = (saved as f64) < self.cfg.min_savings_ratio * self.tokens_before as f64;
-        let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard);
+        // A small saving that brings the context from above the soft threshold to under it is
+        // what the call was for: not refused.
+        let fits_now = raw_after <= soft && self.tokens_before > self.cfg.soft;
+        let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard && !fits_now);
         if strategy != Strategy::None && refuse {
             reason = Some(format!(
                 "a compaction would save {saved} of {} tokens, under min_savings_ratio={}",

@@ -32,6 +32,14 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
         .iter()
         .map(|s| s.pinned || s.view.role.is_instruction() || s.is_summary())
         .collect();
+    // The assistant messages of the pending thinking loop go back exactly as the model wrote
+    // them (Anthropic refuses a rebuilt one: see the design note in `structure.rs`); their tool
+    // results may still be cleared.
+    if let Some(l) = analyze(slots).pending_loop {
+        for i in l.start..=l.end {
+            frozen[i] |= slots[i].view.role == Role::Assistant;
+        }
+    }
     let (head_end, tail_start) = head_and_tail(slots, cfg);
     for f in &mut frozen[..head_end] {
         *f = true;

@@ -12,9 +12,10 @@
 //! (old tool output becomes placeholders), selective rules (thinking of finished turns, images,
 //! long old texts), a summary of the span between the kept head and tail (incremental when an
 //! earlier summary exists), then a shorter tail, then the kept head's messages after the task
-//! (their facts go into the summary), then the task shortened to `task_max_tokens` (never
-//! removed), then a shorter summary (the truncation summary), then the tool output of the last
-//! block cut head + tail. Only when even that is above the soft threshold is the result
+//! (their facts go into the summary), then fewer of the user's words carried verbatim, then the
+//! task shortened to `task_max_tokens` (never removed), then the kept tail's tool output cut
+//! head + tail, and last a shorter summary (the truncation summary). Only when even that is
+//! above the soft threshold is the result
 //! `over_budget`, with the parts that did not fit named. Each step cuts no more than it must.
 
 mod apply;

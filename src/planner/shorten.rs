@@ -10,25 +10,29 @@
 //! signed and opaque blocks, pinned messages and protected tools are never touched.
 
 use super::draft::{block_tokens, Count, Slot};
-use super::micro::already_compacted;
+use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
 use super::PlanConfig;
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::facts::{fact_present, must_keep_facts};
-use crate::summary::text::head_tail;
+use crate::summary::text::head_tail_text;
 use crate::text::Text;
 use rustc_hash::FxHashMap;
 
-/// Characters never cut below (head + marker + tail stay readable).
+/// Characters a cut task keeps at least (head + marker + tail stay readable).
 const MIN_CHARS: usize = 160;
+/// Characters a cut tool result keeps at least: the last resort before `over_budget`, where the
+/// marker (how much was cut) and a few characters each side are all that fits.
+const MIN_RESULT_CHARS: usize = 40;
 
 /// `text` cut head + tail to about `max_chars`, with the must-keep facts of the cut part
-/// written right after the cut marker. `None` when it is already that short or was cut before.
+/// written right after the cut marker (a text cut before is cut again, its facts kept the same
+/// way). `None` when it is already that short.
 pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
     let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
     let mut room = max_chars;
     for _ in 0..4 {
-        let cut = head_tail(text, room.max(MIN_CHARS))?;
+        let cut = head_tail_text(Text::Utf8(text), room.max(MIN_CHARS))?;
         let lost: Vec<&String> = facts.iter().filter(|f| !fact_present(&cut, f)).collect();
         if lost.is_empty() {
             return Some(cut);
@@ -43,7 +47,7 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
         list.push_str(") ");
         let extra = list.chars().count();
         if extra + MIN_CHARS < room || room <= MIN_CHARS {
-            let cut = head_tail(text, room.saturating_sub(extra).max(MIN_CHARS))?;
+            let cut = head_tail_text(Text::Utf8(text), room.saturating_sub(extra).max(MIN_CHARS))?;
             let at = marker_end(&cut)?;
             let mut out = String::with_capacity(cut.len() + list.len());
             out.push_str(&cut[..at]);
@@ -84,7 +88,9 @@ fn cut_block(
         .map(|p| p.text().to_utf8().into_owned())
         .collect::<Vec<_>>()
         .join("\n");
-    if already_compacted(&text) {
+    // A placeholder is as short as it gets; text cut before (by an earlier compaction of a
+    // chain) may be cut again: the ladder's last steps must be able to fit the window.
+    if text.starts_with(PLACEHOLDER_PREFIX) {
         return 0;
     }
     let tokens = block_tokens(b, cfg.framing, counter);
@@ -93,19 +99,24 @@ fn cut_block(
         return 0;
     }
     let chars = text.chars().count();
+    let min_chars = if keep_facts {
+        MIN_CHARS
+    } else {
+        MIN_RESULT_CHARS
+    };
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
     // Counting is not linear in characters: shrink until the cut text is within the goal.
     for _ in 0..6 {
         let cut = if keep_facts {
             cut_keeping_facts(&text, max_chars)
         } else {
-            head_tail(&text, max_chars.max(MIN_CHARS))
+            head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))
         };
         let Some(cut) = cut else {
             return 0;
         };
         let new = counter.count(Text::Utf8(&cut));
-        if new <= goal || max_chars <= MIN_CHARS {
+        if new <= goal || max_chars <= min_chars {
             let before = slot.tokens;
             if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
                 return 0;
@@ -160,8 +171,10 @@ pub fn shorten_task(
     })
 }
 
-/// Cut tool results in `slots[from..]` (oldest first) until `excess` tokens are saved.
-/// Returns the tokens saved and one record entry per shortened message.
+/// Cut tool results in `slots[from..]` until `excess` tokens are saved: every result above a
+/// common cap is cut to it (the largest lose most, small ones stay whole), the cap chosen so
+/// the cuts add up to the excess. Returns the tokens saved and one record entry per shortened
+/// message.
 pub fn shorten_results(
     slots: &mut [Slot<'_>],
     from: usize,
@@ -182,37 +195,111 @@ pub fn shorten_results(
             .and_then(|id| names.get(id))
             .is_some_and(|n| cfg.protected_tools.iter().any(|p| p == n))
     };
-    let mut need = excess;
-    let mut record = Vec::new();
     let from = from.min(slots.len());
-    for slot in slots[from..].iter_mut() {
-        if need == 0 {
-            break;
-        }
+    // (slot, block, tokens) of every result that may be cut.
+    let mut cands: Vec<(usize, usize, usize)> = Vec::new();
+    for (si, slot) in slots.iter().enumerate().skip(from) {
         if slot.pinned {
             continue;
         }
-        let before = slot.tokens;
-        for k in 0..slot.view.blocks.len() {
+        for (k, b) in slot.view.blocks.iter().enumerate() {
+            if b.kind == BlockKind::ToolResult && !protected(&b.id) {
+                cands.push((si, k, block_tokens(b, cfg.framing, counter)));
+            }
+        }
+    }
+    let before: Vec<usize> = slots.iter().map(|s| s.tokens).collect();
+    let mut need = excess;
+    // Two passes: counting is not linear in characters, so the first may fall a little short.
+    for _ in 0..2 {
+        if need == 0 {
+            break;
+        }
+        let cap = water_level(cands.iter().map(|c| c.2), need);
+        for c in cands.iter_mut() {
             if need == 0 {
                 break;
             }
-            let b = &slot.view.blocks[k];
-            if b.kind != BlockKind::ToolResult || protected(&b.id) {
+            if c.2 <= cap {
                 continue;
             }
-            let saved = cut_block(slot, k, need, 64, cfg, counter, false);
+            let saved = cut_block(&mut slots[c.0], c.1, c.2 - cap, 12, cfg, counter, false);
+            c.2 = c.2.saturating_sub(saved);
             need = need.saturating_sub(saved);
         }
-        if slot.tokens < before {
+    }
+    let mut record = Vec::new();
+    for (si, slot) in slots.iter().enumerate().skip(from) {
+        if slot.tokens < before[si] {
             if let Some(index) = slot.source() {
                 record.push(RecordEntry {
                     index,
                     action: Change::Shortened,
-                    detail: format!("tool output cut from {before} to {} tokens", slot.tokens),
+                    detail: format!(
+                        "tool output cut from {} to {} tokens",
+                        before[si], slot.tokens
+                    ),
                 });
             }
         }
     }
     (excess - need, record)
+}
+
+/// The largest cap such that cutting every size above it down to it frees at least `need`
+/// (0 when even that is not enough).
+fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
+    let mut sizes: Vec<usize> = sizes.collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut above = 0; // sum of the sizes above the current level
+    for (k, &s) in sizes.iter().enumerate() {
+        // With the cap at `s`, the first k sizes are cut to `s`.
+        if above - k * s >= need {
+            // The cap lies between s and sizes[k-1]: solve above - k * cap = need.
+            return (above - need) / k;
+        }
+        above += s;
+    }
+    let k = sizes.len();
+    if k > 0 && above >= need {
+        (above - need) / k
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn water_level_cuts_the_largest_first() {
+        // 1000 + 500 + 100: freeing 600 caps both large ones at 450.
+        assert_eq!(water_level([1000, 500, 100].into_iter(), 600), 450);
+        // Freeing 400 touches only the largest.
+        assert_eq!(water_level([1000, 500, 100].into_iter(), 400), 600);
+        // Everything: the cap goes to zero.
+        assert_eq!(water_level([1000, 500, 100].into_iter(), 1600), 0);
+        assert_eq!(water_level([1000, 500, 100].into_iter(), 5000), 0);
+        assert_eq!(water_level(std::iter::empty(), 10), 0);
+    }
+
+    #[test]
+    fn a_cut_task_keeps_the_facts_of_the_cut_part() {
+        let mut text = String::from("请修复 src/app/main.py 里的问题。");
+        text.push_str(&"背景说明。".repeat(400));
+        text.push_str("相关文件：/etc/nginx/nginx.conf，见 https://example.com/issue/42 。");
+        text.push_str(&"更多背景。".repeat(400));
+        text.push_str("最后运行测试。");
+        let cut = cut_keeping_facts(&text, 300).unwrap();
+        assert!(cut.chars().count() < 500, "{}", cut.chars().count());
+        for f in [
+            "src/app/main.py",
+            "/etc/nginx/nginx.conf",
+            "https://example.com/issue/42",
+        ] {
+            assert!(cut.contains(f), "{f} missing from {cut}");
+        }
+        assert!(cut.starts_with("请修复") && cut.ends_with("最后运行测试。"));
+    }
 }
