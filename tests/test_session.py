@@ -207,6 +207,32 @@ def test_prepare_compacts_and_records_row_ids(tmp_path: Path) -> None:
     s.close()
 
 
+def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -> None:
+    # The task quotes the summary marker and is too long for the window: the compaction returns a
+    # shortened copy of it. It is stored as an edit of the task (its original comes back from
+    # expand()), not mistaken for a summary because of its text.
+    task = {
+        "role": "user",
+        "content": "Why does [context-compactor summary] show up in /srv/app/log.txt? " + "Details here. " * 900,
+    }
+    s = Session(small(), tmp_path / "s.db", "s")
+    s.append({"role": "system", "content": "You are a coding agent."})
+    s.append(task)
+    s.extend(tool_round(0))
+    r = s.prepare(force=True)
+    assert r is not None and not r.over_budget
+    kinds = [k for k, _ in r.origins]
+    assert kinds.count("summary") <= 1 and ("edited", 1) in r.origins
+    assert any(e.index == s.history_ids()[1] and e.action == "shortened" for e in r.record)
+    assert task in s.expand(s.compactions()[-1].id)
+    shortened = s.context()[1]
+    assert shortened["content"].startswith("Why does [context-compactor summary] show up in /srv/app/log.txt?")
+    s.close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        kinds = conn.execute("SELECT kind FROM messages WHERE json LIKE '%Why does%' ORDER BY id").fetchall()
+    assert [k for (k,) in kinds] == ["original", "edited"]
+
+
 def test_prepare_answers_whenever_the_context_is_over_the_window(tmp_path: Path) -> None:
     # A system prompt bigger than the budget: no compaction can make the context fit (the system
     # prompt is never changed), so every prepare() must say so instead of answering None.

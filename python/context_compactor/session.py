@@ -45,8 +45,6 @@ log = logging.getLogger("context_compactor")
 
 #: Record actions after which the message is no longer in the context (the others edit it).
 REMOVED = frozenset({"summarized", "truncated", "dropped"})
-#: How the built-in planner marks its summary message.
-SUMMARY_MARKER = "[context-compactor summary]"
 #: Calibration is restored on reopen from at most this many usage reports.
 _RESTORE_USAGE = 4
 
@@ -154,15 +152,6 @@ def _encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
-
-
-def _text_of(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
-    return ""
 
 
 def _usage_tokens(usage: Any) -> int | None:
@@ -1005,34 +994,19 @@ class Session:
 
 
 def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, dict[str, Any], str, int | None]]:
-    """Each message of ``result.messages`` as ``(row id or None, message, kind, source row)``.
-
-    Kept messages are the input objects (their row ids); new dicts are an edited copy of an input
-    message (matched in order with the record's edits, same role), the summary (its marker), or
-    a message the repair inserted.
-    """
-    ids = {id(m): k for k, m in enumerate(snap.messages)}
-    kept = {ids[id(m)] for m in result.messages if id(m) in ids}
-    removed = {e.index for e in result.record if e.action in REMOVED}
-    edited = sorted({e.index for e in result.record if e.action not in REMOVED} - removed - kept)
+    """Each message of ``result.messages`` as ``(row id or None, message, kind, source row)``, from
+    ``result.origins`` (the core says where each one came from: nothing is guessed from text, so
+    a user message that quotes the summary marker stays the user's)."""
     out: list[tuple[int | None, dict[str, Any], str, int | None]] = []
-    last, ptr = -1, 0
-    for m in result.messages:
-        k = ids.get(id(m))
-        if k is not None:
-            out.append((snap.rows[k], m, "original", None))
-            last = k
+    for m, (kind, i) in zip(result.messages, result.origins, strict=True):
+        if kind == "kept":
+            assert i is not None
+            out.append((snap.rows[i], m, "original", None))
             continue
-        while ptr < len(edited) and edited[ptr] < last:
-            ptr += 1
         plain = m if isinstance(m, dict) else dict(m)
-        if SUMMARY_MARKER in _text_of(plain):
-            out.append((None, plain, "summary", None))
-        elif ptr < len(edited) and snap.messages[edited[ptr]].get("role") == plain.get("role"):
-            k = edited[ptr]
-            ptr += 1
-            last = k
-            out.append((None, plain, "edited", snap.rows[k]))
+        if kind == "edited":
+            assert i is not None
+            out.append((None, plain, "edited", snap.rows[i]))
         else:
-            out.append((None, plain, "inserted", None))
+            out.append((None, plain, kind, None))
     return out
