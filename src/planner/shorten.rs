@@ -48,7 +48,7 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
         let extra = list.chars().count();
         if extra + MIN_CHARS < room || room <= MIN_CHARS {
             let cut = head_tail_text(Text::Utf8(text), room.saturating_sub(extra).max(MIN_CHARS))?;
-            let at = marker_end(&cut)?;
+            let at = cut_marker_end(&cut)?;
             let mut out = String::with_capacity(cut.len() + list.len());
             out.push_str(&cut[..at]);
             out.push_str(&list);
@@ -62,7 +62,7 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
 }
 
 /// Byte offset just after the first cut marker in `cut`.
-fn marker_end(cut: &str) -> Option<usize> {
+pub fn cut_marker_end(cut: &str) -> Option<usize> {
     const TAIL: &str = " chars omitted]…";
     cut.find(TAIL).map(|i| i + TAIL.len())
 }
