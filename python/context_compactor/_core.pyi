@@ -218,10 +218,11 @@ class ConversationState:
 class Plan:
     """A compaction waiting for its summary (wrapped by :class:`context_compactor.CompactionPlan`)."""
 
-    def request(self) -> dict[str, Any] | None:
-        """The summary request for the current chunk as a dict, or ``None``."""
-    @property
-    def remaining_chunks(self) -> int: ...
+    def request(self, tokenizer: str | Callable[[str], int] | None = None) -> dict[str, Any] | None:
+        """The summary request for the current chunk as a dict, or ``None``; ``tokenizer`` sizes
+        the chunks the first time (the transcript is built on first use)."""
+    def remaining_chunks(self, tokenizer: str | Callable[[str], int] | None = None) -> int:
+        """Chunks after the current one."""
     @property
     def reason(self) -> str | None: ...
     @property

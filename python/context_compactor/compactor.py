@@ -423,7 +423,10 @@ class ContextCompactor:
             pinned=pinned,
             state=state,
         )
-        request = plan.request
+        # The request (and the transcript behind it) only when someone reads it: the summarizer
+        # or the hook's preview. The rule summary does not need it.
+        wants_request = self.summarizer is not None or self.on_before_compact is not None
+        request = plan.request if wants_request else None
         preview = CompactionPreview(messages, plan.tokens_before, request, request.replaced_count if request else 0)
         result: CompactResult | None = None
         if request is None:

@@ -28,6 +28,9 @@ def _request(d: dict[str, Any] | None) -> SummaryRequest | None:
     )
 
 
+_UNSET = object()
+
+
 class CompactionPlan:
     """What a compaction will replace, and the request for its summary.
 
@@ -45,18 +48,23 @@ class CompactionPlan:
     def __init__(self, core_plan: _core.Plan, tokenizer: Any) -> None:
         self._core_plan = core_plan
         self._tokenizer = tokenizer
-        self._request = _request(core_plan.request())
+        self._request: SummaryRequest | object | None = _UNSET
 
     @property
     def request(self) -> SummaryRequest | None:
-        """The summary request (for the current chunk), or ``None`` when no summary is needed."""
-        return self._request
+        """The summary request (for the current chunk), or ``None`` when no summary is needed.
+
+        Built on first access: the transcript of a long span costs reading its tool output,
+        which a compaction with the built-in rule summary never needs."""
+        if self._request is _UNSET:
+            self._request = _request(self._core_plan.request(self._tokenizer))
+        return self._request  # type: ignore[return-value]
 
     @property
     def remaining_chunks(self) -> int:
         """Chunks after the current one (long spans are summarised in chunks, each updating the
         previous summary): call :meth:`advance` with each reply until this is 0."""
-        return self._core_plan.remaining_chunks
+        return self._core_plan.remaining_chunks(self._tokenizer)
 
     @property
     def reason(self) -> str | None:
@@ -97,7 +105,7 @@ class CompactionPlan:
         return CompactResult._from_core(d, **extra)
 
     def __repr__(self) -> str:
-        r = self._request
+        r = self.request
         if r is None:
             return f"CompactionPlan(request=None, reason={self.reason!r})"
         return (

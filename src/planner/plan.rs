@@ -17,6 +17,7 @@ use crate::text::Text;
 use crate::validate::{validate, Problem, Profile};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 /// Why planning refused.
 #[derive(Debug)]
@@ -39,8 +40,9 @@ pub struct Planned<'a> {
     /// Instruction and pinned slots inside the span: kept, right after the summary.
     pub(super) kept_in_span: Vec<usize>,
     pub(super) previous_summary: Option<String>,
-    pub(super) transcript: Vec<String>,
-    pub(super) chunks: Vec<Range<usize>>,
+    /// The transcript the summarizer reads, in chunks: built on the first request (a
+    /// compaction with the rule summary never reads the span's tool output this way).
+    pub(super) transcript: OnceLock<Transcript>,
     pub chunk_index: usize,
     pub facts: Vec<String>,
     pub language: Language,
@@ -178,8 +180,7 @@ pub fn plan<'a>(
         span: Vec::new(),
         kept_in_span: Vec::new(),
         previous_summary: None,
-        transcript: Vec::new(),
-        chunks: Vec::new(),
+        transcript: OnceLock::new(),
         chunk_index: 0,
         facts: Vec::new(),
         language: Language::En,
@@ -256,12 +257,12 @@ pub fn plan<'a>(
         p.reason =
             Some("summarizer cool-down after a failure: the rule summary, no LLM call".to_owned());
     }
-    select_span(&mut p, target, counter);
+    select_span(&mut p, target);
     Ok(p)
 }
 
 /// Choose what the summary replaces and prepare the request.
-fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
+fn select_span(p: &mut Planned<'_>, target: usize) {
     let cfg = p.cfg.clone();
     let (head_end, mut tail_start) = head_and_tail(&p.slots, &cfg);
     let n = p.slots.len();
@@ -289,13 +290,21 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         t
     };
     let configured_tail = tail_start;
+    // Moving the tail start from `tail_start` to `c` takes the slots between into the span
+    // (kept: what is frozen there): one pass over the slots in all.
+    let mut kept = kept_tokens(tail_start);
     for &c in &legal {
         if c <= tail_start {
             continue;
         }
-        if kept_tokens(tail_start) <= target {
+        if kept <= target {
             break;
         }
+        kept -= p.slots[tail_start..c]
+            .iter()
+            .filter(|s| !(s.pinned || s.view.role.is_instruction()))
+            .map(|s| s.tokens)
+            .sum::<usize>();
         tail_start = c;
     }
     if tail_start != configured_tail {
@@ -360,20 +369,6 @@ fn select_span(p: &mut Planned<'_>, target: usize, counter: &dyn Count) {
         .map(text_of)
         .filter(|t| !t.trim().is_empty())
         .collect();
-    p.transcript = render_transcript(&replaced_views, cfg.transcript_item_max_chars);
-    let max_input = cfg.summarizer_max_input_tokens.unwrap_or(cfg.hard).max(256);
-    // Leave room for the prompt and the previous summary in each chunk.
-    let room = max_input
-        .saturating_sub(cfg.summary_max_tokens + 512)
-        .max(128);
-    let count_str = |s: &str| counter.count(Text::Utf8(s));
-    // A single over-long entry (a huge paste) is cut to fit one chunk.
-    fit_entries(&mut p.transcript, count_str, room);
-    p.chunks = if p.transcript.is_empty() {
-        vec![std::ops::Range { start: 0, end: 0 }]
-    } else {
-        chunk_transcript(&p.transcript, count_str, room)
-    };
     p.task_text = p.task.map(|t| {
         let text = text_of(&p.slots[t].view);
         head_tail(&text, cfg.transcript_item_max_chars).unwrap_or(text)
@@ -402,4 +397,36 @@ pub(super) fn originals<'a>(before: &[Slot<'a>], slots: &[&Slot<'a>]) -> Vec<Mes
                 .clone()
         })
         .collect()
+}
+
+/// The summarizer's transcript of the replaced span: one entry per message, in chunks that fit
+/// `summarizer_max_input_tokens` with the prompt and the previous summary.
+#[derive(Clone, Debug)]
+pub(super) struct Transcript {
+    pub entries: Vec<String>,
+    pub chunks: Vec<Range<usize>>,
+}
+
+impl Planned<'_> {
+    /// The transcript, built on first use with `counter` (the configured tokenizer).
+    pub(super) fn transcript(&self, counter: &dyn Count) -> &Transcript {
+        self.transcript.get_or_init(|| {
+            let cfg = &self.cfg;
+            let mut entries = render_transcript(&self.replaced, cfg.transcript_item_max_chars);
+            let max_input = cfg.summarizer_max_input_tokens.unwrap_or(cfg.hard).max(256);
+            // Leave room for the prompt and the previous summary in each chunk.
+            let room = max_input
+                .saturating_sub(cfg.summary_max_tokens + 512)
+                .max(128);
+            let count_str = |s: &str| counter.count(Text::Utf8(s));
+            // A single over-long entry (a huge paste) is cut to fit one chunk.
+            fit_entries(&mut entries, count_str, room);
+            let chunks = if entries.is_empty() {
+                vec![Range { start: 0, end: 0 }]
+            } else {
+                chunk_transcript(&entries, count_str, room)
+            };
+            Transcript { entries, chunks }
+        })
+    }
 }

@@ -71,13 +71,15 @@ impl<'a> Planned<'a> {
         tools + system
     }
 
-    /// The request for the current chunk, or `None` when no summary is needed.
-    pub fn request(&self) -> Option<SummaryRequest> {
+    /// The request for the current chunk, or `None` when no summary is needed. `counter` (the
+    /// configured tokenizer) sizes the chunks the first time.
+    pub fn request(&self, counter: &dyn Count) -> Option<SummaryRequest> {
         if !self.needs_summary || !self.llm {
             return None;
         }
-        let chunk = self.chunks.get(self.chunk_index)?;
-        let transcript = self.transcript[chunk.clone()].join("\n\n");
+        let t = self.transcript(counter);
+        let chunk = t.chunks.get(self.chunk_index)?;
+        let transcript = t.entries[chunk.clone()].join("\n\n");
         let (system_prompt, user_prompt) = summary_prompts(
             self.language,
             self.previous_summary.as_deref(),
@@ -99,16 +101,17 @@ impl<'a> Planned<'a> {
             language: self.language,
             replaced_count: self.span.len(),
             chunk: self.chunk_index,
-            chunks: self.chunks.len(),
+            chunks: t.chunks.len(),
         })
     }
 
     /// Chunks still to be summarised after the current one.
-    pub fn remaining_chunks(&self) -> usize {
-        if !self.needs_summary {
+    pub fn remaining_chunks(&self, counter: &dyn Count) -> usize {
+        if !self.needs_summary || !self.llm {
             return 0;
         }
-        self.chunks.len().saturating_sub(self.chunk_index + 1)
+        let t = self.transcript(counter);
+        t.chunks.len().saturating_sub(self.chunk_index + 1)
     }
 
     /// The plan for the next chunk, with `summary` (the reply for this chunk) as the summary to

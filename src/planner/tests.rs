@@ -150,7 +150,7 @@ fn summary_replaces_the_middle_and_fits() {
         &c as &dyn Count,
     )
     .unwrap();
-    let req = p.request().expect("a summary is needed");
+    let req = p.request(&c as &dyn Count).expect("a summary is needed");
     assert!(req.replaced_count > 40);
     assert!(req.user_prompt.contains("bash"));
     assert!(req.must_keep.iter().any(|f| f.contains("src/lib.rs")) || req.must_keep.is_empty());

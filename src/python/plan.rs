@@ -122,6 +122,14 @@ fn with_counter<R: Send>(
     }
 }
 
+/// The tokenizer a plan method counts with (the compactor's; the estimate when not given).
+fn counter_of<'py>(tokenizer: Option<&Bound<'py, PyAny>>) -> PyResult<Counter<'py>> {
+    match tokenizer {
+        None => Ok(Counter::Builtin(Tokenizer::Approx)),
+        Some(t) => Counter::parse(t),
+    }
+}
+
 struct Inner {
     // Declared before `ex`: it borrows the strings `ex` keeps alive.
     planned: Planned<'static>,
@@ -147,8 +155,15 @@ fn language_code(l: Language) -> &'static str {
 #[pymethods]
 impl Plan {
     /// The summary request for the current chunk as a dict, or `None`.
-    fn request<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(r) = self.inner.planned.request() else {
+    #[pyo3(signature = (tokenizer=None))]
+    fn request<'py>(
+        &self,
+        py: Python<'py>,
+        tokenizer: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let counter = counter_of(tokenizer)?;
+        let planned = &self.inner.planned;
+        let Some(r) = with_counter(py, &counter, |c| planned.request(c))? else {
             return Ok(None);
         };
         let d = PyDict::new(py);
@@ -166,9 +181,15 @@ impl Plan {
     }
 
     /// Chunks left after the current one.
-    #[getter]
-    fn remaining_chunks(&self) -> usize {
-        self.inner.planned.remaining_chunks()
+    #[pyo3(signature = (tokenizer=None))]
+    fn remaining_chunks(
+        &self,
+        py: Python<'_>,
+        tokenizer: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let counter = counter_of(tokenizer)?;
+        let planned = &self.inner.planned;
+        with_counter(py, &counter, |c| planned.remaining_chunks(c))
     }
 
     /// Why nothing (more) is planned, if so.
@@ -206,10 +227,7 @@ impl Plan {
         truncated: bool,
         tokenizer: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let counter = match tokenizer {
-            None => Counter::Builtin(Tokenizer::Approx),
-            Some(t) => Counter::parse(t)?,
-        };
+        let counter = counter_of(tokenizer)?;
         let planned = &self.inner.planned;
         let summary = summary.map(str::to_owned);
         let outcome = with_counter(py, &counter, |c| {
