@@ -37,6 +37,32 @@ pub use super::errors::parse_format;
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
 
+/// The name of a required field, for `Block::malformed`.
+fn field_name(field: &Bound<'_, PyString>) -> &'static str {
+    [
+        "text",
+        "refusal",
+        "thinking",
+        "data",
+        "image_url",
+        "source",
+        "input_audio",
+        "file",
+    ]
+    .into_iter()
+    .find(|name| field.to_str().is_ok_and(|f| f == *name))
+    .unwrap_or("a required field")
+}
+
+/// A malformed call or result pairs with nothing: it is read as an unknown block (counted,
+/// reported, dropped by the repair pass).
+fn unpaired_if_malformed(mut b: Block<'static>) -> Block<'static> {
+    if b.malformed.is_some() {
+        b.kind = BlockKind::Other;
+    }
+    b
+}
+
 /// A view plus the strong references that keep its borrowed strings alive.
 ///
 /// Field order matters: `conv` is dropped before `_keep`.
@@ -354,13 +380,23 @@ impl<'py> Extractor<'py> {
         // Read in place (kept alive like every borrowed text): no copy of the type name.
         let ty = match acc.get(intern!(py, "type"), loc)? {
             Some(t) => self.text(&t, &loc.child("type"))?.to_utf8(),
-            None => std::borrow::Cow::Borrowed(""),
+            None => return self.untyped_block(part, &acc, loc),
         };
-        let text_field = |this: &mut Self, key: &Bound<'py, PyString>, kind: BlockKind| {
+        // A block without the field its type requires is marked (see `Block::malformed`).
+        let text_field = |this: &mut Self, field: &Bound<'py, PyString>, kind: BlockKind| {
             let mut b = Block::new(kind);
-            if let Some(v) = acc.get(key, loc)? {
-                let t = this.text(&v, &loc.child(&key.to_string_lossy()))?;
-                b.texts.push(Piece::Borrowed(t));
+            match acc.get(field, loc)? {
+                Some(v) => {
+                    let t = this.text(&v, &loc.child(&field.to_string_lossy()))?;
+                    b.texts.push(Piece::Borrowed(t));
+                }
+                None => b.malformed = Some(field_name(field)),
+            }
+            Ok::<_, PyErr>(b)
+        };
+        let requires = |mut b: Block<'static>, field: &Bound<'py, PyString>| {
+            if b.malformed.is_none() && acc.get(field, loc)?.is_none() {
+                b.malformed = Some(field_name(field));
             }
             Ok::<_, PyErr>(b)
         };
@@ -369,11 +405,13 @@ impl<'py> Extractor<'py> {
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
             "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
-            "image_url" | "image" | "input_image" => Block::new(BlockKind::Image),
+            "image_url" => requires(Block::new(BlockKind::Image), intern!(py, "image_url"))?,
+            "image" => requires(Block::new(BlockKind::Image), intern!(py, "source"))?,
+            "input_image" => Block::new(BlockKind::Image),
             "input_audio" => {
                 let mut b = Block::new(BlockKind::Audio);
                 b.images = 1;
-                b
+                requires(b, intern!(py, "input_audio"))?
             }
             "file" | "document" => {
                 let mut b = Block::new(BlockKind::Document);
@@ -383,7 +421,14 @@ impl<'py> Extractor<'py> {
                     b.texts.clear();
                     b.images = 1;
                 }
-                b
+                requires(
+                    b,
+                    if &*ty == "file" {
+                        intern!(py, "file")
+                    } else {
+                        intern!(py, "source")
+                    },
+                )?
             }
             "thinking" => {
                 self.hints.anthropic = true;
@@ -404,8 +449,15 @@ impl<'py> Extractor<'py> {
                     b.texts.push(Piece::Owned(json));
                 } else {
                     b.texts.push(Piece::Owned("{}".to_owned()));
+                    b.malformed = Some("input");
                 }
-                b
+                if b.name.is_none() {
+                    b.malformed = Some("name");
+                }
+                if b.id.is_none() {
+                    b.malformed = Some("id");
+                }
+                unpaired_if_malformed(b)
             }
             "tool_result" => {
                 self.hints.anthropic = true;
@@ -417,7 +469,10 @@ impl<'py> Extractor<'py> {
                 if let Some(c) = acc.get(intern!(py, "content"), loc)? {
                     self.result_content(&c, &mut b, &loc.child("content"))?;
                 }
-                b
+                if b.id.is_none() {
+                    b.malformed = Some("tool_use_id");
+                }
+                unpaired_if_malformed(b)
             }
             _ => {
                 // Server-tool blocks and types we do not know: passed through, counted as text.
@@ -426,6 +481,34 @@ impl<'py> Extractor<'py> {
                 b
             }
         })
+    }
+
+    /// A content block without `type`: a text block when it has a string `text` (the repair
+    /// pass adds the type), else an unknown block; both marked malformed.
+    fn untyped_block(
+        &mut self,
+        part: &Bound<'py, PyAny>,
+        acc: &Access<'_, 'py>,
+        loc: &Loc<'_>,
+    ) -> PyResult<Block<'static>> {
+        let text = acc
+            .get(intern!(self.py, "text"), loc)?
+            .filter(|v| v.is_instance_of::<PyString>());
+        let mut b = match text {
+            Some(v) => {
+                let mut b = Block::new(BlockKind::Text);
+                b.texts
+                    .push(Piece::Borrowed(self.text(&v, &loc.child("text"))?));
+                b
+            }
+            None => {
+                let mut b = Block::new(BlockKind::Other);
+                self.strings(part, &mut b.texts, loc, 0)?;
+                b
+            }
+        };
+        b.malformed = Some("type");
+        Ok(b)
     }
 
     /// A tool result's content: a string, or text/image blocks.
