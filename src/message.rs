@@ -180,6 +180,11 @@ pub struct Block<'a> {
     pub is_error: bool,
     /// Where the block sits in the wire message.
     pub origin: Origin,
+    /// A field the provider requires that this block lacks (`"type"`, `"text"`, `"id"`, ...).
+    /// Validation reports it (`malformed_block`); the repair pass drops the block, or makes a
+    /// type-less block with a `text` a text block. A malformed call or result is read as an
+    /// `Other` block, so that nothing pairs with it.
+    pub malformed: Option<&'static str>,
 }
 
 impl<'a> Block<'a> {
@@ -192,6 +197,7 @@ impl<'a> Block<'a> {
             name: None,
             images: u32::from(kind == BlockKind::Image),
             is_error: false,
+            malformed: None,
         }
     }
 

@@ -13,7 +13,7 @@
 //! block order inside a message (`thinking_not_first`); the compactor keeps loops whole by
 //! construction: no cut inside the pending loop, and its thinking is never dropped.
 
-use crate::message::{BlockKind, Format, Message, Role};
+use crate::message::{Block, BlockKind, Format, Message, Origin, Role};
 use crate::structure::result_region_end;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -84,6 +84,9 @@ pub mod rule {
     pub const NOT_ALTERNATING: &str = "not_alternating";
     /// Strict: system/developer messages only at the start.
     pub const SYSTEM_NOT_FIRST: &str = "system_not_first";
+    /// A content block without a field the provider requires: its `type`, a text block's
+    /// `text`, a `tool_use`'s `id`/`name`/`input`, a `tool_result`'s `tool_use_id`, ...
+    pub const MALFORMED_BLOCK: &str = "malformed_block";
 }
 
 /// One way in which a request would be rejected.
@@ -103,6 +106,15 @@ impl fmt::Display for Problem {
             Some(i) => write!(f, "message {i}: {} ({})", self.message, self.rule),
             None => write!(f, "{} ({})", self.message, self.rule),
         }
+    }
+}
+
+/// Where a block sits in its message, for problem texts.
+fn block_place(b: &Block<'_>) -> String {
+    match b.origin {
+        Origin::Part(k) => format!("content[{k}]"),
+        Origin::Call(k) => format!("tool_calls[{k}]"),
+        _ => "the message".to_owned(),
     }
 }
 
@@ -136,8 +148,20 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
             push(
                 i,
                 rule::INVALID_ROLE,
-                format!("role {:?} is not a {format} message role", m.role.name()),
+                match m.role {
+                    Role::Other => format!("an unknown role; {format} has no such message role"),
+                    r => format!("{format} has no {:?} role in its message list", r.name()),
+                },
             );
+        }
+        for b in m.blocks.iter() {
+            if let Some(field) = b.malformed {
+                push(
+                    i,
+                    rule::MALFORMED_BLOCK,
+                    format!("{} has no {field:?}", block_place(b)),
+                );
+            }
         }
         if m.has_calls() && m.role != Role::Assistant {
             push(
@@ -446,6 +470,27 @@ mod tests {
                 (4, rule::EMPTY_CONTENT),
             ]
         );
+    }
+
+    #[test]
+    fn malformed_blocks_and_unknown_roles() {
+        let mut no_text = Block::text("");
+        no_text.texts.clear();
+        no_text.malformed = Some("text");
+        no_text.origin = Origin::Part(1);
+        let msgs = vec![
+            Message::new(Role::User, vec![Block::text("hi"), no_text]),
+            Message::text(Role::Other, "abracadabra"),
+        ];
+        let problems = validate(&msgs, Format::OpenAi, Profile::OpenAi);
+        assert_eq!(
+            problems
+                .iter()
+                .map(|p| (p.index.unwrap(), p.rule))
+                .collect::<Vec<_>>(),
+            vec![(0, rule::MALFORMED_BLOCK), (1, rule::INVALID_ROLE)]
+        );
+        assert_eq!(problems[0].message, "content[1] has no \"text\"");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,36 @@ def test_compact_every_corpus_file(path: Path, tmp_path: Path, capsys: pytest.Ca
     t = load(out)
     assert validate_messages(t.messages, format=t.format, system=t.system) == []
     assert report["tokens_after"] <= report["soft_threshold"] or report["over_budget"]
+
+
+@pytest.mark.parametrize(
+    "args", [["stats"], ["stats", "--json"], ["compact", "--max-tokens", "3000"], ["replay", "--max-tokens", "3000"]]
+)
+def test_a_closed_pipe_ends_the_command_quietly(args: list[str]) -> None:
+    # `context-compactor stats FILE | head -1`: the reader is gone before the output is written.
+    # Deterministic: the pipe's read end is closed before the command starts.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "context_compactor.cli", args[0], str(EXAMPLE), *args[1:]],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert p.stderr == "", p.stderr  # no traceback, no "Exception ignored ... BrokenPipeError"
+    assert p.returncode == 141  # as a process ended by SIGPIPE
+
+
+def test_head_of_stats_prints_no_error() -> None:
+    p = subprocess.run(
+        f"{sys.executable} -m context_compactor.cli stats {EXAMPLE} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and p.stderr == "" and p.stdout.count("\n") == 1

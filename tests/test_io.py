@@ -216,6 +216,10 @@ def test_blocks_of_one_message_are_merged_in_order_without_duplicates() -> None:
     assert t.skipped == 1
     assert t.repairs == ["line 2: moved the thinking blocks to the front of their message"]
     assert validate_messages(t.messages, format="anthropic") == []
+    assert repr(t) == (
+        "Transcript(format='anthropic', source='claude_code_jsonl', messages=4, tools=None, path=None, "
+        "skipped=1, repairs=1)"
+    )
 
 
 def test_missing_results_get_a_synthetic_error_except_a_trailing_pending_call() -> None:

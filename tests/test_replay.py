@@ -84,6 +84,7 @@ def test_replay_matches_a_hand_run_session(tmp_path: Path) -> None:
 
 def test_no_compaction_is_fully_stable() -> None:
     report = replay(EXAMPLE, ContextCompactor())
+    assert repr(report).startswith("ReplayReport(file=") and "turns=" in repr(report) and len(repr(report)) < 400
     assert report.compactions == [] and report.prefix_stability == 1.0 and report.compaction_ratio is None
     assert report.final_tokens == report.transcript_tokens
 
@@ -101,6 +102,24 @@ def test_svg_is_well_formed_and_marks_each_compaction() -> None:
     assert 'a <title> & "quotes"' in "".join(root.itertext())
     empty = ReplayReport(None, "openai", 0, 0, 0, 100, 200)
     ET.fromstring(render_svg(empty))
+
+
+@pytest.mark.parametrize("width", [960, 420])
+def test_a_long_title_wraps_inside_the_chart_and_ends_with_an_ellipsis(width: int) -> None:
+    report = replay(EXAMPLE, ContextCompactor(max_context_tokens=3000, reserve_tokens=300))
+    title = "a_very_long_transcript_file_name_" * 4 + ".jsonl: " + "many words of a long title " * 8
+    root = ET.fromstring(render_svg(report, title=title, width=width))
+    lines = [t.text or "" for t in root.findall(f"{SVG}text") if t.get("class") == "title"]
+    assert 1 < len(lines) <= 2 and lines[-1].endswith("…")
+    left = 72
+    # At 8.6 px a character (above the 8.2 px of DejaVu Sans Bold 14), each line stays inside.
+    assert all(left + 8.6 * len(line) <= width - 24 for line in lines), lines
+    assert root.find(f"{SVG}title").text == title  # the whole title stays in the SVG's <title>
+    # The plot starts below the title's last line.
+    top = min(float(x.get("y1", "1e9")) for x in root.findall(f"{SVG}line"))
+    assert top > 24 + 18 * (len(lines) - 1)
+    short = ET.fromstring(render_svg(report, title="short", width=width))
+    assert [t.text for t in short.findall(f"{SVG}text") if t.get("class") == "title"] == ["short"]
 
 
 def over_window_transcript(tmp_path: Path) -> Path:

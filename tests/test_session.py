@@ -204,6 +204,8 @@ def test_prepare_compacts_and_records_row_ids(tmp_path: Path) -> None:
         assert (rec.tokens_before, rec.tokens_after) == (r.tokens_before, r.tokens_after)
         assert set(rec.replaced) == {e.index for e in r.record}
         assert rec.created_at > 0 and rec.upto_seq > 0
+        assert len(repr(rec)) < 300 and f"CompactionRecord(id={rec.id}, strategy=" in repr(rec)
+        assert "KeyError" not in repr(rec)  # the summary's size, not its text
     s.close()
 
 

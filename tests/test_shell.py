@@ -360,3 +360,23 @@ def test_pinned_messages_are_kept() -> None:
     assert any(m is msgs[4] for m in r.messages), "pinning a result keeps its whole tool block"
     r = compactor().compact(msgs, pinned=lambda i, m: m.get("tool_call_id") == "call_3")
     assert any(m.get("tool_call_id") == "call_3" for m in r.messages)
+
+
+def test_reprs_are_short_and_name_the_figures_not_the_messages() -> None:
+    msgs = conversation(150)
+    seen: list[Any] = []
+
+    def hook(preview: Any) -> None:
+        seen.append(preview)
+
+    r = compactor(summarizer=good, on_before_compact=hook).compact(msgs)
+    text = repr(r)
+    assert len(text) < 400, text
+    assert text.startswith("CompactResult(strategy='summary', messages=") and f"(of {len(msgs)})" in text
+    assert f"tokens={r.tokens_before:,} -> {r.tokens_after:,}" in text and "over_budget=False" in text
+    assert "rounding rules" not in text and "line 1" not in text  # no message text
+    # The summary request and the hook's preview hold the transcript and the messages: sizes only.
+    request = compactor().plan(msgs, force=True).request
+    assert request is not None
+    assert len(repr(request)) < 300 and "user_prompt=<" in repr(request) and "rounding" not in repr(request)
+    assert len(seen) == 1 and len(repr(seen[0])) < 500 and "rounding" not in repr(seen[0])

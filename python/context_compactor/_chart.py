@@ -35,6 +35,40 @@ def _fmt_tokens(n: float) -> str:
     return f"{n:g}"
 
 
+#: Width of a character of the bold 14px title, a little over the average of common sans fonts
+#: (DejaVu Sans Bold measured 8.2 px), so that a wrapped line never runs past the edge.
+_TITLE_CHAR_PX = 8.6
+#: Title lines at most; a longer title ends with an ellipsis (the whole title is the SVG's <title>).
+_TITLE_LINES = 2
+_TITLE_LINE_PX = 18
+
+
+def _wrap(text: str, max_chars: int, max_lines: int = _TITLE_LINES) -> list[str]:
+    """``text`` in lines of at most ``max_chars`` (at spaces; a longer word is cut), at most
+    ``max_lines`` of them, the last ending with "…" when text was left out."""
+    max_chars = max(max_chars, 4)
+    lines: list[str] = []
+    cur = ""
+    for word in text.split():
+        while len(word) > max_chars:
+            if cur:
+                lines.append(cur)
+                cur = ""
+            lines.append(word[:max_chars])
+            word = word[max_chars:]
+        candidate = f"{cur} {word}" if cur else word
+        if len(candidate) <= max_chars:
+            cur = candidate
+        else:
+            lines.append(cur)
+            cur = word
+    if cur:
+        lines.append(cur)
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], lines[max_lines - 1][: max_chars - 1].rstrip() + "…"]
+    return lines or [""]
+
+
 def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 960, height: int = 360) -> str:
     """An SVG line chart of the context size over the model calls, compactions marked.
 
@@ -45,7 +79,8 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
 
     Args:
         report: A :class:`ReplayReport`.
-        title: The chart's title (the file name and figures by default).
+        title: The chart's title (the file name and figures by default). A long one wraps onto a
+            second line and is then cut with "…" (the SVG's ``<title>`` keeps all of it).
         width: Width in pixels.
         height: Height in pixels.
 
@@ -57,6 +92,15 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
         ...     f.write(render_svg(report))
     """
     left, right, top, bottom = 72, 24, 44, 48
+    if title is None:
+        name = os.path.basename(report.file) if report.file else "transcript"
+        stab = report.prefix_stability
+        title = f"{name}: {len(report.turns)} model calls, {report.compaction_count} compactions" + (
+            f", cache-prefix stability {stab:.0%}" if stab is not None else ""
+        )
+    # A long title wraps (then ends with "…") inside the width; the plot moves down for it.
+    title_lines = _wrap(title, int((width - left - right) / _TITLE_CHAR_PX))
+    top += _TITLE_LINE_PX * (len(title_lines) - 1)
     pw, ph = width - left - right, height - top - bottom
     turns = report.turns
     by_turn = {c.turn: c for c in report.compactions}
@@ -76,19 +120,17 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
     def y(v: float) -> float:
         return top + ph * (1 - v / y_max)
 
-    if title is None:
-        name = os.path.basename(report.file) if report.file else "transcript"
-        stab = report.prefix_stability
-        title = f"{name}: {len(turns)} model calls, {report.compaction_count} compactions" + (
-            f", cache-prefix stability {stab:.0%}" if stab is not None else ""
-        )
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f"<title>{escape(title)}</title>",
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left}" y="24" font-size="14" font-weight="bold">{escape(title)}</text>',
     ]
+    for k, line in enumerate(title_lines):
+        out.append(
+            f'<text class="title" x="{left}" y="{24 + _TITLE_LINE_PX * k}" font-size="14" '
+            f'font-weight="bold">{escape(line)}</text>'
+        )
     # Grid and y axis.
     v = 0.0
     while v <= y_max + 1e-9:

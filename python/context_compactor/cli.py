@@ -305,11 +305,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status of a process ended by SIGPIPE (128 + 13), as ``head`` pipelines expect.
+EXIT_BROKEN_PIPE = 141
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the reader went away, and Python flushes stdout again at exit
+    (which would print "Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        # `context-compactor stats FILE | head -1`: the reader has what it wanted. Quiet, like a
+        # process ended by SIGPIPE.
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except (OSError, CompactorError, ValueError) as e:
         print(f"context-compactor: error: {e}", file=sys.stderr)
         return 2

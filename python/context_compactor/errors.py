@@ -27,7 +27,8 @@ class MessageTypeError(CompactorError, TypeError):
     """A message, or a field of one, has a Python type the formats do not allow.
 
     Attributes:
-        index: Index of the message in the list (``None`` for the list itself or for ``system``/``tools``).
+        index: Index of the message in the list (``None`` for the list itself, ``system``, ``tools``
+            or another argument).
         field: Path of the offending field inside the message, e.g. ``"content[2].text"``.
 
     Example:

@@ -145,6 +145,13 @@ class Transcript:
     skipped: int = 0
     repairs: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return (
+            f"Transcript(format={self.format!r}, source={self.source!r}, messages={len(self.messages)}, "
+            f"tools={None if self.tools is None else len(self.tools)}, path={self.path!r}, "
+            f"skipped={self.skipped}, repairs={len(self.repairs)})"
+        )
+
 
 # --------------------------------------------------------------------------------------------
 # Public API

@@ -143,6 +143,14 @@ class ReplayReport:
     session_id: str = ""
     budget: int | None = None
 
+    def __repr__(self) -> str:
+        return (
+            f"ReplayReport(file={self.file!r}, format={self.format!r}, messages={self.message_count}, "
+            f"turns={len(self.turns)}, compactions={len(self.compactions)}, "
+            f"over_window_turns={len(self.over_window_turns)}, transcript_tokens={self.transcript_tokens:,}, "
+            f"final_tokens={self.final_tokens:,})"
+        )
+
     @property
     def compaction_count(self) -> int:
         """Number of compactions."""

@@ -11,6 +11,11 @@ __all__ = ["CompactResult", "CompactionPreview", "RecordEntry", "SummaryRequest"
 Strategy = Literal["none", "micro", "selective", "summary", "rule_summary", "truncation"]
 
 
+def _size(text: str | None) -> str:
+    """How a long text shows in a repr: its size, not its content."""
+    return "None" if text is None else f"<{len(text):,} chars>"
+
+
 @dataclass(frozen=True)
 class SummaryRequest:
     """What your summarizer is asked to summarise.
@@ -43,6 +48,14 @@ class SummaryRequest:
     replaced_count: int = 0
     chunk: int = 0
     chunks: int = 1
+
+    def __repr__(self) -> str:
+        # The prompts hold the whole transcript: show their sizes, not their text.
+        return (
+            f"SummaryRequest(replaced_count={self.replaced_count}, chunk={self.chunk + 1}/{self.chunks}, "
+            f"max_tokens={self.max_tokens}, language={self.language!r}, must_keep={len(self.must_keep)}, "
+            f"previous_summary={_size(self.previous_summary)}, user_prompt={_size(self.user_prompt)})"
+        )
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -169,6 +182,16 @@ class CompactResult:
     summary_usage: tuple[Any, ...] = ()
     origins: tuple[tuple[str, int | None], ...] = ()
 
+    def __repr__(self) -> str:
+        # Short on purpose: the messages (thousands, in a long run) are in ``.messages``.
+        over = f", over_budget_reason={self.over_budget_reason!r}" if self.over_budget else ""
+        return (
+            f"CompactResult(strategy={self.strategy!r}, messages={len(self.messages)} (of {self.original_count}), "
+            f"tokens={self.tokens_before:,} -> {self.tokens_after:,}, over_budget={self.over_budget}{over}, "
+            f"summary={_size(self.summary)}, summary_source={self.summary_source!r}, "
+            f"fallback_reason={self.fallback_reason!r}, repairs={len(self.repairs)}, record={len(self.record)})"
+        )
+
     @property
     def compacted(self) -> bool:
         """Whether a compaction step ran (``strategy != "none"``)."""
@@ -239,6 +262,12 @@ class CompactionPreview:
     _veto: str | None = field(default=None, repr=False)
     _summary: str | None = field(default=None, repr=False)
     _flushed: int = field(default=0, repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"CompactionPreview(messages={len(self.messages)}, tokens_before={self.tokens_before:,}, "
+            f"replaced_count={self.replaced_count}, request={self.request!r})"
+        )
 
     def veto(self, reason: str = "vetoed by on_before_compact") -> None:
         """Cancel this compaction; the result has ``strategy="none"`` and this reason."""

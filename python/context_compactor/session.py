@@ -34,9 +34,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from context_compactor import _core
+from context_compactor._codec import dumps as _dumps
+from context_compactor._codec import encode as _encode
+from context_compactor._codec import loads as _loads
+from context_compactor._codec import usage_json as _usage_json
+from context_compactor._codec import usage_tokens as _usage_tokens
 from context_compactor._store import SessionStore, now
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
-from context_compactor.errors import MessageTypeError, StoreError
+from context_compactor.errors import ConfigError, InvalidConversationError, MessageTypeError, StoreError
 from context_compactor.results import CompactResult, RecordEntry
 
 __all__ = ["CompactionRecord", "Session", "SessionStore"]
@@ -45,6 +50,8 @@ log = logging.getLogger("context_compactor")
 
 #: Record actions after which the message is no longer in the context (the others edit it).
 REMOVED = frozenset({"summarized", "truncated", "dropped"})
+#: Problems that make append/extend refuse a message: no later message makes it valid.
+_REFUSED_AT_APPEND = frozenset({"invalid_role", "malformed_block"})
 #: Calibration is restored on reopen from at most this many usage reports.
 _RESTORE_USAGE = 4
 
@@ -94,6 +101,14 @@ class CompactionRecord:
     fallback_reason: str | None = None
     must_keep: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        summary = "None" if self.summary is None else f"<{len(self.summary):,} chars>"
+        return (
+            f"CompactionRecord(id={self.id}, strategy={self.strategy!r}, "
+            f"tokens={self.tokens_before:,} -> {self.tokens_after:,}, replaced={len(self.replaced)}, "
+            f"upto_seq={self.upto_seq}, over_budget={self.over_budget}, summary={summary})"
+        )
+
 
 @dataclass(frozen=True)
 class _Snapshot:
@@ -107,77 +122,11 @@ class _Snapshot:
     system: Any
 
 
-# -- message encoding ------------------------------------------------------------------------------------
-
-
-def _default(obj: Any) -> Any:
-    dump = getattr(obj, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_none=True)
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
-def _dumps(obj: Any) -> str:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_default, allow_nan=False)
+def _stored_json(value: Any, field: str) -> str:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: keep them as JSON escapes
-        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=_default, allow_nan=False)
-    return text
-
-
-def _encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
-    """``(plain dict, JSON text)`` of a message dict or SDK object."""
-    if isinstance(message, Mapping):
-        obj: Any = message
-    elif callable(getattr(message, "model_dump", None)):
-        obj = message.model_dump(mode="json", exclude_none=True)
-    else:
-        raise MessageTypeError(
-            f"message {index}: expected a dict or an SDK message object, got {type(message).__name__}", index
-        )
-    try:
-        text = _dumps(obj)
+        return _dumps(value)
     except (TypeError, ValueError) as e:
-        raise MessageTypeError(f"message {index} cannot be stored as JSON: {e}", index) from e
-    plain = json.loads(text)
-    if not isinstance(plain, dict):
-        raise MessageTypeError(f"message {index}: expected a mapping, got {type(plain).__name__}", index)
-    if not isinstance(plain.get("role"), str):
-        raise MessageTypeError(f"message {index}: 'role' must be a str, got {plain.get('role')!r}", index, "role")
-    return plain, text
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _usage_tokens(usage: Any) -> int | None:
-    """The prompt size a usage report gives (OpenAI ``prompt_tokens``; Anthropic input + cache)."""
-    if isinstance(usage, bool):
-        return None
-    if isinstance(usage, int):
-        return usage
-
-    def get(key: str) -> Any:
-        return usage.get(key) if isinstance(usage, Mapping) else getattr(usage, key, None)
-
-    value = get("prompt_tokens")
-    if isinstance(value, int):
-        return value
-    parts = [get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-    if not isinstance(parts[0], int):
-        return None
-    return sum(p for p in parts if isinstance(p, int))
-
-
-def _usage_json(usage: Any) -> str | None:
-    try:
-        return _dumps(usage)
-    except (TypeError, ValueError):
-        return None
+        raise MessageTypeError(f"{field} cannot be stored as JSON: {e}", None, field) from e
 
 
 # -- the session ---------------------------------------------------------------------------------------
@@ -218,6 +167,9 @@ class Session:
             has its own).
 
     Raises:
+        MessageTypeError: An argument of the wrong type (``.field`` names it: ``"compactor"``,
+            ``"store"``, ``"session_id"``, ``"system"``, ``"tools"``, ``"tools[2]"``, ...).
+        ConfigError: ``format`` is not one of the formats.
         StoreError: The store cannot be opened or stays locked.
 
     Example:
@@ -240,17 +192,21 @@ class Session:
         timeout: float = 10.0,
     ) -> None:
         if not isinstance(compactor, ContextCompactor):
-            raise TypeError(f"compactor: expected a ContextCompactor, got {type(compactor).__name__}")
+            raise MessageTypeError(
+                f"compactor: expected a ContextCompactor, got {type(compactor).__name__}", None, "compactor"
+            )
         if format not in (None, "openai", "anthropic"):
-            raise ValueError(f"format: expected 'openai', 'anthropic' or None, got {format!r}")
+            raise ConfigError(f"format: expected 'openai', 'anthropic' or None, got {format!r}", "format")
         if session_id is not None and not isinstance(session_id, str):
-            raise TypeError(f"session_id: expected a str, got {type(session_id).__name__}")
+            raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
         if isinstance(store, SessionStore):
             self._store, self._own_store = store, False
         elif isinstance(store, (str, os.PathLike)):
             self._store, self._own_store = SessionStore(store, timeout=timeout), True
         else:
-            raise TypeError(f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}")
+            raise MessageTypeError(
+                f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}", None, "store"
+            )
         self._compactor = compactor
         self._id = session_id if session_id is not None else uuid.uuid4().hex
         self._state = _core.ConversationState()
@@ -279,8 +235,10 @@ class Session:
     # -- opening and syncing ----------------------------------------------------------------------------
 
     def _open(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> None:
-        system_json = None if system is None else _dumps(system)
-        tools_json = None if tools is None else _dumps(list(tools))
+        # Wrong types raise MessageTypeError naming "system" or "tools[k]" (a str is not a tool list).
+        _core.validate_messages([], system=system, tools=tools, format=format)
+        system_json = None if system is None else _stored_json(system, "system")
+        tools_json = None if tools is None else _stored_json(list(tools), "tools")
         with self._store.locked(), self._store.transaction("open a session") as conn:
             row = conn.execute("SELECT system, tools, format FROM sessions WHERE id = ?", (self._id,)).fetchone()
             t = now()
@@ -467,7 +425,11 @@ class Session:
 
         Raises:
             MessageTypeError: Not a message (no mapping, no ``role`` str, content of a wrong type)
-                or not storable as JSON. Nothing is stored.
+                or not storable as JSON (a value JSON cannot hold, a cycle, nesting too deep);
+                ``.index`` and ``.field`` say where. Nothing is stored.
+            InvalidConversationError: A message no later one can make valid: a role the format
+                does not have (``invalid_role``) or a block without a field the provider requires
+                (``malformed_block``); ``.problems`` lists them. Nothing is stored.
             StoreError: The store could not be written.
 
         Example:
@@ -482,18 +444,38 @@ class Session:
         Returns:
             Their row ids, in order.
 
+        Raises:
+            MessageTypeError: ``messages`` is a str, a dict or not iterable (``.field`` is
+                ``"messages"``), or one message is not one (see :meth:`append`).
+            InvalidConversationError: See :meth:`append`.
+
         Example:
             >>> session.extend([assistant_message, *tool_results])   # doctest: +SKIP
             [8, 9, 10]
         """
+        if isinstance(messages, (str, bytes, bytearray, Mapping)) or not isinstance(messages, Iterable):
+            raise MessageTypeError(
+                f"messages: expected a list of messages, got {type(messages).__name__} (use append for one message)",
+                None,
+                "messages",
+            )
         encoded = [_encode(m, i) for i, m in enumerate(messages)]
         if not encoded:
             return []
         plains = [p for p, _ in encoded]
+        fmt = self._format or ("anthropic" if self._fmt == "anthropic" else None)
         try:
-            _core.validate_messages(plains, format=self._format)
+            problems = _core.validate_messages(plains, format=fmt)
         except MessageTypeError as e:
             raise MessageTypeError(str(e), e.index, e.field) from e
+        # What no later message can make valid: a role the format lacks, a block without a field
+        # the provider requires. Stored, it would be sent as it is (context() is not repaired).
+        refused = [p for p in problems if p.rule in _REFUSED_AT_APPEND]
+        if refused:
+            raise InvalidConversationError(
+                "; ".join(f"message {p.index}: {p.message} ({p.rule})" for p in refused) + ". Nothing was stored.",
+                refused,
+            )
         t = now()
         with self._store.locked():
             with self._store.transaction("append") as conn:

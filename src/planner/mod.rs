@@ -21,6 +21,7 @@
 mod apply;
 mod assemble;
 pub mod draft;
+mod malformed;
 pub mod micro;
 pub mod output;
 mod plan;

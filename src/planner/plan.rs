@@ -150,12 +150,9 @@ pub fn plan<'a>(
     let pinned = &pinned[..];
     let problems = validate(&conv.messages, conv.format, profile);
     // Only the provider-breaking problems are repaired; strict alternation is the caller's.
-    let repairable = problems.iter().any(|p| {
-        !matches!(
-            p.rule,
-            "not_alternating" | "system_not_first" | "invalid_role"
-        )
-    });
+    let repairable = problems
+        .iter()
+        .any(|p| !matches!(p.rule, "not_alternating" | "system_not_first"));
     if !problems.is_empty() && !cfg.repair {
         return Err(PlanError::Invalid(problems));
     }

@@ -2,7 +2,8 @@
 //! after it (a missing one gets a synthetic "no result was recorded" result, unless the call
 //! is the conversation's last and may still be waiting), results found elsewhere are moved
 //! there, orphan and duplicate results are dropped; for Anthropic also thinking blocks first,
-//! no empty messages, and a user message first. Each repair is described in plain words.
+//! no empty messages, and a user message first; invalid roles and malformed blocks are
+//! rewritten or dropped (`malformed.rs`). Each repair is described in plain words.
 
 use super::draft::{Count, Slot};
 use super::output::{Change, OutBlock, OutMsg, RecordEntry};
@@ -334,6 +335,11 @@ pub fn repair<'a>(
             continue;
         }
         out.push(order_thinking(m, i, anthropic, &mut repairs));
+    }
+
+    // Invalid roles and malformed blocks, wherever the pass above put them.
+    if super::malformed::needed(conv) {
+        out = super::malformed::clean(conv, out, &mut repairs, &mut record);
     }
 
     let mut slots: Vec<Slot<'a>> = out

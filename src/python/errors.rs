@@ -4,6 +4,7 @@
 //! `MessageTypeError(CompactorError, TypeError)`, which `create_exception!` cannot express) and
 //! are imported once per interpreter.
 
+use crate::message::Format;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -52,4 +53,19 @@ pub fn config_error(py: Python<'_>, field: &str, what: &str) -> PyErr {
         "ConfigError",
         (format!("{field}: {what}"), field.to_owned()),
     )
+}
+
+/// Parse a `format=` argument.
+pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<Format>> {
+    match format {
+        None => Ok(None),
+        Some(f) => match Format::parse(f) {
+            Some(f) => Ok(Some(f)),
+            None => Err(config_error(
+                py,
+                "format",
+                &format!("unknown format {f:?}; expected \"openai\" or \"anthropic\""),
+            )),
+        },
+    }
 }

@@ -9,23 +9,59 @@
 //! Wrong Python types raise `MessageTypeError` naming the message index and the field path
 //! (`content[2].text`, `tool_calls[0].function.arguments`); values the provider would reject
 //! but that are well-typed are left for validation to report.
+//!
+//! Parts: `loc` (where a value sits, for errors), `access` (dict, mapping or attribute
+//! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
+//! while counting on the pool); this file reads messages and blocks.
 
-use super::errors::message_type_error;
+mod access;
+mod json;
+mod loc;
+mod pipeline;
+
 use super::text::KeepAlive;
 use crate::message::{
     Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
 };
 use crate::text::Text;
-use crate::tokens::counter::{message_tokens, Framing, Tokenizer};
+use crate::tokens::counter::{Framing, Tokenizer};
+use access::Access;
+use loc::{type_name, Loc};
+use pipeline::PIPELINE_MIN_MESSAGES;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
-use std::fmt::Write as _;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use pyo3::types::{PyList, PyString, PyTuple};
+
+pub use super::errors::parse_format;
 
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
+
+/// The name of a required field, for `Block::malformed`.
+fn field_name(field: &Bound<'_, PyString>) -> &'static str {
+    [
+        "text",
+        "refusal",
+        "thinking",
+        "data",
+        "image_url",
+        "source",
+        "input_audio",
+        "file",
+    ]
+    .into_iter()
+    .find(|name| field.to_str().is_ok_and(|f| f == *name))
+    .unwrap_or("a required field")
+}
+
+/// A malformed call or result pairs with nothing: it is read as an unknown block (counted,
+/// reported, dropped by the repair pass).
+fn unpaired_if_malformed(mut b: Block<'static>) -> Block<'static> {
+    if b.malformed.is_some() {
+        b.kind = BlockKind::Other;
+    }
+    b
+}
 
 /// A view plus the strong references that keep its borrowed strings alive.
 ///
@@ -52,156 +88,6 @@ impl Extracted {
     /// (a plan). They must be dropped before it: declare them first in the holding struct.
     pub fn conv_static(&self) -> &Conversation<'static> {
         &self.conv
-    }
-}
-
-/// Where a value sits, for error messages: message index (or none for system/tools) and path.
-///
-/// A chain of borrowed segments, written out only when an error is raised: reading a message
-/// builds one per field and part, and formatting each path up front cost an allocation per
-/// field on every call.
-#[derive(Clone, Copy)]
-pub struct Loc<'a> {
-    index: Option<usize>,
-    parent: Option<&'a Loc<'a>>,
-    seg: Seg<'a>,
-}
-
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    /// The start of a path (`""` for a message itself).
-    Root(&'a str),
-    Key(&'a str),
-    /// A key as the caller's string (a JSON object key), converted only for the message.
-    KeyText(Text<'a>),
-    Item(usize),
-}
-
-impl<'a> Loc<'a> {
-    fn root(index: Option<usize>, path: &'a str) -> Self {
-        Loc {
-            index,
-            parent: None,
-            seg: Seg::Root(path),
-        }
-    }
-
-    fn child<'b>(&'b self, key: &'b str) -> Loc<'b> {
-        Loc {
-            index: self.index,
-            parent: Some(self),
-            seg: Seg::Key(key),
-        }
-    }
-
-    fn item(&self, k: usize) -> Loc<'_> {
-        Loc {
-            index: self.index,
-            parent: Some(self),
-            seg: Seg::Item(k),
-        }
-    }
-
-    fn path(&self) -> String {
-        let mut path = self.parent.map(Loc::path).unwrap_or_default();
-        match self.seg {
-            Seg::Root(r) => path.push_str(r),
-            Seg::Key(k) if path.is_empty() => path.push_str(k),
-            Seg::Key(k) => {
-                path.push('.');
-                path.push_str(k);
-            }
-            Seg::KeyText(t) => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(&t.to_utf8());
-            }
-            Seg::Item(k) => {
-                let _ = write!(path, "[{k}]");
-            }
-        }
-        path
-    }
-
-    fn err(&self, py: Python<'_>, what: &str) -> PyErr {
-        message_type_error(py, self.index, &self.path(), what)
-    }
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".to_owned())
-}
-
-static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-/// How a message or block is read: a dict, another mapping, or an object with attributes.
-enum Access<'a, 'py> {
-    Dict(&'a Bound<'py, PyDict>),
-    Mapping(&'a Bound<'py, PyAny>),
-    Attrs(&'a Bound<'py, PyAny>),
-}
-
-impl<'a, 'py> Access<'a, 'py> {
-    fn of(obj: &'a Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Self> {
-        let py = obj.py();
-        if let Ok(d) = obj.cast::<PyDict>() {
-            return Ok(Access::Dict(d));
-        }
-        if obj.is_instance_of::<PyString>()
-            || obj.is_instance_of::<PyInt>()
-            || obj.is_instance_of::<PyFloat>()
-            || obj.is_instance_of::<PyList>()
-            || obj.is_instance_of::<PyTuple>()
-            || obj.is_none()
-            || obj.is_instance_of::<pyo3::types::PyBytes>()
-        {
-            return Err(loc.err(
-                py,
-                &format!(
-                    "expected a mapping or an SDK object, got {}",
-                    type_name(obj)
-                ),
-            ));
-        }
-        let mapping = MAPPING.import(py, "collections.abc", "Mapping")?;
-        if obj.is_instance(mapping)? {
-            Ok(Access::Mapping(obj))
-        } else {
-            Ok(Access::Attrs(obj))
-        }
-    }
-
-    /// The value of `key`; `None` when absent or Python `None`.
-    fn get(
-        &self,
-        key: &Bound<'py, PyString>,
-        loc: &Loc<'_>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let py = key.py();
-        let v = match self {
-            Access::Dict(d) => d.get_item(key),
-            Access::Mapping(m) => match m.call_method1(intern!(py, "get"), (key,)) {
-                Ok(v) => Ok(Some(v)),
-                Err(e) => Err(e),
-            },
-            Access::Attrs(o) => o.getattr_opt(key),
-        };
-        match v {
-            Ok(Some(v)) if !v.is_none() => Ok(Some(v)),
-            Ok(_) => Ok(None),
-            Err(e) => {
-                let err = loc.child(&key.to_string_lossy()).err(
-                    py,
-                    &format!("reading the field raised {}", e.get_type(py).name()?),
-                );
-                err.set_cause(py, Some(e));
-                Err(err)
-            }
-        }
     }
 }
 
@@ -494,13 +380,23 @@ impl<'py> Extractor<'py> {
         // Read in place (kept alive like every borrowed text): no copy of the type name.
         let ty = match acc.get(intern!(py, "type"), loc)? {
             Some(t) => self.text(&t, &loc.child("type"))?.to_utf8(),
-            None => std::borrow::Cow::Borrowed(""),
+            None => return self.untyped_block(part, &acc, loc),
         };
-        let text_field = |this: &mut Self, key: &Bound<'py, PyString>, kind: BlockKind| {
+        // A block without the field its type requires is marked (see `Block::malformed`).
+        let text_field = |this: &mut Self, field: &Bound<'py, PyString>, kind: BlockKind| {
             let mut b = Block::new(kind);
-            if let Some(v) = acc.get(key, loc)? {
-                let t = this.text(&v, &loc.child(&key.to_string_lossy()))?;
-                b.texts.push(Piece::Borrowed(t));
+            match acc.get(field, loc)? {
+                Some(v) => {
+                    let t = this.text(&v, &loc.child(&field.to_string_lossy()))?;
+                    b.texts.push(Piece::Borrowed(t));
+                }
+                None => b.malformed = Some(field_name(field)),
+            }
+            Ok::<_, PyErr>(b)
+        };
+        let requires = |mut b: Block<'static>, field: &Bound<'py, PyString>| {
+            if b.malformed.is_none() && acc.get(field, loc)?.is_none() {
+                b.malformed = Some(field_name(field));
             }
             Ok::<_, PyErr>(b)
         };
@@ -509,11 +405,13 @@ impl<'py> Extractor<'py> {
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
             "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
-            "image_url" | "image" | "input_image" => Block::new(BlockKind::Image),
+            "image_url" => requires(Block::new(BlockKind::Image), intern!(py, "image_url"))?,
+            "image" => requires(Block::new(BlockKind::Image), intern!(py, "source"))?,
+            "input_image" => Block::new(BlockKind::Image),
             "input_audio" => {
                 let mut b = Block::new(BlockKind::Audio);
                 b.images = 1;
-                b
+                requires(b, intern!(py, "input_audio"))?
             }
             "file" | "document" => {
                 let mut b = Block::new(BlockKind::Document);
@@ -523,7 +421,14 @@ impl<'py> Extractor<'py> {
                     b.texts.clear();
                     b.images = 1;
                 }
-                b
+                requires(
+                    b,
+                    if &*ty == "file" {
+                        intern!(py, "file")
+                    } else {
+                        intern!(py, "source")
+                    },
+                )?
             }
             "thinking" => {
                 self.hints.anthropic = true;
@@ -544,8 +449,15 @@ impl<'py> Extractor<'py> {
                     b.texts.push(Piece::Owned(json));
                 } else {
                     b.texts.push(Piece::Owned("{}".to_owned()));
+                    b.malformed = Some("input");
                 }
-                b
+                if b.name.is_none() {
+                    b.malformed = Some("name");
+                }
+                if b.id.is_none() {
+                    b.malformed = Some("id");
+                }
+                unpaired_if_malformed(b)
             }
             "tool_result" => {
                 self.hints.anthropic = true;
@@ -557,7 +469,10 @@ impl<'py> Extractor<'py> {
                 if let Some(c) = acc.get(intern!(py, "content"), loc)? {
                     self.result_content(&c, &mut b, &loc.child("content"))?;
                 }
-                b
+                if b.id.is_none() {
+                    b.malformed = Some("tool_use_id");
+                }
+                unpaired_if_malformed(b)
             }
             _ => {
                 // Server-tool blocks and types we do not know: passed through, counted as text.
@@ -566,6 +481,34 @@ impl<'py> Extractor<'py> {
                 b
             }
         })
+    }
+
+    /// A content block without `type`: a text block when it has a string `text` (the repair
+    /// pass adds the type), else an unknown block; both marked malformed.
+    fn untyped_block(
+        &mut self,
+        part: &Bound<'py, PyAny>,
+        acc: &Access<'_, 'py>,
+        loc: &Loc<'_>,
+    ) -> PyResult<Block<'static>> {
+        let text = acc
+            .get(intern!(self.py, "text"), loc)?
+            .filter(|v| v.is_instance_of::<PyString>());
+        let mut b = match text {
+            Some(v) => {
+                let mut b = Block::new(BlockKind::Text);
+                b.texts
+                    .push(Piece::Borrowed(self.text(&v, &loc.child("text"))?));
+                b
+            }
+            None => {
+                let mut b = Block::new(BlockKind::Other);
+                self.strings(part, &mut b.texts, loc, 0)?;
+                b
+            }
+        };
+        b.malformed = Some("type");
+        Ok(b)
     }
 
     /// A tool result's content: a string, or text/image blocks.
@@ -588,120 +531,6 @@ impl<'py> Extractor<'py> {
         for ib in inner {
             b.images += ib.images;
             b.texts.extend(ib.texts);
-        }
-        Ok(())
-    }
-
-    /// Every string value inside `v` (for blocks of unknown type).
-    fn strings(
-        &mut self,
-        v: &Bound<'py, PyAny>,
-        out: &mut Vec<Piece<'static>>,
-        loc: &Loc<'_>,
-        depth: usize,
-    ) -> PyResult<()> {
-        if depth > MAX_DEPTH {
-            return Err(loc.err(self.py, "nested too deeply (or cyclic)"));
-        }
-        if let Ok(s) = v.cast::<PyString>() {
-            out.push(Piece::Borrowed(self.borrow(s)?));
-        } else if let Ok(d) = v.cast::<PyDict>() {
-            for (k, item) in d.iter() {
-                let key = k
-                    .str()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if key == "type" {
-                    continue;
-                }
-                self.strings(&item, out, &loc.child(&key), depth + 1)?;
-            }
-        } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-            for (k, item) in self.sequence(v, loc)?.iter().enumerate() {
-                self.strings(item, out, &loc.item(k), depth + 1)?;
-            }
-        } else if let Ok(dump) = v.getattr(intern!(self.py, "model_dump")) {
-            // An SDK block object of a type we do not know.
-            let d = dump.call0()?;
-            self.strings(&d, out, loc, depth + 1)?;
-        }
-        Ok(())
-    }
-
-    /// Compact JSON of a Python value (an Anthropic `tool_use.input`, a tool definition), for
-    /// counting. Non-finite floats are written as JavaScript does (`NaN`, `Infinity`).
-    pub fn json(
-        &mut self,
-        v: &Bound<'py, PyAny>,
-        out: &mut String,
-        loc: &Loc<'_>,
-        depth: usize,
-    ) -> PyResult<()> {
-        if depth > MAX_DEPTH {
-            return Err(loc.err(self.py, "nested too deeply (or cyclic)"));
-        }
-        if v.is_none() {
-            out.push_str("null");
-        } else if let Ok(s) = v.cast::<PyString>() {
-            // SAFETY: `v` is alive for this call and the text is consumed before returning.
-            let t = unsafe { super::text::borrow_text(s)? };
-            json_string(t, out);
-        } else if v.is_instance_of::<PyBool>() {
-            out.push_str(if v.is_truthy()? { "true" } else { "false" });
-        } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
-            let r = v.repr().map_err(|e| {
-                let err = loc.err(self.py, "a number that cannot be written as JSON");
-                err.set_cause(self.py, Some(e));
-                err
-            })?;
-            let r = r.to_string_lossy();
-            out.push_str(match &*r {
-                "nan" => "NaN",
-                "inf" => "Infinity",
-                "-inf" => "-Infinity",
-                other => other,
-            });
-        } else if let Ok(d) = v.cast::<PyDict>() {
-            out.push('{');
-            for (k, (key, item)) in d.iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                let Ok(ks) = key.cast::<PyString>() else {
-                    return Err(loc.err(
-                        self.py,
-                        &format!("object keys must be str, got {}", type_name(&key)),
-                    ));
-                };
-                // SAFETY: as above.
-                let kt = unsafe { super::text::borrow_text(ks)? };
-                json_string(kt, out);
-                out.push(':');
-                let child = Loc {
-                    index: loc.index,
-                    parent: Some(loc),
-                    seg: Seg::KeyText(kt),
-                };
-                self.json(&item, out, &child, depth + 1)?;
-            }
-            out.push('}');
-        } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-            out.push('[');
-            for (k, item) in self.sequence(v, loc)?.iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                self.json(item, out, &loc.item(k), depth + 1)?;
-            }
-            out.push(']');
-        } else if let Ok(dump) = v.getattr(intern!(self.py, "model_dump")) {
-            let d = dump.call0()?;
-            self.json(&d, out, loc, depth + 1)?;
-        } else {
-            return Err(loc.err(
-                self.py,
-                &format!("{} is not JSON-serializable", type_name(v)),
-            ));
         }
         Ok(())
     }
@@ -752,84 +581,5 @@ impl<'py> Extractor<'py> {
         };
         let format = format.unwrap_or_else(|| self.hints.detect());
         self.finish(Conversation::new(format, msgs), system, tools, counts)
-    }
-
-    /// Read the messages in blocks of [`PIPELINE_CHUNK`] on this thread, each block counted on
-    /// the pool as soon as it is read.
-    fn messages_counted(
-        &mut self,
-        items: &[Bound<'py, PyAny>],
-        tok: Tokenizer,
-        framing: Framing,
-        pool: &rayon::ThreadPool,
-    ) -> PyResult<(Vec<Message<'static>>, Vec<usize>)> {
-        let py = self.py;
-        let blocks = items.len().div_ceil(PIPELINE_CHUNK);
-        let counted: Vec<OnceLock<Vec<usize>>> = (0..blocks).map(|_| OnceLock::new()).collect();
-        // Blocks counted so far, to wait for the last ones with the GIL released.
-        let finished = (Mutex::new(0usize), Condvar::new());
-        let mut read: Vec<Arc<Vec<Message<'static>>>> = Vec::with_capacity(blocks);
-        // The scope returns once every block is counted (also after an error, before the
-        // strings the blocks borrow can be released).
-        pool.in_place_scope(|scope| {
-            for (k, part) in items.chunks(PIPELINE_CHUNK).enumerate() {
-                let mut block = Vec::with_capacity(part.len());
-                for (j, m) in part.iter().enumerate() {
-                    block.push(self.message(m, k * PIPELINE_CHUNK + j)?);
-                }
-                let block = Arc::new(block);
-                read.push(Arc::clone(&block));
-                let (slot, finished) = (&counted[k], &finished);
-                scope.spawn(move |_| {
-                    let counts = block.iter().map(|m| message_tokens(tok, m, framing));
-                    let _ = slot.set(counts.collect());
-                    *finished.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-                    finished.1.notify_one();
-                });
-            }
-            // Everything is read: wait for the counting without holding the GIL.
-            py.detach(|| {
-                let mut done = finished.0.lock().unwrap_or_else(|e| e.into_inner());
-                while *done < blocks {
-                    done = finished.1.wait(done).unwrap_or_else(|e| e.into_inner());
-                }
-            });
-            Ok::<_, PyErr>(())
-        })?;
-        let mut msgs = Vec::with_capacity(items.len());
-        let mut counts = Vec::with_capacity(items.len());
-        for (block, slot) in read.into_iter().zip(counted) {
-            counts.extend(slot.into_inner().unwrap_or_default());
-            msgs.extend(Arc::try_unwrap(block).unwrap_or_else(|shared| (*shared).clone()));
-        }
-        Ok((msgs, counts))
-    }
-}
-
-/// Messages per block of [`Extractor::messages_counted`]: large enough that handing a block to
-/// the pool (~1 µs) is lost in counting it, small enough that little is left to count after the
-/// last message is read.
-const PIPELINE_CHUNK: usize = 128;
-/// Below this, reading then counting in one go is as fast (and needs no pool).
-const PIPELINE_MIN_MESSAGES: usize = 4 * PIPELINE_CHUNK;
-
-/// Append `t` as a JSON string literal (the crate's one writer: a cut of these arguments is
-/// counted as this writes it).
-fn json_string(t: Text<'_>, out: &mut String) {
-    crate::summary::text::push_json_string(t, out);
-}
-
-/// Parse a `format=` argument.
-pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<Format>> {
-    match format {
-        None => Ok(None),
-        Some(f) => match Format::parse(f) {
-            Some(f) => Ok(Some(f)),
-            None => Err(super::errors::config_error(
-                py,
-                "format",
-                &format!("unknown format {f:?}; expected \"openai\" or \"anthropic\""),
-            )),
-        },
     }
 }
