@@ -291,6 +291,21 @@ def is_summary(message: Any) -> bool:
     return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
 
 
+def call_argument_texts(message: Any) -> list[str]:
+    """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
+    texts: list[str] = []
+    content = get(message, "content")
+    for part in content if isinstance(content, (list, tuple)) else ():
+        if get(part, "type") in ("tool_use", "server_tool_use"):
+            texts += argument_values(get(part, "input"))
+    for call in get(message, "tool_calls") or ():
+        texts += argument_values(get(get(call, "function"), "arguments"))
+    legacy = get(message, "function_call")
+    if legacy is not None:
+        texts += argument_values(get(legacy, "arguments"))
+    return texts
+
+
 def fact_texts(message: Any) -> list[str]:
     """The texts of a message that facts are read from (see the module docstring)."""
     if role(message) not in ("user", "assistant") and not is_summary(message):
