@@ -5,23 +5,31 @@
 //! One hand-written scanner, one pass per text, no regex: URLs are found first (at each
 //! `://`), then the rest is split into tokens at whitespace, quotes, brackets, `= , ; | & !`,
 //! and at CJK characters and punctuation (Chinese prose runs straight into paths:
-//! `修改了src/lib.rs文件`). Each token is cleaned (markdown `*`, a leading `@` mention, trailing
-//! `. , : ; ? *`, a `:line:col` or `::test` suffix, a `#anchor` or `?query`, a trailing `/`)
-//! and classified:
+//! `修改了src/lib.rs文件`); a brace expansion's group (`{zh,en}`) stays inside its token. Each
+//! token is cleaned (markdown `*`, a leading `@` mention, a glued flag `-I/opt/x` and leading
+//! dashes, a leading `.../`, a glob from its first `*` on, trailing `. , : ; ? *`, a `#anchor`
+//! or `?query`, a trailing `/`), split at `:` (`src/x.py:12:5`, `main:src/x.py`,
+//! `PATH=/a/bin:/b/bin`; not a drive's colon) and each piece classified. A token an ellipsis
+//! `…` touches is a fragment of text cut earlier, not a fact. The facts are strings as written
+//! (the compactor checks their presence by substring).
 //!
 //! * **Paths**: absolute (`/srv/app/x.py`; a single segment only for well-known roots such as
 //!   `/tmp`, `/testbed`, or with a file extension), home (`~/.config/x`), `./` and `../`
 //!   relative, Windows (`C:\x\y`, `C:/x`, `\\host\share`); relative with a slash when the
 //!   last segment has a known file extension, the first segment is a well-known directory
-//!   (`src`, `tests`, `docs`, …) or a dot-directory (`.github`), or it is written as a
-//!   directory with its trailing slash (`astropy/modeling/`, not a sed `s/old/new/`); a git
-//!   diff's `a/`/`b/` prefix is dropped. Placeholders (`/path/to/x`, `filename.py`) are not
-//!   facts. Bare file names count when their extension is a known one (`tax.py`,
+//!   (`src`, `tests`, `docs`, …) or a dot-directory (`.github`), it has four segments or more
+//!   (`repos/o/r/pulls/1290/comments`; digits allowed there), or it is written as a directory
+//!   with its trailing slash (`astropy/modeling/`, not a sed `s/old/new/`); a git diff's
+//!   `a/`/`b/` prefix is dropped. A brace expansion (`docs/{zh,en}/x.md`) is a path, written
+//!   as it stands, when its first expansion is. Placeholders the text names
+//!   (`/path/to/working/dir`, `newfile.py`) are paths like any other: a task's instructions
+//!   say them. Pseudo-devices (`/dev/null`, `/dev/stdout`: shell redirections) are not. Bare
+//!   file names count when their extension is a known one (`tax.py`,
 //!   `Cargo.toml`, `README.md`), plus well-known names (`Makefile`, `Dockerfile`) and
 //!   dotfiles (`.env`, `.gitignore`), but not method calls (`response.json(`), code
 //!   receivers (`console.log`, `self.lock`), or product names (`Node.js`). Rejected: dates
 //!   and fractions (`2024/08/13`, `1/2`), versions (`v1.2.3`), `e.g.`, MIME types and branch
-//!   names (`text/html`, `fix/web-storm`: two segments without an extension), globs, `$VAR`
+//!   names (`text/html`, `fix/web-storm`: two segments without an extension), `$VAR`
 //!   paths, slash commands (`/compact`), and text inside a URL.
 //! * **URLs**: `http`, `https`, `ftp`, `ftps`, `sftp`, `file`, `ws`, `wss`; stop at whitespace,
 //!   quotes, `<>`, a backslash or a non-ASCII character; trailing `. , ; : ! ? *` and

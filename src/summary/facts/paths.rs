@@ -10,19 +10,57 @@ fn is_drive(t: &str) -> bool {
     b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/')
 }
 
-/// The path a token names, if it names one.
-pub(super) fn clean_path(tok: &str, next: Option<char>) -> Option<&str> {
+/// Reports the paths a token names (most name none or one; `PATH=/a/bin:/b/bin` or a git
+/// `rev:path` name several, split at `:`). Returns whether it reported any.
+pub(super) fn paths_in(tok: &str, next: Option<char>, out: &mut impl FnMut(&str)) -> bool {
     let mut t = tok.trim_start_matches('*');
     if let Some(r) = t.strip_prefix('@') {
         if !r.starts_with('/') {
             t = r;
         }
     }
-    t = trim_end_punct(t);
-    let from = if is_drive(t) { 2 } else { 0 };
-    if let Some(i) = t[from..].find(':') {
-        t = &t[..from + i];
+    // A glob ends the path at its directory (`/x/projects/app/**/*` names `/x/projects/app`).
+    if let Some(i) = t.find('*') {
+        t = &t[..i];
     }
+    // A flag glued to a path (`-I/opt/include`), dashes of a tree drawing (`|----file.py`).
+    let b = t.as_bytes();
+    if b.len() > 2 && b[0] == b'-' && b[1].is_ascii_alphabetic() && b[2] == b'/' {
+        t = &t[2..];
+    }
+    t = t.trim_start_matches('-');
+    while let Some(r) = t.strip_prefix(".../") {
+        t = r;
+    }
+    t = trim_end_punct(t);
+    if is_drive(t) {
+        let end = t[2..].find(':').map_or(t.len(), |i| i + 2);
+        return match one_path(&t[..end], next, 2) {
+            Some(p) => {
+                out(p);
+                true
+            }
+            None => false,
+        };
+    }
+    let mut found = false;
+    let mut pieces = t.split(':').peekable();
+    while let Some(piece) = pieces.next() {
+        let after = if pieces.peek().is_some() {
+            Some(':')
+        } else {
+            next
+        };
+        if let Some(p) = one_path(piece, after, 0) {
+            out(p);
+            found = true;
+        }
+    }
+    found
+}
+
+/// The path one `:`-free piece of a token names (`from`: the length of a drive prefix).
+fn one_path(mut t: &str, next: Option<char>, from: usize) -> Option<&str> {
     if let Some(i) = t.find(['#', '?']) {
         t = &t[..i];
     }
@@ -35,7 +73,7 @@ pub(super) fn clean_path(tok: &str, next: Option<char>) -> Option<&str> {
             t = trimmed;
         }
     }
-    if !is_path(t, next, dir) || is_placeholder(t) {
+    if !is_path(t, next, dir) || is_device(t) {
         return None;
     }
     // A git diff's `a/` / `b/` prefix.
@@ -47,29 +85,40 @@ pub(super) fn clean_path(tok: &str, next: Option<char>) -> Option<&str> {
     Some(t)
 }
 
-/// Placeholders from instructions and docs (`/path/to/file`, `filename.py`) and devices
-/// (`/dev/null`).
-fn is_placeholder(t: &str) -> bool {
-    const STEMS: &[&str] = &[
-        "filename",
-        "file_name",
-        "newfile",
-        "yourfile",
-        "your_file",
-        "myfile",
-        "path_to_file",
+/// A brace expansion (`docs/{zh,en}/guide.md`): the token as written when its first expansion
+/// (`docs/zh/guide.md`) is a path. The expansions themselves are not in the text, so the
+/// written form is the fact a summary must keep.
+pub(super) fn braced_path(tok: &str, next: Option<char>) -> Option<&str> {
+    let t = trim_end_punct(tok.trim_start_matches('*'));
+    let t = if t.len() > 1 {
+        t.trim_end_matches('/')
+    } else {
+        t
+    };
+    let mut first = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        let close = open + rest[open..].find('}')?;
+        first.push_str(&rest[..open]);
+        let group = &rest[open + 1..close];
+        first.push_str(group.split(',').next().unwrap_or(""));
+        rest = &rest[close + 1..];
+    }
+    first.push_str(rest);
+    let mut whole = false;
+    paths_in(&first, next, &mut |p| whole |= p.len() == first.len());
+    whole.then_some(t)
+}
+
+/// Pseudo-devices named in shell redirections (`2>/dev/null`): constants of the system, not
+/// files anyone works on. A real device (`/dev/sda1`) is a path like any other.
+fn is_device(t: &str) -> bool {
+    #[rustfmt::skip]
+    const DEVICES: &[&str] = &[
+        "null", "zero", "full", "random", "urandom", "tty", "stdin", "stdout", "stderr",
     ];
-    if t.starts_with("/dev/") && !t[5..].contains('/') {
-        // `2>/dev/null`: a device, not a file anyone works on.
-        return true;
-    }
-    let t = t.trim_start_matches(['.', '/', '~']);
-    if t.starts_with("path/to/") || t.starts_with("to/your/") || t.starts_with("your/") {
-        return true;
-    }
-    let name = t.rsplit(['/', '\\']).next().unwrap_or(t);
-    let stem = name.split('.').next().unwrap_or(name);
-    STEMS.iter().any(|s| s.eq_ignore_ascii_case(stem))
+    t.strip_prefix("/dev/")
+        .is_some_and(|d| DEVICES.contains(&d))
 }
 
 fn has_letter(s: &str) -> bool {
@@ -92,7 +141,7 @@ const EXTENSIONS: &[&str] = &[
     // code
     "py", "pyi", "pyx", "pxd", "ipynb", "rs", "go", "js", "mjs", "cjs", "jsx", "ts", "tsx", "mts",
     "cts", "java", "kt", "kts", "scala", "sc", "swift", "mm", "c", "h", "cc", "cpp", "cxx", "hpp",
-    "hh", "hxx", "cs", "fs", "fsx", "vb", "rb", "php", "pl", "pm", "lua", "jl", "dart", "exs",
+    "hh", "hxx", "cs", "fs", "fsx", "vb", "rb", "php", "pl", "pm", "lua", "jl", "dart", "ex", "exs",
     "erl", "hrl", "clj", "cljs", "edn", "hs", "lhs", "ml", "mli", "zig", "nim", "sol", "vue",
     "svelte", "astro", "elm", "pony", "groovy", "gradle", "sbt", "f90", "f95", "asm", "cu", "cuh",
     "metal", "wgsl", "glsl", "hlsl", "vhd", "sv", "tcl", "awk", "sed", "coffee", "cr", "d.ts",
@@ -207,6 +256,10 @@ fn word_like(seg: &str) -> bool {
         && has_letter(seg)
 }
 
+fn word_like_or_num(seg: &str) -> bool {
+    word_like(seg) || (!seg.is_empty() && seg.bytes().all(|c| c.is_ascii_digit()))
+}
+
 /// Whether a cleaned token is a path; `dir` says it was written with a trailing slash.
 fn is_path(t: &str, next: Option<char>, dir: bool) -> bool {
     if t.len() < 2 || !path_chars_ok(t) || t.starts_with('-') {
@@ -254,17 +307,28 @@ fn is_path(t: &str, next: Option<char>, dir: bool) -> bool {
     }
     if t.contains('/') {
         let segs: Vec<&str> = t.split('/').collect();
-        if segs.iter().any(|s| s.is_empty()) || !segs.iter().all(|s| has_letter(s) || *s == "..") {
-            // Dates and fractions (`2024/08/13`, `1/2`), `a//b`.
+        if segs.iter().any(|s| s.is_empty()) {
             return false;
         }
         let first = segs[0];
+        let sed = matches!(
+            first.trim_start_matches(|c: char| c.is_ascii_digit()),
+            "s" | "y"
+        );
+        if !segs.iter().all(|s| has_letter(s) || *s == "..") {
+            // Dates and fractions (`2024/08/13`, `1/2`); but four segments or more with a
+            // number among them are a route (`repos/o/r/pulls/1290/comments`).
+            return segs.len() >= 4
+                && has_letter(t)
+                && !sed
+                && segs.iter().all(|s| word_like_or_num(s));
+        }
         let last = segs[segs.len() - 1];
         // A directory written with its trailing slash (`astropy/modeling/`), but not a sed
         // expression (`s/old/new/`).
-        let sed = first.trim_start_matches(|c: char| c.is_ascii_digit());
-        let dir_ok = dir && segs.iter().all(|s| word_like(s)) && !matches!(sed, "s" | "y");
-        return known_ext(last)
+        let dir_ok = dir && segs.iter().all(|s| word_like(s)) && !sed;
+        return segs.len() >= 4 && !sed
+            || known_ext(last)
             || KNOWN_DIRS.contains(&first)
             || (first.len() > 1 && first.starts_with('.') && has_letter(first))
             || dir_ok;

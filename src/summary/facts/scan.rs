@@ -2,7 +2,7 @@
 //! CJK characters, each token handed to the path and error-name classifiers.
 
 use super::error_names::error_names;
-use super::paths::{clean_path, trim_end_punct, KNOWN_NAMES};
+use super::paths::{braced_path, paths_in, trim_end_punct, KNOWN_NAMES};
 use super::{FactKind, FactKinds};
 
 #[rustfmt::skip]
@@ -148,7 +148,7 @@ pub fn scan_text(text: &str, kinds: FactKinds, out: &mut impl FnMut(FactKind, &s
     if !kinds.paths && !kinds.errors {
         if kinds.urls {
             for &(s, e) in &urls {
-                out(FactKind::Url, &text[s..e]);
+                url(text, s, e, out);
             }
         }
         return;
@@ -160,43 +160,85 @@ pub fn scan_text(text: &str, kinds: FactKinds, out: &mut impl FnMut(FactKind, &s
         if ui < urls.len() && pos >= urls[ui].0 {
             // Reported where it stands, so facts come in order of appearance.
             if kinds.urls {
-                out(FactKind::Url, &text[urls[ui].0..urls[ui].1]);
+                url(text, urls[ui].0, urls[ui].1, out);
             }
             pos = pos.max(urls[ui].1);
             ui += 1;
             continue;
         }
         let c = char_at(text, pos);
-        if is_delim(c) {
+        let stop = if ui < urls.len() { urls[ui].0 } else { len };
+        let bytes = text.as_bytes();
+        if is_delim(c) && !(c == '{' && kinds.paths && brace_group_end(bytes, pos, stop).is_some())
+        {
             pos += c.len_utf8();
             continue;
         }
         let start = pos;
-        let stop = if ui < urls.len() { urls[ui].0 } else { len };
+        let mut braced = false;
         while pos < stop {
-            pos = ascii_word_end(text.as_bytes(), pos, stop);
+            pos = ascii_word_end(bytes, pos, stop);
             if pos >= stop {
                 break;
             }
             let c = char_at(text, pos);
             if is_delim(c) {
-                break;
+                // A brace expansion (`docs/{zh,en}/x.md`) stays inside its token.
+                match (c == '{' && kinds.paths)
+                    .then(|| brace_group_end(bytes, pos, stop))
+                    .flatten()
+                {
+                    Some(e) => {
+                        braced = true;
+                        pos = e;
+                        continue;
+                    }
+                    None => break,
+                }
             }
             pos += c.len_utf8();
         }
-        token(text, start, pos, kinds, out);
+        token(text, start, pos, braced, kinds, out);
     }
     if kinds.urls {
         for &(s, e) in &urls[ui..] {
-            out(FactKind::Url, &text[s..e]);
+            url(text, s, e, out);
         }
     }
+}
+
+/// The end (after `}`) of a brace expansion's group opening at `open`: at most 128 bytes of
+/// path characters with a comma among them (`{zh,en}`), else `None` (`{x}`, code, JSON).
+fn brace_group_end(b: &[u8], open: usize, stop: usize) -> Option<usize> {
+    let mut comma = false;
+    for (i, &c) in b[open + 1..stop.min(open + 130)].iter().enumerate() {
+        match c {
+            b'}' => return (comma && i > 1).then_some(open + i + 2),
+            b',' => comma = true,
+            c if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/' | b'~') => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn url(text: &str, s: usize, e: usize, out: &mut impl FnMut(FactKind, &str)) {
+    if !touches_ellipsis(text, s, e) {
+        out(FactKind::Url, &text[s..e]);
+    }
+}
+
+/// Whether the token at `start..end` touches an ellipsis: a fragment of a text cut earlier
+/// (the cut marker, a rule summary's shortened line), not a fact.
+fn touches_ellipsis(text: &str, start: usize, end: usize) -> bool {
+    text[..start].ends_with('…') || text[end..].starts_with('…')
 }
 
 fn token(
     text: &str,
     start: usize,
     end: usize,
+    braced: bool,
     kinds: FactKinds,
     out: &mut impl FnMut(FactKind, &str),
 ) {
@@ -217,9 +259,16 @@ fn token(
         && !fragment
         && (pathy || (capital && KNOWN_NAMES.contains(&trim_end_punct(tok))))
     {
+        if touches_ellipsis(text, start, end) {
+            return;
+        }
         let next = text[end..].chars().next();
-        if let Some(p) = clean_path(tok, next) {
-            out(FactKind::Path, p);
+        if braced {
+            if let Some(p) = braced_path(tok, next) {
+                out(FactKind::Path, p);
+                return;
+            }
+        } else if paths_in(tok, next, &mut |p| out(FactKind::Path, p)) {
             return;
         }
     }

@@ -74,7 +74,7 @@ fn cleaning() {
     );
     assert_eq!(
         paths("--config=conf/app.toml PATH=/usr/local/bin:/bin"),
-        ["conf/app.toml", "/usr/local/bin"]
+        ["conf/app.toml", "/usr/local/bin", "/bin"]
     );
     assert_eq!(paths("--- a/src/x.py\n+++ b/src/x.py"), ["src/x.py"]);
     assert_eq!(paths("\"file_path\": \"/a/b/c.tsx\","), ["/a/b/c.tsx"]);
@@ -150,10 +150,10 @@ fn rejected_junk() {
         "s/old_string/new_string/g",
         "s/a/b/",
         "10s/old/new/",
-        "/path/to/working/dir",
         "path/to/file1",
-        "filename.py",
         "astropy/modeling/tests",
+        "echo x 2>/dev/null",
+        "cat > /dev/stdout",
     ] {
         assert!(paths(junk).is_empty(), "{junk}: {:?}", paths(junk));
     }
@@ -303,4 +303,112 @@ fn wide_text_sources() {
     )];
     // A path segment in Chinese is a boundary: the ASCII part before it is kept.
     assert_eq!(must_keep_facts(&m), ["/srv/app", "KeyError"]);
+}
+
+#[test]
+fn placeholders_and_devices() {
+    // A placeholder the text names is a path like any other: the task's instructions say it.
+    assert_eq!(
+        paths("cd /path/to/working/dir && cat <<'EOF' > newfile.py"),
+        ["/path/to/working/dir", "newfile.py"]
+    );
+    assert_eq!(paths("gcc <filename.c> -o out"), ["filename.c"]);
+    assert_eq!(
+        paths("在 /path/to/working/dir 目录下运行"),
+        ["/path/to/working/dir"]
+    );
+    // Pseudo-devices of shell redirections are not; a real device is.
+    assert!(paths("ls src 2>/dev/null; cat /dev/urandom").is_empty());
+    assert_eq!(
+        paths("mount /dev/sda1 /mnt/data"),
+        ["/dev/sda1", "/mnt/data"]
+    );
+}
+
+#[test]
+fn brace_expansions() {
+    // The written form is the fact: the expansions are not in the text.
+    assert_eq!(
+        paths("edit docs/{zh,en}/reference/kimi-info.md now"),
+        ["docs/{zh,en}/reference/kimi-info.md"]
+    );
+    assert_eq!(
+        paths("touch src/{lib,main}.rs and {src,tests}/x.py"),
+        ["src/{lib,main}.rs", "{src,tests}/x.py"]
+    );
+    assert_eq!(
+        paths("更新了docs/{zh,en}/guide.md文件。"),
+        ["docs/{zh,en}/guide.md"]
+    );
+    assert_eq!(
+        paths("同步：`docs/{zh,en}/reference/`（两种语言）"),
+        ["docs/{zh,en}/reference"]
+    );
+    // Not brace expansions: code, format strings, a single alternative, a variable.
+    for junk in [
+        "f(x) {a, b}",
+        "{x}/y",
+        "fmt!(\"{}/{}\", a, b)",
+        "{a,b}",
+        "${ROOT}/build/build_$(c)",
+    ] {
+        assert!(paths(junk).is_empty(), "{junk}: {:?}", paths(junk));
+    }
+}
+
+#[test]
+fn glued_flags_dashes_globs_and_colons() {
+    assert_eq!(
+        paths("gcc -I/opt/miniconda3/include/python3.11 -L/usr/lib main.c"),
+        ["/opt/miniconda3/include/python3.11", "/usr/lib", "main.c"]
+    );
+    assert_eq!(paths("|--src/\n|------file.py # empty"), ["file.py"]);
+    assert_eq!(paths(".../astropy/io/fits.py"), ["astropy/io/fits.py"]);
+    assert_eq!(
+        paths("Glob /Users/me/.claude/projects/-Users-me-app/**/*"),
+        ["/Users/me/.claude/projects/-Users-me-app"]
+    );
+    assert_eq!(
+        paths("git show main:web/src/hooks/useSessionStream.ts | head"),
+        ["web/src/hooks/useSessionStream.ts"]
+    );
+    assert_eq!(paths("scp host:/srv/app/x.py ."), ["/srv/app/x.py"]);
+    assert_eq!(
+        paths(r"C:\w\x.py:12:3 and C:/w/y.txt"),
+        [r"C:\w\x.py", "C:/w/y.txt"]
+    );
+    assert_eq!(
+        paths("用 -I/opt/include 编译，再看 main:src/lib.rs。"),
+        ["/opt/include", "src/lib.rs"]
+    );
+    // Still not paths: a flag glued to a relative word, `-Isrc/include`.
+    assert!(paths("-Isrc/include").is_empty());
+}
+
+#[test]
+fn routes_of_four_segments() {
+    assert_eq!(
+        paths("gh api repos/MoonshotAI/kimi-cli/pulls/1290/comments --jq ."),
+        ["repos/MoonshotAI/kimi-cli/pulls/1290/comments"]
+    );
+    assert_eq!(paths("调用repos/a/b/issues/7接口"), ["repos/a/b/issues/7"]);
+    for junk in [
+        "2024/08/13/01",
+        "s/a/b/c/",
+        "1/2/3/4",
+        "done/in_progress/pending",
+    ] {
+        assert!(paths(junk).is_empty(), "{junk}: {:?}", paths(junk));
+    }
+}
+
+#[test]
+fn ellipsis_fragments() {
+    // Words an ellipsis touches were cut earlier: fragments, not facts.
+    assert!(
+        facts("see http://localhost:5173/src/hooks/useSessionS… and …ite/deps/x.js").is_empty()
+    );
+    assert!(facts("…[120 chars omitted]…s/foo/bar.py then").is_empty());
+    assert_eq!(facts("读取了 src/a.py… 然后 src/b.py"), ["src/b.py"]);
+    assert_eq!(facts("see src/a.py …"), ["src/a.py"]);
 }
