@@ -179,6 +179,7 @@ class Tally:
     lost_facts: dict[str, int] = field(default_factory=dict)
     lost_sources: dict[str, int] = field(default_factory=dict)
     lost_why: dict[str, int] = field(default_factory=dict)
+    lost_examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # fact -> its first loss
     over_budget: int = 0
     fallbacks: int = 0
     library_problems: int = 0
@@ -247,6 +248,8 @@ class Tally:
         ):
             for key, n in theirs.items():
                 mine[key] = mine.get(key, 0) + n
+        for fact, example in other.lost_examples.items():
+            self.lost_examples.setdefault(fact, example)
         self.over_budget += other.over_budget
         self.fallbacks += other.fallbacks
         self.library_problems += other.library_problems
@@ -280,6 +283,7 @@ class Tally:
             "lost_facts": dict(sorted(self.lost_facts.items(), key=lambda x: -x[1])),
             "lost_sources": self.lost_sources,
             "lost_why": self.lost_why,
+            "lost_examples": self.lost_examples,
             "examples": self.examples,
             "seconds": round(self.seconds, 1),
         }
@@ -366,6 +370,17 @@ def compact_checked(
     if check.facts.lost:
         ti = oracle.task_index(messages) if task == "first" else task
         explain_lost(ctx.tally, messages, result, check.facts.lost, ti, ctx.cache)
+        for fact in check.facts.lost:
+            ctx.tally.lost_examples.setdefault(
+                fact,
+                ctx.label(mode)
+                | {
+                    "input_messages": len(messages),
+                    "strategy": result.strategy,
+                    "over_budget": result.over_budget,
+                    "record": [(e.index, e.action) for e in result.record][:40],
+                },
+            )
     for kind, details in check.problems.items():
         example = ctx.label(mode) | {
             "input_messages": len(messages),
