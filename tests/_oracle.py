@@ -34,11 +34,12 @@ Facts (must-keep), found in those texts
                of ``file.py:12``, ``=`` and backslashes all delimit it), trailing dots and leading
                dashes, a glued flag (``-I/opt/x`` -> ``/opt/x``) and a leading ``.../`` stripped,
                not followed by ``(`` (``response.json()`` is a call), not glued after ``$``,
-               ``)``, ``}`` or ``]`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``: the part
-               after a variable is a fragment, not a path). A brace expansion's group with a comma
-               is part of the run (``docs/{zh,en}/x.md``): such a run is a path, stored as
-               written, when its first expansion (``docs/zh/x.md``) is one — the expansions are
-               not in the text, and ``/x.md`` alone is not a path the text names. It is a path
+               ``)``, ``}``, ``]`` or ``@`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``,
+               the import alias ``@/hooks/types``: the part after it is a fragment, not a path).
+               A brace expansion's group with a comma is part of the run (``docs/{zh,en}/x.md``):
+               such a run is a path, stored as written, when its first expansion
+               (``docs/zh/x.md``) is one — the expansions are not in the text, and ``/x.md``
+               alone is not a path the text names. It is a path
                when it holds a letter and:
                - it contains ``/`` (not starting with ``//``, first segment not a sed command
                  like ``1s``) and is absolute with >= 2 segments or a known extension
@@ -271,9 +272,10 @@ def paths(text: str) -> list[str]:
     for m in PATH_TOKEN_RE.finditer(text):
         if text[m.end() : m.end() + 1] == "(":
             continue
-        if m.start() > 0 and text[m.start() - 1] in "$)}]":
+        if m.start() > 0 and text[m.start() - 1] in "$)}]@":
             # "$HOME/x.py", "$(pwd)/x", "${ROOT}/build/x": a path spelled with a variable; the
-            # part after it is a fragment, not a path.
+            # part after it is a fragment, not a path. So is "/hooks/types" of the import alias
+            # "@/hooks/types" (no file is at /hooks).
             continue
         token = normalize_path_token(m.group())
         if "{" in token:

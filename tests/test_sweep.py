@@ -50,6 +50,7 @@ from context_compactor.results import RecordEntry
         ("--- a/astroid/modutils.py\n+++ b/astroid/modutils.py", ["astroid/modutils.py"]),
         ("in the `./src/marshmallow/` directory, run ./build", ["src/marshmallow", "./build"]),
         ("$(srcDir)/build/build_$(config) and $HOME/x/y.py", []),
+        ('import { X } from "@/hooks/types"', []),
         # Placeholders the text names, roots, build files, project directories, warnings.
         ("cd /path/to/working/dir && cat <<'EOF' > newfile.py", ["/path/to/working/dir", "newfile.py"]),
         (

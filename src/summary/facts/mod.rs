@@ -231,14 +231,16 @@ pub fn must_keep_facts_typed(messages: &[Message<'_>]) -> Vec<(FactKind, String)
 }
 
 /// Whether `haystack` (a summary) keeps `fact`: a plain substring test, also accepting a
-/// path without its leading `./`, a URL without its trailing `/`, and a Windows path written
+/// path of two segments or more without its leading `./`, a URL without its trailing `/`, and a Windows path written
 /// with `/` or with doubled backslashes. Case-sensitive: paths are.
 pub fn fact_present(haystack: &str, fact: &str) -> bool {
     if fact.is_empty() || haystack.contains(fact) {
         return true;
     }
+    // `./src/pkg` is `src/pkg`; but `./Viewer` is not kept by `src/Viewer.tsx`: a single name
+    // without its `./` is a word that other paths contain.
     if let Some(f) = fact.strip_prefix("./") {
-        if !f.is_empty() && haystack.contains(f) {
+        if f.contains('/') && haystack.contains(f) {
             return true;
         }
     }

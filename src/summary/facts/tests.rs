@@ -281,6 +281,13 @@ fn presence() {
     let summary = "Edited `src/lib.rs` (see https://x.org/a) and C:/w/x.txt; KeyError fixed.";
     assert!(fact_present(summary, "src/lib.rs"));
     assert!(fact_present(summary, "./src/lib.rs"));
+    // A single name without its `./` is only a word of other paths.
+    assert!(!fact_present("see /w/src/Viewer.tsx", "./Viewer"));
+    assert!(fact_present("see ./Viewer", "./Viewer"));
+    assert!(fact_present(
+        "见 /testbed/src/marshmallow/fields.py",
+        "./src/marshmallow"
+    ));
     assert!(fact_present(summary, "https://x.org/a/"));
     assert!(fact_present(summary, r"C:\w\x.txt"));
     assert!(fact_present(summary, "KeyError"));
