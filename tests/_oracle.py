@@ -22,7 +22,8 @@ Facts (must-keep), found in those texts
     URL        ``(https?|ftp|wss?|file)://`` followed by ASCII URL characters (letters, digits and
                ``-._~:/?#@!$&*+,;=%``; parentheses, brackets, quotes, spaces and every non-ASCII
                character end it), trailing ``.,;:!?*`` stripped.
-    Error      an identifier ``[A-Z][A-Za-z0-9_]*`` ending in ``Error`` or ``Exception`` with
+    Error      an identifier ``[A-Z][A-Za-z0-9_]*`` ending in ``Error``, ``Exception`` or
+               ``Warning`` (Python's warnings are exception classes too) with
                something before the suffix (``ValueError``, ``HTTPError``; not bare ``Error``),
                bounded by non-``[A-Za-z0-9_]`` characters (so Chinese prose may touch it); and
                the exception name on the first unindented line after a
@@ -32,21 +33,36 @@ Facts (must-keep), found in those texts
                (so CJK characters, full-width punctuation ``，。：（）「」``, spaces, quotes, ``:``
                of ``file.py:12``, ``=`` and backslashes all delimit it), trailing dots and leading
                dashes, a glued flag (``-I/opt/x`` -> ``/opt/x``) and a leading ``.../`` stripped,
-               not followed by ``(`` (``response.json()`` is a call). It is a path when it holds
-               a letter and:
+               not followed by ``(`` (``response.json()`` is a call), not glued after ``$``,
+               ``)``, ``}``, ``]`` or ``@`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``,
+               the import alias ``@/hooks/types``: the part after it is a fragment, not a path).
+               A brace expansion's group with a comma is part of the run (``docs/{zh,en}/x.md``):
+               such a run is a path, stored as written, when its first expansion
+               (``docs/zh/x.md``) is one — the expansions are not in the text, and ``/x.md``
+               alone is not a path the text names. It is a path
+               when it holds a letter and:
                - it contains ``/`` (not starting with ``//``, first segment not a sed command
                  like ``1s``) and is absolute with >= 2 segments or a known extension
-                 (``/etc/hosts``, ``/setup.py``; not ``/compact``), or starts with ``./``,
+                 (``/etc/hosts``, ``/setup.py``; not ``/compact``) or a well-known top directory
+                 (``/testbed``, ``/tmp``: ``ROOTS``), or starts with ``./``,
                  ``../`` or ``~/`` and names something after that, or is relative with a known
                  extension on its last segment (``src/lib.rs``), >= 4 segments, or >= 2 segments
-                 and a trailing ``/`` (``src/planner/``) — so ``and/or``, ``TCP/IP``,
+                 and a trailing ``/`` (``src/planner/``) or a project directory first
+                 (``src/marshmallow``: ``PROJECT_DIRS``) — so ``and/or``, ``TCP/IP``,
                  ``application/json`` and ``done/in_progress/pending`` are not paths;
                - or it has no ``/`` and is ``name.ext`` with a known extension (``foo.py``,
                  ``Cargo.toml``; see ``EXTENSIONS``: attribute-like ones such as ``.log``,
                  ``.lock``, ``.env``, ``.db`` are left out because ``console.log`` and
                  ``self.lock`` are code; ``Vue.js``-style capitalised ``.js`` names are
-                 libraries), or a known dotfile (``.gitignore``).
-               A path is stored without its trailing ``/``.
+                 libraries), a known dotfile (``.gitignore``) or build file (``Makefile``).
+               Placeholders are paths when the text names them (``/path/to/working/dir`` and
+               ``newfile.py`` in a task's instructions are what the agent is told to use).
+               A path is stored without its trailing ``/``, without a leading ``./`` when a ``/``
+               follows (``./src/pkg/`` and ``src/pkg`` are the same directory) and without a git
+               diff's ``a/``/``b/`` prefix (``a/src/x.py`` names ``src/x.py``; no one calls the
+               file ``a/src/x.py``). Pseudo-devices (``/dev/null``, ``/dev/stdout``, ...: ``DEVICES``)
+               are not facts: ``2>/dev/null`` is a redirection in half the shell commands of a run
+               and names no file of the work; a real device (``/dev/sda1``) is a path.
 
 Removed or cut (whose facts must survive)
     Input message ``i`` is *kept* when the output holds the very same object (``is``); DESIGN
@@ -129,19 +145,31 @@ EXTENSIONS = frozenset((
     "properties", "gradle", "mk", "cmake", "proto", "graphql", "swift", "dart", "lua", "jl", "ex", "exs",
     "erl", "hs", "ml", "clj", "pony", "zig", "nim", "tf", "patch", "diff", "png", "jpg", "jpeg", "gif", "svg",
     "webp", "ico", "pdf", "zip", "tar", "gz", "tgz", "bz2", "xz", "whl", "so", "dll", "dylib", "exe", "wasm",
-    "dcm", "pem", "crt",
+    "dcm", "pem", "crt", "pl",
 ))
 DOTFILES = frozenset((
     ".env", ".gitignore", ".gitattributes", ".gitmodules", ".dockerignore", ".editorconfig", ".bashrc",
     ".zshrc", ".profile", ".npmrc", ".prettierrc", ".eslintrc", ".flake8", ".pylintrc", ".coveragerc",
 ))
+#: File names without an extension that are files wherever they are named.
+FILE_NAMES = frozenset(("Makefile", "Dockerfile", "Jenkinsfile", "Gemfile", "Rakefile", "Procfile"))
+#: Top-level directories a one-segment absolute path names (``cd /testbed``; ``/compact`` is a command).
+ROOTS = frozenset(("tmp", "testbed", "workspace", "root", "home", "opt", "srv", "etc", "usr", "var", "mnt"))
+#: First directories that make ``dir/name`` a path without an extension (``src/marshmallow``).
+PROJECT_DIRS = frozenset(("src", "lib", "test", "tests", "docs", "scripts", "app", "web", "examples", "packages"))
+#: Pseudo-devices of shell redirections (``2>/dev/null``): constants of the system, not files.
+DEVICES = frozenset(
+    f"/dev/{d}" for d in ("null", "zero", "full", "random", "urandom", "tty", "stdin", "stdout", "stderr")
+)
 # fmt: on
 
 URL_RE = re.compile(r"(?:https?|ftp|wss?|file)://[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
-ERROR_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?:Error|Exception)(?![A-Za-z0-9_])")
+ERROR_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?:Error|Exception|Warning)(?![A-Za-z0-9_])")
 TRACEBACK = "Traceback (most recent call last):"
 EXC_LINE_RE = re.compile(r"([A-Za-z_][\w.]*)(?::|$)")
-PATH_TOKEN_RE = re.compile(r"[A-Za-z0-9_./~\-]+")
+#: A run of path characters; a brace expansion's group (``{zh,en}``: a comma inside) is part of it.
+PATH_TOKEN_RE = re.compile(r"(?:[A-Za-z0-9_./~\-]|\{[A-Za-z0-9_./~\-]*,[A-Za-z0-9_./~,\-]*\})+")
+BRACE_GROUP_RE = re.compile(r"\{([^{},]*),[^{}]*\}")
 BARE_FILE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.([A-Za-z0-9]+)")
 LETTER_RE = re.compile(r"[A-Za-z]")
 SED_RE = re.compile(r"\d*s")  # "1s/old/new/": a sed command, not a path
@@ -187,7 +215,7 @@ def is_path(token: str) -> bool:
     if not LETTER_RE.search(token):
         return False
     if "/" not in token:
-        if token in DOTFILES:
+        if token in DOTFILES or token in FILE_NAMES:
             return True
         m = BARE_FILE_RE.fullmatch(token)
         if not m or m.group(1) not in EXTENSIONS:
@@ -203,10 +231,12 @@ def is_path(token: str) -> bool:
     stem, dot, ext = last.rpartition(".")
     has_ext = bool(dot and stem and ext in EXTENSIONS)
     if token.startswith("/"):
-        return len(segments) >= 2 or has_ext
+        return len(segments) >= 2 or has_ext or segments[0] in ROOTS
     if token.startswith(("./", "../", "~/")):
         return any(s not in (".", "..", "~") for s in segments)
-    return has_ext or len(segments) >= 4 or (len(segments) >= 2 and token.endswith("/"))
+    return (
+        has_ext or len(segments) >= 4 or (len(segments) >= 2 and (token.endswith("/") or segments[0] in PROJECT_DIRS))
+    )
 
 
 def normalize_path_token(token: str) -> str:
@@ -221,15 +251,44 @@ def normalize_path_token(token: str) -> str:
     return token
 
 
+def path_of(token: str) -> str | None:
+    """The path a normalized token names, as it is stored: without a trailing ``/`` (``src/pkg/``
+    and ``src/pkg`` are the same directory), without a redundant leading ``./`` when a ``/``
+    follows (``./src/pkg`` is ``src/pkg``; a lone ``./build`` stays as written, ``build`` alone
+    would be a word), without a git diff's ``a/``/``b/`` prefix (``a/src/x.py`` is ``src/x.py``),
+    and not a pseudo-device."""
+    if not token or not is_path(token):
+        return None
+    path = token.rstrip("/") if len(token) > 1 else token
+    if path.startswith("./") and "/" in path[2:]:
+        path = path[2:]
+    if path[:2] in ("a/", "b/") and "/" in path[2:] and is_path(path[2:]):
+        path = path[2:]
+    return None if path in DEVICES else path
+
+
 def paths(text: str) -> list[str]:
     out = []
     for m in PATH_TOKEN_RE.finditer(text):
         if text[m.end() : m.end() + 1] == "(":
             continue
+        if m.start() > 0 and text[m.start() - 1] in "$)}]@":
+            # "$HOME/x.py", "$(pwd)/x", "${ROOT}/build/x": a path spelled with a variable; the
+            # part after it is a fragment, not a path. So is "/hooks/types" of the import alias
+            # "@/hooks/types" (no file is at /hooks).
+            continue
         token = normalize_path_token(m.group())
-        if token and is_path(token):
-            # Stored without a trailing "/": "src/pkg/" and "src/pkg" are the same directory.
-            out.append(token.rstrip("/") if len(token) > 1 else token)
+        if "{" in token:
+            # A brace expansion ("docs/{zh,en}/x.md") is a path, written as it stands (its
+            # expansions are not in the text), when its first expansion is one.
+            written = token.rstrip("/")
+            expanded = BRACE_GROUP_RE.sub(lambda g: g.group(1), written)
+            if path_of(expanded) == expanded:
+                out.append(written)
+            continue
+        path = path_of(token)
+        if path is not None:
+            out.append(path)
     return out
 
 
@@ -289,6 +348,21 @@ def content_texts(content: Any) -> Iterator[str]:
 
 def is_summary(message: Any) -> bool:
     return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
+
+
+def call_argument_texts(message: Any) -> list[str]:
+    """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
+    texts: list[str] = []
+    content = get(message, "content")
+    for part in content if isinstance(content, (list, tuple)) else ():
+        if get(part, "type") in ("tool_use", "server_tool_use"):
+            texts += argument_values(get(part, "input"))
+    for call in get(message, "tool_calls") or ():
+        texts += argument_values(get(get(call, "function"), "arguments"))
+    legacy = get(message, "function_call")
+    if legacy is not None:
+        texts += argument_values(get(legacy, "arguments"))
+    return texts
 
 
 def fact_texts(message: Any) -> list[str]:

@@ -175,6 +175,11 @@ class Tally:
     facts: dict[str, list[int]] = field(default_factory=dict)  # "share/summarizer" -> [kept, total]
     file_facts: dict[str, list[int]] = field(default_factory=dict)  # "file/summarizer" -> [kept, total]
     lost: dict[str, list[str]] = field(default_factory=dict)  # file -> example lost facts
+    #: Lost facts: fact -> n, where the fact came from -> n, and what the library said of it -> n.
+    lost_facts: dict[str, int] = field(default_factory=dict)
+    lost_sources: dict[str, int] = field(default_factory=dict)
+    lost_why: dict[str, int] = field(default_factory=dict)
+    lost_examples: dict[str, dict[str, Any]] = field(default_factory=dict)  # fact -> its first loss
     over_budget: int = 0
     fallbacks: int = 0
     library_problems: int = 0
@@ -236,6 +241,15 @@ class Tally:
                 row[1] += total
         for name, facts in other.lost.items():
             self.lost.setdefault(name, []).extend(f for f in facts if f not in self.lost.get(name, []))
+        for mine, theirs in (
+            (self.lost_facts, other.lost_facts),
+            (self.lost_sources, other.lost_sources),
+            (self.lost_why, other.lost_why),
+        ):
+            for key, n in theirs.items():
+                mine[key] = mine.get(key, 0) + n
+        for fact, example in other.lost_examples.items():
+            self.lost_examples.setdefault(fact, example)
         self.over_budget += other.over_budget
         self.fallbacks += other.fallbacks
         self.library_problems += other.library_problems
@@ -266,6 +280,10 @@ class Tally:
             "facts": self.facts,
             "file_facts": self.file_facts,
             "lost": self.lost,
+            "lost_facts": dict(sorted(self.lost_facts.items(), key=lambda x: -x[1])),
+            "lost_sources": self.lost_sources,
+            "lost_why": self.lost_why,
+            "lost_examples": self.lost_examples,
             "examples": self.examples,
             "seconds": round(self.seconds, 1),
         }
@@ -349,6 +367,20 @@ def compact_checked(
     ctx.tally.over_budget += bool(result.over_budget)
     ctx.tally.fallbacks += bool(ctx.summarizer == "llm" and result.fallback_reason)
     ctx.tally.add_facts(ctx, check.facts)
+    if check.facts.lost:
+        ti = oracle.task_index(messages) if task == "first" else task
+        explain_lost(ctx.tally, messages, result, check.facts.lost, ti, ctx.cache)
+        for fact in check.facts.lost:
+            ctx.tally.lost_examples.setdefault(
+                fact,
+                ctx.label(mode)
+                | {
+                    "input_messages": len(messages),
+                    "strategy": result.strategy,
+                    "over_budget": result.over_budget,
+                    "record": [(e.index, e.action) for e in result.record][:40],
+                },
+            )
     for kind, details in check.problems.items():
         example = ctx.label(mode) | {
             "input_messages": len(messages),
@@ -371,6 +403,40 @@ def compact_checked(
 
         ctx.tally.add_count(kind, mode, example, detail)
     return result, check
+
+
+def _bump(table: dict[str, int], key: str) -> None:
+    table[key] = table.get(key, 0) + 1
+
+
+def explain_lost(tally: Tally, messages: Sequence[Any], result: Any, lost: Sequence[str], ti: Any, cache: Any) -> None:
+    """Diagnosis only (the recall above never uses the library's facts): for each lost fact, the
+    first removed input message it came from (the task, user or assistant text, tool-call
+    arguments, an earlier summary in the system prompt) and what the library said of it:
+    ``must_keep_missing`` (it knew and reported it left out, e.g. the section's cap),
+    ``must_keep`` (named as a fact of the span, yet gone), or neither."""
+    kept = {id(m) for m in result.messages}
+    for fact in lost:
+        _bump(tally.lost_facts, fact)
+        source = "system prompt (earlier summary)"
+        for i, m in enumerate(messages):
+            if id(m) in kept or fact not in cache.facts(m):
+                continue
+            if i == ti:
+                source = "the task"
+            elif any(fact in oracle.facts_in_text(t) for t in oracle.call_argument_texts(m)):
+                source = "tool-call arguments"
+            else:
+                source = f"{role(m)} text"
+            break
+        _bump(tally.lost_sources, source)
+        if any(fact in f for f in result.must_keep_missing):
+            why = "reported in must_keep_missing"
+        elif any(fact in f for f in result.must_keep):
+            why = "in must_keep, gone unreported"
+        else:
+            why = "not in must_keep"
+        _bump(tally.lost_why, f"{source}: {why}")
 
 
 def run_whole(ctx: Context, grid: Grid) -> None:
@@ -507,6 +573,16 @@ def report(tally: Tally, grid: Grid) -> str:
         for _, key, k, t in worst:
             name = key.rsplit("/", 1)[0]
             lines.append(f"  {key:<70} {k}/{t} {pct(k, t):>6}  e.g. {tally.lost.get(name, [])[:3]}")
+    if tally.lost_facts:
+        total = sum(tally.lost_sources.values())
+        lines.append(
+            f"lost facts by source ({total}): "
+            + ", ".join(f"{k} {n}" for k, n in sorted(tally.lost_sources.items(), key=lambda x: -x[1]))
+        )
+        for key, n in sorted(tally.lost_why.items(), key=lambda x: -x[1]):
+            lines.append(f"  {n:>6} {key}")
+        top = sorted(tally.lost_facts.items(), key=lambda x: -x[1])[:15]
+        lines.append("most-lost facts: " + ", ".join(f"{f!r} x{n}" for f, n in top))
     lines.append(f"wall time {tally.seconds:.0f} s")
     return "\n".join(lines)
 

@@ -41,6 +41,23 @@ from context_compactor.results import RecordEntry
         ("Traceback (most recent call last):\n  File x\nKeyboardInterrupt", ["KeyboardInterrupt"]),
         ("[docs](https://example.com/a_b). Error: no", ["https://example.com/a_b"]),
         ("b/web/src/hoo…[120 chars omitted]…Stream.ts and lib/x.py, b/web/src/ho…", ["lib/x.py"]),
+        # Brace expansions are facts as written, not their "/x.md" tail.
+        ("edit docs/{zh,en}/reference/kimi-info.md", ["docs/{zh,en}/reference/kimi-info.md"]),
+        ("更新了docs/{zh,en}/guide.md文件。", ["docs/{zh,en}/guide.md"]),
+        ("f(x) {a, b} and {a,b}", []),
+        # Pseudo-devices, diff prefixes, a redundant ./, fragments after a variable.
+        ("ls 2>/dev/null; mount /dev/sda1", ["/dev/sda1"]),
+        ("--- a/astroid/modutils.py\n+++ b/astroid/modutils.py", ["astroid/modutils.py"]),
+        ("in the `./src/marshmallow/` directory, run ./build", ["src/marshmallow", "./build"]),
+        ("$(srcDir)/build/build_$(config) and $HOME/x/y.py", []),
+        ('import { X } from "@/hooks/types"', []),
+        # Placeholders the text names, roots, build files, project directories, warnings.
+        ("cd /path/to/working/dir && cat <<'EOF' > newfile.py", ["/path/to/working/dir", "newfile.py"]),
+        (
+            "cd /testbed && make -C src/project Makefile; UserWarning",
+            ["UserWarning", "/testbed", "src/project", "Makefile"],
+        ),
+        ("gh api repos/MoonshotAI/kimi-cli/pulls/1290/comments", ["repos/MoonshotAI/kimi-cli/pulls/1290/comments"]),
     ],
 )
 def test_facts_in_text(text: str, facts: list[str]) -> None:

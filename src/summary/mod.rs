@@ -26,9 +26,13 @@
 //!   without an extension (`./PullRequestViewer`, `src/project/__init__`) and one path glued
 //!   to a word in the source itself (`/usr/bin/perlprint`). Rejected on purpose: slash
 //!   commands (`/compact`), `a/b` lists and MIME types, branch names, sed expressions,
-//!   placeholders (`/path/to/x`, `filename.py`), `/dev/null`, globs, `$VAR` paths, paths
-//!   after a closing bracket (`docs/{zh,en}/x.md`), product names (`Node.js`). Known gap: a
-//!   path segment in Chinese (`/srv/文档/a.md`) ends the path at the CJK character.
+//!   pseudo-devices (`/dev/null`), `$VAR` paths, paths after a closing bracket
+//!   (`$(pwd)/x`), product names (`Node.js`). Kept since (issue 12, to match the independent
+//!   definition in `tests/_oracle.py`): placeholders the text names (`/path/to/working/dir`,
+//!   `newfile.py`), brace expansions as written (`docs/{zh,en}/x.md`), the directory before a
+//!   glob, paths after a glued flag (`-I/opt/x`), a `:` (`main:src/x.py`) or tree-drawing
+//!   dashes, routes of four segments or more. Known gap: a path segment in Chinese
+//!   (`/srv/文档/a.md`) ends the path at the CJK character.
 //! * **Language by message vote** ([`language`]): every Chinese corpus conversation scores
 //!   0.45–1.00, every English one 0.00, where a character share would put `cc_29` at 0.02.
 //! * **Rule summary by priority** ([`rule`]): seed 000's sections plus files, commands and

@@ -9,7 +9,7 @@
 //! section's heading says how many of its lines are shown. Deterministic: same messages, same
 //! text. One pass over the messages; tool output is read only for error lines and names.
 
-use super::facts::{is_error_name, scan_text, FactKind, FactSet, Kinds};
+use super::facts::{is_error_name, scan_text, FactKind, FactKinds, FactSet};
 use super::language::{Label, Language};
 use super::text::shorten;
 use super::transcript::{call_names, result_name};
@@ -368,7 +368,7 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
             String::new()
         };
         if !text.is_empty() {
-            scan_text(&text, Kinds::ERRORS, &mut |_, f| {
+            scan_text(&text, FactKinds::ERRORS, &mut |_, f| {
                 count_error(f, &mut error_names)
             });
             let mut fence = false;
@@ -419,7 +419,7 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
                     bump(&mut tools, name);
                     let args = joined(b);
                     let mut fs = FactSet::new();
-                    fs.scan_args(&args, Kinds::PATHS);
+                    fs.scan_args(&args, FactKinds::PATHS);
                     let edit = is_edit_tool(name) && !is_view_only(&args);
                     for (_, p) in fs.finish() {
                         if edit {
@@ -444,7 +444,7 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
                     let mut any = false;
                     for l in out.lines() {
                         if let Some(t) = failing_line(l) {
-                            scan_text(t, Kinds::ERRORS, &mut |_, f| {
+                            scan_text(t, FactKinds::ERRORS, &mut |_, f| {
                                 count_error(f, &mut error_names)
                             });
                             note_error_line(t, &mut error_lines);
