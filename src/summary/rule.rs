@@ -8,6 +8,11 @@
 //! errors); when the whole would pass `max_chars`, the least important lines go first and a
 //! section's heading says how many of its lines are shown. Deterministic: same messages, same
 //! text. One pass over the messages; tool output is read only for error lines and names.
+//!
+//! The file reads top down (about 630 lines, one concern): what a message asks or concludes
+//! (`topic`, `conclusion`), the pass (`RuleScan::visit`, tools and shell commands classified
+//! by `tools.rs`), the candidate lines with their priorities (`RuleScan::items`), and the pick
+//! within `max_chars` (`assemble`).
 
 use super::facts::{scan_text, FactKind, FactSet, Kinds};
 use super::language::{Label, Language};
@@ -176,52 +181,82 @@ const SECTIONS: [Label; 6] = [
 /// The rule summary of `messages` in `lang`, at most `max_chars` characters (see the module
 /// note for its sections and how it is bounded).
 pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) -> String {
-    let names = call_names(messages);
-    let mut topics: Vec<String> = Vec::new();
-    let mut conclusions: Vec<String> = Vec::new();
-    let mut last_assistant: Option<(usize, String)> = None;
-    let mut code_langs: Vec<(String, usize)> = Vec::new();
-    let mut tools: Vec<(String, usize)> = Vec::new();
-    let mut files = FactSet::new();
-    let mut edited: HashSet<String> = HashSet::new();
-    let mut uses: HashMap<String, usize> = HashMap::new();
-    let mut commands: Vec<String> = Vec::new();
-    let mut error_names: Vec<(String, usize)> = Vec::new();
-    let mut error_index: HashMap<String, usize> = HashMap::new();
-    let mut error_lines: VecDeque<String> = VecDeque::new();
-    let mut error_lines_seen: HashSet<String> = HashSet::new();
-    let (mut n_user, mut n_assistant, mut n_results) = (0usize, 0usize, 0usize);
+    let mut scan = RuleScan::new(messages);
+    for m in messages {
+        scan.visit(m);
+    }
+    let counts = lang.counts_line(
+        messages.len(),
+        scan.n_user,
+        scan.n_assistant,
+        scan.n_results,
+    );
+    assemble(scan.items(lang), &counts, lang, max_chars)
+}
 
-    let mut count_error =
-        |name: &str, error_names: &mut Vec<(String, usize)>| match error_index.get(name) {
-            Some(&i) => error_names[i].1 += 1,
-            None => {
-                error_index.insert(name.to_owned(), error_names.len());
-                error_names.push((name.to_owned(), 1));
-            }
-        };
-    let mut note_error_line = |line: &str, lines: &mut VecDeque<String>| {
-        let l = shorten(line, LINE_CHARS).into_owned();
-        if error_lines_seen.insert(l.clone()) {
-            lines.push_back(l);
-            if lines.len() > MAX_ERROR_LINES {
-                lines.pop_front();
-            }
+/// What one pass over the messages gathers for the summary, in the order it was seen.
+struct RuleScan<'m> {
+    /// Tool names by call id, to name a result.
+    names: HashMap<&'m str, &'m str>,
+    /// What the user asked, one line per request (first seen first, no repeats).
+    topics: Vec<String>,
+    /// The conclusions of assistant messages without calls (no repeats).
+    conclusions: Vec<String>,
+    /// The conclusion of the latest assistant text, calls or not: the current state.
+    latest: Option<String>,
+    /// Languages of fenced code blocks, with counts.
+    code_langs: Vec<(String, usize)>,
+    /// Tools called, with counts.
+    tools: Vec<(String, usize)>,
+    /// Paths in call arguments.
+    files: FactSet,
+    /// Paths an editing call changed.
+    edited: HashSet<String>,
+    /// How often each path spelling was named in call arguments.
+    uses: HashMap<String, usize>,
+    /// Shell commands run (consecutive repeats once).
+    commands: Vec<String>,
+    /// Error names seen, with counts, in first-seen order (`error_index` finds them).
+    error_names: Vec<(String, usize)>,
+    error_index: HashMap<String, usize>,
+    /// The latest failing lines of tool output (at most `MAX_ERROR_LINES`, no repeats ever).
+    error_lines: VecDeque<String>,
+    error_lines_seen: HashSet<String>,
+    n_user: usize,
+    n_assistant: usize,
+    n_results: usize,
+}
+
+impl<'m> RuleScan<'m> {
+    fn new(messages: &'m [Message<'_>]) -> Self {
+        RuleScan {
+            names: call_names(messages),
+            topics: Vec::new(),
+            conclusions: Vec::new(),
+            latest: None,
+            code_langs: Vec::new(),
+            tools: Vec::new(),
+            files: FactSet::new(),
+            edited: HashSet::new(),
+            uses: HashMap::new(),
+            commands: Vec::new(),
+            error_names: Vec::new(),
+            error_index: HashMap::new(),
+            error_lines: VecDeque::new(),
+            error_lines_seen: HashSet::new(),
+            n_user: 0,
+            n_assistant: 0,
+            n_results: 0,
         }
-    };
-    let bump = |list: &mut Vec<(String, usize)>, key: &str| match list
-        .iter_mut()
-        .find(|(k, _)| k == key)
-    {
-        Some(e) => e.1 += 1,
-        None => list.push((key.to_owned(), 1)),
-    };
+    }
 
-    for (mi, m) in messages.iter().enumerate() {
+    /// Takes in one message: its prose (errors named, code languages, the user's request or
+    /// the assistant's conclusion), then its tool calls and results in block order.
+    fn visit(&mut self, m: &Message<'_>) {
         if m.is_user_text() {
-            n_user += 1;
+            self.n_user += 1;
         } else if m.role == Role::Assistant {
-            n_assistant += 1;
+            self.n_assistant += 1;
         }
         let text = if matches!(m.role, Role::User | Role::Assistant) {
             m.prose()
@@ -229,28 +264,8 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
             String::new()
         };
         if !text.is_empty() {
-            scan_text(&text, Kinds::ERRORS, &mut |_, f| {
-                count_error(f, &mut error_names)
-            });
-            let mut fence = false;
-            for l in text.lines() {
-                if let Some(rest) = l.trim_start().strip_prefix("```") {
-                    if !fence {
-                        let lang_tag: String = rest
-                            .trim()
-                            .chars()
-                            .take_while(|c| {
-                                c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '#' | '_')
-                            })
-                            .collect::<String>()
-                            .to_ascii_lowercase();
-                        if !lang_tag.is_empty() && lang_tag.len() <= 20 {
-                            bump(&mut code_langs, &lang_tag);
-                        }
-                    }
-                    fence = !fence;
-                }
-            }
+            scan_text(&text, Kinds::ERRORS, &mut |_, f| self.count_error(f));
+            self.code_languages(&text);
         }
         if m.is_user_text() {
             let t = topic(&text).or_else(|| {
@@ -260,144 +275,268 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
                     .then(|| "[image]".to_owned())
             });
             if let Some(t) = t {
-                if !topics.contains(&t) {
-                    topics.push(t);
+                if !self.topics.contains(&t) {
+                    self.topics.push(t);
                 }
             }
         }
         if m.role == Role::Assistant && !text.trim().is_empty() {
             if let Some(c) = conclusion(&text) {
-                if !m.has_calls() && !conclusions.contains(&c) {
-                    conclusions.push(c.clone());
+                if !m.has_calls() && !self.conclusions.contains(&c) {
+                    self.conclusions.push(c.clone());
                 }
-                last_assistant = Some((mi, c));
+                self.latest = Some(c);
             }
         }
         for b in m.blocks.iter() {
             match b.kind {
-                BlockKind::ToolCall => {
-                    let name = b.name.as_deref().unwrap_or("tool");
-                    bump(&mut tools, name);
-                    let args = joined(b);
-                    let mut fs = FactSet::new();
-                    fs.scan_args(&args, Kinds::PATHS);
-                    let edit = is_edit_tool(name) && !is_view_only(&args);
-                    for (_, p) in fs.finish() {
-                        if edit {
-                            edited.insert(p.clone());
-                        }
-                        *uses.entry(p.clone()).or_insert(0) += 1;
-                        files.insert(FactKind::Path, &p);
-                    }
-                    if is_shell_tool(name) {
-                        if let Some(c) = shell_command(&args)
-                            .as_deref()
-                            .and_then(|c| command_line(c, LINE_CHARS))
-                        {
-                            if commands.last() != Some(&c) {
-                                commands.push(c);
-                            }
-                        }
-                    }
-                }
-                BlockKind::ToolResult => {
-                    n_results += 1;
-                    let out = joined(b);
-                    // Error names of tool output only from its failing lines: a listing of
-                    // code that defines `class FooError` is not an error seen.
-                    let mut any = false;
-                    for l in out.lines() {
-                        if let Some(t) = failing_line(l) {
-                            scan_text(t, Kinds::ERRORS, &mut |_, f| {
-                                count_error(f, &mut error_names)
-                            });
-                            note_error_line(t, &mut error_lines);
-                            any = true;
-                        }
-                    }
-                    if b.is_error && !any {
-                        if let Some(first) = out.lines().map(str::trim).find(|l| !l.is_empty()) {
-                            let tool = result_name(b, &names).unwrap_or("tool");
-                            note_error_line(&format!("{tool}: {first}"), &mut error_lines);
-                        }
-                    }
-                }
+                BlockKind::ToolCall => self.call(b),
+                BlockKind::ToolResult => self.result(b),
                 _ => {}
             }
         }
     }
-    // The latest assistant text is the current state even when it came with calls.
-    if let Some((_, c)) = last_assistant {
-        if conclusions.last() != Some(&c) {
-            conclusions.retain(|x| *x != c);
-            conclusions.push(c);
+
+    /// The language tag of each opening code fence in `text`.
+    fn code_languages(&mut self, text: &str) {
+        let mut fence = false;
+        for l in text.lines() {
+            if let Some(rest) = l.trim_start().strip_prefix("```") {
+                if !fence {
+                    let tag: String = rest
+                        .trim()
+                        .chars()
+                        .take_while(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '#' | '_')
+                        })
+                        .collect::<String>()
+                        .to_ascii_lowercase();
+                    if !tag.is_empty() && tag.len() <= 20 {
+                        bump(&mut self.code_langs, &tag);
+                    }
+                }
+                fence = !fence;
+            }
         }
     }
 
-    // Candidate lines with priorities.
-    let mut items: Vec<Item> = Vec::new();
-    let n = topics.len();
-    for (i, t) in topics.into_iter().enumerate() {
-        let p = if i == 0 {
-            900
-        } else if i + 1 == n {
-            850
-        } else {
-            recency(300, 200, i, n)
-        };
-        items.push(Item {
-            section: 0,
-            priority: p,
-            text: t,
-        });
-    }
-    let n = conclusions.len();
-    for (i, c) in conclusions.into_iter().enumerate() {
-        let p = if i + 1 == n {
-            880
-        } else {
-            recency(400, 250, i, n)
-        };
-        items.push(Item {
-            section: 1,
-            priority: p,
-            text: c,
-        });
-    }
-    let list = |v: &[(String, usize)]| -> String {
-        v.iter()
-            .map(|(k, c)| {
-                if *c > 1 {
-                    format!("{k} ×{c}")
-                } else {
-                    k.clone()
+    /// A tool call: its tool, the paths in its arguments (edited or read), its shell command.
+    fn call(&mut self, b: &Block<'_>) {
+        let name = b.name.as_deref().unwrap_or("tool");
+        bump(&mut self.tools, name);
+        let args = joined(b);
+        let mut fs = FactSet::new();
+        fs.scan_args(&args, Kinds::PATHS);
+        let edit = is_edit_tool(name) && !is_view_only(&args);
+        for (_, p) in fs.finish() {
+            if edit {
+                self.edited.insert(p.clone());
+            }
+            *self.uses.entry(p.clone()).or_insert(0) += 1;
+            self.files.insert(FactKind::Path, &p);
+        }
+        if is_shell_tool(name) {
+            if let Some(c) = shell_command(&args)
+                .as_deref()
+                .and_then(|c| command_line(c, LINE_CHARS))
+            {
+                if self.commands.last() != Some(&c) {
+                    self.commands.push(c);
                 }
-            })
-            .collect::<Vec<_>>()
-            .join(lang.list_sep())
-    };
-    if !tools.is_empty() {
-        let mut t = tools;
-        t.sort_by_key(|x| std::cmp::Reverse(x.1));
-        let line = format!("{}{}{}", lang.label(Label::Tools), lang.colon(), list(&t));
-        items.push(Item {
-            section: 2,
-            priority: 720,
-            text: shorten(&line, LINE_CHARS * 2).into_owned(),
-        });
+            }
+        }
     }
-    if !code_langs.is_empty() {
-        let mut c = code_langs;
-        c.sort_by_key(|x| std::cmp::Reverse(x.1));
-        let line = format!("{}{}{}", lang.label(Label::Code), lang.colon(), list(&c));
-        items.push(Item {
-            section: 2,
-            priority: 600,
-            text: shorten(&line, LINE_CHARS).into_owned(),
-        });
+
+    /// A tool result: its failing lines and the error names in them; an error result with no
+    /// failing line gives its first line.
+    fn result(&mut self, b: &Block<'_>) {
+        self.n_results += 1;
+        let out = joined(b);
+        // Error names of tool output only from its failing lines: a listing of code that
+        // defines `class FooError` is not an error seen.
+        let mut any = false;
+        for l in out.lines() {
+            if let Some(t) = failing_line(l) {
+                scan_text(t, Kinds::ERRORS, &mut |_, f| self.count_error(f));
+                self.note_error_line(t);
+                any = true;
+            }
+        }
+        if b.is_error && !any {
+            if let Some(first) = out.lines().map(str::trim).find(|l| !l.is_empty()) {
+                let tool = result_name(b, &self.names).unwrap_or("tool");
+                self.note_error_line(&format!("{tool}: {first}"));
+            }
+        }
     }
-    // Directories that hold another listed path say nothing the longer path does not.
-    let files = files.finish();
+
+    fn count_error(&mut self, name: &str) {
+        match self.error_index.get(name) {
+            Some(&i) => self.error_names[i].1 += 1,
+            None => {
+                self.error_index
+                    .insert(name.to_owned(), self.error_names.len());
+                self.error_names.push((name.to_owned(), 1));
+            }
+        }
+    }
+
+    fn note_error_line(&mut self, line: &str) {
+        let l = shorten(line, LINE_CHARS).into_owned();
+        if self.error_lines_seen.insert(l.clone()) {
+            self.error_lines.push_back(l);
+            if self.error_lines.len() > MAX_ERROR_LINES {
+                self.error_lines.pop_front();
+            }
+        }
+    }
+
+    /// The candidate lines with their priorities, section by section.
+    fn items(self, lang: Language) -> Vec<Item> {
+        let mut items: Vec<Item> = Vec::new();
+        let n = self.topics.len();
+        for (i, t) in self.topics.into_iter().enumerate() {
+            let p = if i == 0 {
+                900
+            } else if i + 1 == n {
+                850
+            } else {
+                recency(300, 200, i, n)
+            };
+            items.push(Item {
+                section: 0,
+                priority: p,
+                text: t,
+            });
+        }
+        // The latest assistant text is the current state even when it came with calls.
+        let mut conclusions = self.conclusions;
+        if let Some(c) = self.latest {
+            if conclusions.last() != Some(&c) {
+                conclusions.retain(|x| *x != c);
+                conclusions.push(c);
+            }
+        }
+        let n = conclusions.len();
+        for (i, c) in conclusions.into_iter().enumerate() {
+            let p = if i + 1 == n {
+                880
+            } else {
+                recency(400, 250, i, n)
+            };
+            items.push(Item {
+                section: 1,
+                priority: p,
+                text: c,
+            });
+        }
+        let list = |v: &[(String, usize)]| -> String {
+            v.iter()
+                .map(|(k, c)| {
+                    if *c > 1 {
+                        format!("{k} ×{c}")
+                    } else {
+                        k.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(lang.list_sep())
+        };
+        if !self.tools.is_empty() {
+            let mut t = self.tools;
+            t.sort_by_key(|x| std::cmp::Reverse(x.1));
+            let line = format!("{}{}{}", lang.label(Label::Tools), lang.colon(), list(&t));
+            items.push(Item {
+                section: 2,
+                priority: 720,
+                text: shorten(&line, LINE_CHARS * 2).into_owned(),
+            });
+        }
+        if !self.code_langs.is_empty() {
+            let mut c = self.code_langs;
+            c.sort_by_key(|x| std::cmp::Reverse(x.1));
+            let line = format!("{}{}{}", lang.label(Label::Code), lang.colon(), list(&c));
+            items.push(Item {
+                section: 2,
+                priority: 600,
+                text: shorten(&line, LINE_CHARS).into_owned(),
+            });
+        }
+        let files = without_parents(self.files.finish());
+        let n = files.len();
+        for (i, f) in files.into_iter().enumerate() {
+            let is_edit = self.edited.contains(&f);
+            let used: usize = std::iter::once(f.as_str())
+                .chain(f.match_indices('/').map(|(j, _)| &f[j + 1..]))
+                .filter_map(|k| self.uses.get(k))
+                .sum();
+            let text = if is_edit {
+                match lang {
+                    Language::En => format!("{f} ({})", lang.label(Label::Edited)),
+                    Language::Zh => format!("{f}（{}）", lang.label(Label::Edited)),
+                }
+            } else {
+                f
+            };
+            // How often the file was named (`used`, counting the shorter spellings it contains).
+            let p = recency(if is_edit { 600 } else { 450 }, 40, i, n) + 12 * used.min(10) as u32;
+            items.push(Item {
+                section: 3,
+                priority: p,
+                text: shorten(&text, LINE_CHARS).into_owned(),
+            });
+        }
+        let n = self.commands.len();
+        for (i, c) in self.commands.into_iter().enumerate() {
+            items.push(Item {
+                section: 4,
+                priority: recency(300, 250, i, n),
+                text: c,
+            });
+        }
+        if !self.error_names.is_empty() {
+            // Bare names a qualified one contains are left out.
+            let qualified: HashSet<&str> = self
+                .error_names
+                .iter()
+                .filter_map(|(k, _)| k.rsplit_once('.').map(|(_, last)| last))
+                .collect();
+            let mut e: Vec<(String, usize)> = self
+                .error_names
+                .iter()
+                .filter(|(k, _)| k.contains('.') || !qualified.contains(k.as_str()))
+                .cloned()
+                .collect();
+            e.sort_by_key(|x| std::cmp::Reverse(x.1));
+            items.push(Item {
+                section: 5,
+                priority: 700,
+                text: shorten(&list(&e), LINE_CHARS * 2).into_owned(),
+            });
+        }
+        let n = self.error_lines.len();
+        for (i, l) in self.error_lines.into_iter().enumerate() {
+            items.push(Item {
+                section: 5,
+                priority: recency(350, 250, i, n),
+                text: l,
+            });
+        }
+        items
+    }
+}
+
+/// Counts one more `key` in a list kept in first-seen order.
+fn bump(list: &mut Vec<(String, usize)>, key: &str) {
+    match list.iter_mut().find(|(k, _)| k == key) {
+        Some(e) => e.1 += 1,
+        None => list.push((key.to_owned(), 1)),
+    }
+}
+
+/// The paths, in order, without directories that hold another listed path: they say nothing
+/// the longer path does not.
+fn without_parents(files: Vec<(FactKind, String)>) -> Vec<String> {
     let sorted: std::collections::BTreeSet<&str> = files.iter().map(|(_, f)| f.as_str()).collect();
     let is_parent = |p: &str| {
         let dir = format!("{}/", p.trim_end_matches('/'));
@@ -415,70 +554,11 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
         .filter(|(_, f)| is_parent(f))
         .map(|(_, f)| f.clone())
         .collect();
-    let files: Vec<String> = files
+    files
         .into_iter()
         .map(|(_, f)| f)
         .filter(|f| !parents.contains(f))
-        .collect();
-    let n = files.len();
-    for (i, f) in files.into_iter().enumerate() {
-        let is_edit = edited.contains(&f);
-        let used: usize = std::iter::once(f.as_str())
-            .chain(f.match_indices('/').map(|(j, _)| &f[j + 1..]))
-            .filter_map(|k| uses.get(k))
-            .sum();
-        let text = if is_edit {
-            match lang {
-                Language::En => format!("{f} ({})", lang.label(Label::Edited)),
-                Language::Zh => format!("{f}（{}）", lang.label(Label::Edited)),
-            }
-        } else {
-            f
-        };
-        // How often the file was named (`used`, counting the shorter spellings it contains).
-        let p = recency(if is_edit { 600 } else { 450 }, 40, i, n) + 12 * used.min(10) as u32;
-        items.push(Item {
-            section: 3,
-            priority: p,
-            text: shorten(&text, LINE_CHARS).into_owned(),
-        });
-    }
-    let n = commands.len();
-    for (i, c) in commands.into_iter().enumerate() {
-        items.push(Item {
-            section: 4,
-            priority: recency(300, 250, i, n),
-            text: c,
-        });
-    }
-    if !error_names.is_empty() {
-        // Bare names a qualified one contains are left out.
-        let qualified: HashSet<&str> = error_names
-            .iter()
-            .filter_map(|(k, _)| k.rsplit_once('.').map(|(_, last)| last))
-            .collect();
-        let mut e: Vec<(String, usize)> = error_names
-            .iter()
-            .filter(|(k, _)| k.contains('.') || !qualified.contains(k.as_str()))
-            .cloned()
-            .collect();
-        e.sort_by_key(|x| std::cmp::Reverse(x.1));
-        items.push(Item {
-            section: 5,
-            priority: 700,
-            text: shorten(&list(&e), LINE_CHARS * 2).into_owned(),
-        });
-    }
-    let n = error_lines.len();
-    for (i, l) in error_lines.into_iter().enumerate() {
-        items.push(Item {
-            section: 5,
-            priority: recency(350, 250, i, n),
-            text: l,
-        });
-    }
-    let counts = lang.counts_line(messages.len(), n_user, n_assistant, n_results);
-    assemble(items, &counts, lang, max_chars)
+        .collect()
 }
 
 fn joined<'b>(b: &'b Block<'_>) -> std::borrow::Cow<'b, str> {
