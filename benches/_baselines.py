@@ -229,7 +229,7 @@ class CachedCounter:
 # ---------------------------------------------------------------------------------------------
 
 PLACEHOLDER_PREFIX = "[context-compactor:"
-SUMMARY_MARKER = "[context-compactor summary]"
+SUMMARY_MARKER = "[context-compactor summary]"  # written out: this module uses no extension of ours
 _CUT_RE = re.compile("…\\[[0-9]+ chars omitted\\]…")
 _MARKER_FIXED_CHARS = 18
 _JSON_MIN_KEEP = 40

@@ -1,6 +1,7 @@
 """Benchmark inputs built from the shared corpus (`../shared/corpus/openai`, or `$CORPUS_DIR`).
 
-* :func:`corpus` is every OpenAI-format corpus conversation as parsed.
+* :func:`corpus` is every OpenAI-format corpus conversation as parsed, :func:`corpus_texts` the
+  strings in them (message texts, tool names, tool-call arguments).
 * :func:`conversation` is one valid request of exactly ``n`` messages (1k, 10k, 100k): the
   corpus conversations one after another, again and again, as one long agent run. Every copy is
   parsed anew from the file text, so no two messages share a string object (as in a real run,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,24 @@ def _files() -> tuple[tuple[str, str], ...]:
 def corpus() -> dict[str, list[dict[str, Any]]]:
     """Every corpus conversation by file name (fresh objects on each call)."""
     return {name: json.loads(text) for name, text in _files()}
+
+
+def corpus_texts(conversations: Iterable[list[dict[str, Any]]] | None = None) -> list[str]:
+    """Every message text, tool name and tool-call argument string of ``conversations`` (by
+    default the OpenAI corpus, :func:`corpus`), in order: the texts the exact counters are
+    checked and timed on (``tests/test_exact.py``, ``benches/bench_exact.py``)."""
+    texts: list[str] = []
+    for messages in corpus().values() if conversations is None else conversations:
+        for m in messages:
+            content = m.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+            for call in m.get("tool_calls") or []:
+                function = call.get("function") or {}
+                texts.extend(v for v in (function.get("name"), function.get("arguments")) if isinstance(v, str))
+    return texts
 
 
 def _answered_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -26,26 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _data
+
 REPO = Path(__file__).resolve().parent.parent
 ENCODINGS = ("o200k_base", "cl100k_base")
-
-
-def corpus_texts() -> list[str]:
-    corpus = Path(os.environ.get("CORPUS_DIR") or REPO.parent / "shared" / "corpus") / "openai"
-    if not corpus.is_dir():
-        sys.exit(f"corpus not found at {corpus} (set CORPUS_DIR)")
-    texts: list[str] = []
-    for path in sorted(corpus.glob("*.json")):
-        for m in json.loads(path.read_text(encoding="utf-8")):
-            content = m.get("content")
-            if isinstance(content, str):
-                texts.append(content)
-            elif isinstance(content, list):
-                texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-            for call in m.get("tool_calls") or []:
-                function = call.get("function") or {}
-                texts.extend(v for v in (function.get("name"), function.get("arguments")) if isinstance(v, str))
-    return texts
 
 
 def is_chinese_heavy(text: str) -> bool:
@@ -94,7 +77,7 @@ def run(repeat: int = 5) -> list[dict[str, Any]]:
     from context_compactor import count_tokens, count_tokens_many
 
     tiktoken = offline_tiktoken()
-    texts = corpus_texts()
+    texts = _data.corpus_texts()
     sets = {"corpus": texts, "Chinese-heavy": [t for t in texts if is_chinese_heavy(t)]}
     rows = []
     for name in ENCODINGS:

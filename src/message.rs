@@ -323,6 +323,23 @@ impl<'a> Message<'a> {
     pub fn has_thinking(&self) -> bool {
         self.blocks.iter().any(|b| b.kind.is_thinking())
     }
+
+    /// The message's prose: the texts of its text and refusal blocks, joined by newlines (tool
+    /// calls and results, thinking and images left out).
+    pub fn prose(&self) -> String {
+        let mut s = String::new();
+        for b in self.blocks.iter() {
+            if matches!(b.kind, BlockKind::Text | BlockKind::Refusal) {
+                for p in &b.texts {
+                    if !s.is_empty() {
+                        s.push('\n');
+                    }
+                    s.push_str(&p.text().to_utf8());
+                }
+            }
+        }
+        s
+    }
 }
 
 impl<'a> AsRef<Message<'a>> for Message<'a> {

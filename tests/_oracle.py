@@ -122,6 +122,7 @@ from typing import Any
 
 from _messages import get, role
 
+#: Written out, not imported from the package: the oracle is independent of the library it checks.
 SUMMARY_MARKER = "[context-compactor summary]"
 CUT_MARKER = re.compile(r"…\[\d+ chars omitted\]…")
 #: A word an ellipsis touches: a fragment of text cut earlier (the cut marker, a rule summary's "…").

@@ -26,6 +26,10 @@ from hypothesis import strategies as st
 
 from context_compactor import count_tokens, count_tokens_many
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
+
+from _data import corpus_texts  # the corpus reader benches/bench_exact.py times on
+
 REPO = Path(__file__).resolve().parent.parent
 ENCODINGS = ("o200k_base", "cl100k_base")
 
@@ -56,22 +60,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[st
             os.environ.pop("TIKTOKEN_CACHE_DIR", None)
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = old
-
-
-def corpus_texts(openai_corpus: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Every message text, tool name and tool-call argument string of the OpenAI corpus."""
-    texts: list[str] = []
-    for messages in openai_corpus.values():
-        for m in messages:
-            content = m.get("content")
-            if isinstance(content, str):
-                texts.append(content)
-            elif isinstance(content, list):
-                texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-            for call in m.get("tool_calls") or []:
-                function = call.get("function") or {}
-                texts.extend(v for v in (function.get("name"), function.get("arguments")) if isinstance(v, str))
-    return texts
 
 
 TRICKY = [
@@ -123,7 +111,7 @@ def _tricky_ids() -> list[str]:
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_corpus_is_exact(encoding: str, reference: Callable[[str], Any], openai_corpus: dict[str, Any]) -> None:
-    texts = corpus_texts(openai_corpus)
+    texts = corpus_texts(openai_corpus.values())
     assert len(texts) > 1000
     enc = reference(encoding)
     expected = [len(enc.encode_ordinary(t)) for t in texts]

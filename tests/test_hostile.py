@@ -2,8 +2,7 @@
 index and the field) or a valid result. A Rust panic reaching Python (``PanicException``), an
 untyped exception, a hang or an invalid result fails the test.
 
-The bugs these tests found (S1, H1–H5) are fixed; their reproducers stay at the end as plain
-regression tests (``test_bug_*``).
+The bugs these tests found are fixed; their reproducers stay at the end as regression tests.
 """
 
 from __future__ import annotations
@@ -922,7 +921,7 @@ NESTED_RESULTS = {
 
 
 @pytest.mark.parametrize("shape", list(NESTED_RESULTS))
-def test_bug_s1_nested_tool_results_crash_the_interpreter(shape: str) -> None:
+def test_nested_tool_results_raise_a_typed_error(shape: str) -> None:
     code = (
         "from context_compactor import MessageTypeError, validate_messages\n"
         f"{NESTED_RESULTS[shape]}\n"
@@ -937,7 +936,7 @@ def test_bug_s1_nested_tool_results_crash_the_interpreter(shape: str) -> None:
 
 
 @pytest.mark.parametrize("value", [10**5000, "bad-repr"], ids=["huge-int", "int-subclass-raising-repr"])
-def test_bug_h1_unprintable_numbers_in_tool_input(value: Any) -> None:
+def test_unprintable_numbers_in_tool_input_name_their_field(value: Any) -> None:
     class BadRepr(int):
         def __repr__(self) -> str:
             raise ValueError("no repr")
@@ -949,7 +948,7 @@ def test_bug_h1_unprintable_numbers_in_tool_input(value: Any) -> None:
     )
 
 
-def test_bug_h3_summarizer_mutating_kept_messages() -> None:
+def test_summarizer_mutating_kept_messages_raises() -> None:
     # Fixed: compact() fingerprints the messages before user code runs and checks them after.
     for on_error in ("fallback", "fallback_all", "raise"):
         messages = conversation(10)
@@ -969,7 +968,7 @@ class StrRole(str):
 
 
 @pytest.mark.parametrize("where", ["summarizer", "hook", "summarizer raising", "async summarizer", "str subclass"])
-def test_h3_messages_changed_in_place_while_compacting_raise(where: str) -> None:
+def test_messages_changed_in_place_while_compacting_raise(where: str) -> None:
     messages = conversation(10)
     if where == "str subclass":
         messages[3]["role"] = StrRole("assistant")
@@ -1006,7 +1005,7 @@ def test_h3_messages_changed_in_place_while_compacting_raise(where: str) -> None
     assert state.cooldown_remaining == 0, "a summarizer that changed the messages starts no fallback"
 
 
-def test_h3_appending_to_the_list_while_compacting_is_not_a_change() -> None:
+def test_appending_to_the_list_while_compacting_is_not_a_change() -> None:
     # Another task appending to the list: the result is the compaction of the messages as given.
     messages = conversation(10)
     given = list(messages)
@@ -1023,7 +1022,7 @@ def test_h3_appending_to_the_list_while_compacting_is_not_a_change() -> None:
 
 
 @pytest.mark.parametrize("field", ["image_tokens", "message_overhead_tokens"])
-def test_bug_h4_huge_counting_config_values(field: str) -> None:
+def test_huge_counting_config_values_are_config_errors_or_work(field: str) -> None:
     try:
         c = ContextCompactor(**{field: 2**64})
     except ConfigError:
@@ -1031,7 +1030,7 @@ def test_bug_h4_huge_counting_config_values(field: str) -> None:
     run_all(conversation(), fmt="openai", c=c)
 
 
-def test_bug_h5_token_totals_do_not_wrap() -> None:
+def test_token_totals_do_not_wrap() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}] * 5
     try:
         c = ContextCompactor(message_overhead_tokens=2**62)

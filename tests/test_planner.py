@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from context_compactor import (
+    SUMMARY_MARKER,
     ContextCompactor,
     InvalidConversationError,
     SelectiveRule,
@@ -207,11 +208,11 @@ def test_summary_in_anthropic_system_prompt() -> None:
     r = c.compact(msgs, system="You are helpful.", format="anthropic")
     assert r.strategy in ("rule_summary", "truncation")
     assert isinstance(r.system, str) and r.system.startswith("You are helpful.")
-    assert "[context-compactor summary]" in r.system
+    assert SUMMARY_MARKER in r.system
     assert validate_messages(r.messages, format="anthropic") == []
     blocks_system = [{"type": "text", "text": "You are helpful.", "cache_control": {"type": "ephemeral"}}]
     r = c.compact(msgs, system=blocks_system, format="anthropic")
-    assert r.system[0] is blocks_system[0] and "[context-compactor summary]" in r.system[-1]["text"]
+    assert r.system[0] is blocks_system[0] and SUMMARY_MARKER in r.system[-1]["text"]
 
 
 def test_min_savings_refuses_tiny_compactions() -> None:

@@ -27,6 +27,7 @@ from hypothesis.control import currently_in_test_context
 from _hypothesis_profiles import examples
 from _messages import get, role, snapshot, strings
 from context_compactor import (
+    SUMMARY_MARKER,
     CompactionConfig,
     CompactResult,
     ContextCompactor,
@@ -50,33 +51,7 @@ from strategies import (
     summarizer_behaviours,
 )
 
-# -- bugs found by these tests, not fixed yet ---------------------------------------------------------
-#
-# Each id names a regression test below (``test_bug_*``, xfail strict while the id is listed) and
-# relaxes the matching check in :func:`check_result`, so the properties keep checking everything
-# else. When a bug is fixed, delete its id: the regression test must then pass, and the property
-# tests check that invariant again.
-KNOWN_BUGS: dict[str, str] = {}
-# Fixed in ec9fd75 (their regression tests below now run as plain tests): B1 pending call kept last, B3 strict
-# summary in system, B4 never grow, B5 leading system first, B6 system summaries replaced, B7 strict repairs
-# listed, B9 result message kept, B10 finished thinking loop cut, B11 tail instructions kept, B13 merged named.
-# Fixed since: B2 system-prompt summary counted as returned, B12 cut arguments written with the
-# boundary's escapes, B14 leading system messages before a summary that replaces one. B8 was not a
-# bug: the kept head ends at an earlier summary (see test_b8_the_kept_head_ends_at_an_earlier_summary).
-
-
-def known(bug: str) -> bool:
-    return bug in KNOWN_BUGS
-
-
-def xfail_bug(bug: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(known(bug), strict=True, reason=f"BUG {bug}: {KNOWN_BUGS.get(bug, '')}")
-
-
 # -- summaries (reading messages of any kind: _messages.py) ----------------------------------------
-
-
-SUMMARY_MARKER = "[context-compactor summary]"
 
 
 def is_summary(m: Any) -> bool:
@@ -183,17 +158,15 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
     # 1. Valid for the provider (and strict when configured).
     problems = validate_messages(result.messages, format=fmt, system=result.system, tools=call.tools)
     assert problems == [], (problems, result.repairs, result.phases)
-    if cfg.profile == "strict" and not (
-        (known("B3") and cfg.summary_role == "system") or (known("B5") and cfg.keep_first_messages == 0)
-    ):
+    if cfg.profile == "strict":
         assert validate_messages(result.messages, format=fmt, system=result.system, profile="strict") == []
-    if fmt == "anthropic" and n and not (known("B2") and cfg.summary_role == "system"):
+    if fmt == "anthropic" and n:
         assert result.messages, "an Anthropic request needs at least one message"
     strict_problems = (
         validate_messages(messages, format=fmt, system=call.system, profile="strict") if cfg.profile == "strict" else []
     )
     if valid_input:
-        if strict_problems and not known("B7"):
+        if strict_problems:
             assert result.repairs, ("strict-profile problems are repaired and listed", strict_problems)
         if not strict_problems:
             # Valid input is never repaired: no input message is dropped or edited by repair. (The
@@ -204,23 +177,20 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
                 result.repairs,
             )
         # A trailing call waiting for its result stays last: its result is appended next.
-        if pending_calls(messages) and not (known("B1") and cfg.keep_recent_messages == 0):
+        if pending_calls(messages):
             assert result.messages and result.messages[-1] is messages[-1], "the pending call must be kept"
 
     out_ids = {id(m) for m in result.messages}
 
     # 2. System prompt, developer messages and pinned messages never change.
-    shortened = any(p == "tail_shortened" for p, _ in result.phases)
     for i, m in enumerate(messages):
-        if role(m) in ("system", "developer") and not is_summary(m) and not (known("B11") and shortened):
+        if role(m) in ("system", "developer") and not is_summary(m):
             assert id(m) in out_ids, f"system/developer message {i} must come back as the same object"
     lead = 0
     while lead < n and role(messages[lead]) in ("system", "developer"):
         lead += 1
     leading = [id(m) for m in messages[:lead] if not is_summary(m)]  # an earlier summary is updated
-    b6 = known("B6") and fmt == "openai" and cfg.summary_role == "system"
-    b14 = known("B14") and any(is_summary(m) for m in messages[:lead])
-    if leading and not (known("B5") and cfg.keep_first_messages == 0) and not b6 and not b14:
+    if leading:
         out_pos = {id(m): k for k, m in enumerate(result.messages)}
         first_turn = next(
             (k for k, m in enumerate(result.messages) if role(m) not in ("system", "developer")), len(result.messages)
@@ -243,7 +213,7 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
     # 7. The task (the first user message) is always there: the same object, or shortened.
     cut = {e.index for e in result.record if e.action in ("shortened", "truncated")}
     # (When an earlier summary comes first, the conversation starts with what a compaction left
-    # and that summary carries the task: B8, by design.)
+    # and that summary carries the task: by design, see test_the_kept_head_ends_at_an_earlier_summary.)
     task = next((i for i, m in enumerate(messages) if role(m) == "user" or is_summary(m)), None)
     if valid_input and task is not None and not is_summary(messages[task]):
         shortened_task = ("edited", task) in result.origins and task in cut
@@ -251,6 +221,7 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
 
     # 3. The kept head and the recent tail are the same objects (unless the record names them
     # shortened or truncated by the ladder, or over budget).
+    shortened = any(p == "tail_shortened" for p, _ in result.phases)
     if valid_input and not result.over_budget:
         head = 0
         for k, m in enumerate(messages):
@@ -258,7 +229,7 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
                 break
             if is_summary(m):
                 # The kept head ends at an earlier summary (any role): it is updated, never kept
-                # verbatim, and what follows it is later than the compacted start (B8, by design).
+                # verbatim, and what follows it is later than the compacted start (by design).
                 break
             if role(m) in ("system", "developer"):
                 continue
@@ -276,27 +247,19 @@ def check_result(call: Call, result: CompactResult, *, mode: str = "compact", va
         )
     if result.over_budget:
         assert result.over_budget_reason
-    b12 = known("B12") and fmt == "anthropic" and any(e.action == "args_cut" for e in result.record)
-    if not (known("B2") and result.system is not call.system) and not b12:
-        counter = call.compactor.counter
-        recount = counter.count_messages(result.messages, system=result.system, tools=call.tools, format=fmt)
-        assert result.tokens_after == recount, (result.tokens_after, recount)
-    if result.strategy != "none" and valid_input and not (known("B4") and cfg.min_savings_ratio == 0):
+    counter = call.compactor.counter
+    recount = counter.count_messages(result.messages, system=result.system, tools=call.tools, format=fmt)
+    assert result.tokens_after == recount, (result.tokens_after, recount)
+    if result.strategy != "none" and valid_input:
         assert result.tokens_after <= result.tokens_before, "a compaction never grows the conversation"
 
     # 6. Nothing is lost silently.
     named = {r.index for r in result.record}
     gone = {i for i, m in enumerate(messages) if id(m) not in out_ids}
-    if known("B9") and not valid_input:
-        out_snaps = [snapshot(m) for m in result.messages]
-        gone = {i for i in gone if snapshot(messages[i]) not in out_snaps}
-    if known("B13") and not valid_input and any("synthetic result" in r for r in result.repairs):
-        repaired = {e.index for e in result.record if e.action == "repaired"}
-        gone = {i for i in gone if not (role(messages[i]) == "user" and any(j < i for j in repaired))}
     assert gone <= named, sorted(gone - named)[:10]
     assert all(0 <= i < n for i in named)
     assert result.original_count == n
-    if result.strategy == "none" and not result.repairs and not (known("B7") and cfg.profile == "strict"):
+    if result.strategy == "none" and not result.repairs:
         assert [id(m) for m in result.messages] == [id(m) for m in messages], "nothing done, nothing changed"
 
     # Protected tools: their calls and results are never edited.
@@ -486,8 +449,7 @@ def test_ten_chained_compactions(data: st.DataObject) -> None:
         check_result(call, result)
         messages, system = result.messages, result.system
     summaries = [m for m in messages if is_summary(m)]
-    if not (known("B6") and case.fmt == "openai" and compactor.config.summary_role == "system"):
-        assert len(summaries) <= 1, "one summary message, updated in place"
+    assert len(summaries) <= 1, "one summary message, updated in place"
 
 
 @settings(max_examples=examples(1))
@@ -609,7 +571,7 @@ def test_config_window_switch_keeps_validity_on_a_fixed_example() -> None:
     check_result(small, small.compact())
 
 
-# -- regressions: minimal reproducers of the bugs these properties found (KNOWN_BUGS) -----------------------
+# -- regressions: minimal reproducers of the bugs these properties found (all fixed) ------------------------
 
 
 def _call(cid: str, name: str = "bash", args: str = "{}") -> dict[str, Any]:
@@ -620,8 +582,7 @@ def _call(cid: str, name: str = "bash", args: str = "{}") -> dict[str, Any]:
     }
 
 
-@xfail_bug("B1")
-def test_bug_b1_pending_call_is_kept() -> None:
+def test_pending_call_is_kept() -> None:
     messages: list[Any] = [{"role": "user", "content": "Fix it."}]
     for _ in range(5):
         messages += [{"role": "assistant", "content": "Looking. " * 100}, {"role": "user", "content": "ok"}]
@@ -632,8 +593,7 @@ def test_bug_b1_pending_call_is_kept() -> None:
     assert validate_messages(nxt) == [], "appending the call's result keeps the request valid"
 
 
-@xfail_bug("B2")
-def test_bug_b2_anthropic_summary_in_system_keeps_a_message_and_counts_right() -> None:
+def test_anthropic_summary_in_system_keeps_a_message_and_counts_right() -> None:
     messages = [
         {"role": "user", "content": "Fix the billing bug. " * 40},
         {"role": "assistant", "content": "Looking at it. " * 100},
@@ -646,8 +606,7 @@ def test_bug_b2_anthropic_summary_in_system_keeps_a_message_and_counts_right() -
     assert r.messages, "an Anthropic request needs at least one message"
 
 
-@xfail_bug("B3")
-def test_bug_b3_openai_strict_summary_in_system_stays_first() -> None:
+def test_openai_strict_summary_in_system_stays_first() -> None:
     messages = [
         {"role": "user", "content": "The user asked to fix the failing test in the billing module."},
         {"role": "assistant", "content": "I will look at it. " * 3},
@@ -667,8 +626,7 @@ def test_bug_b3_openai_strict_summary_in_system_stays_first() -> None:
     assert validate_messages(r.messages, profile="strict") == []
 
 
-@xfail_bug("B4")
-def test_bug_b4_a_compaction_never_grows_the_conversation() -> None:
+def test_a_compaction_never_grows_the_conversation() -> None:
     messages = [
         {"role": "user", "content": "The user asked to fix the failing test in the billing module."},
         {"role": "assistant", "content": "I will look at it. " * 3},
@@ -682,8 +640,7 @@ def test_bug_b4_a_compaction_never_grows_the_conversation() -> None:
     assert r.strategy == "none" or r.tokens_after <= r.tokens_before, (r.tokens_before, r.tokens_after)
 
 
-@xfail_bug("B5")
-def test_bug_b5_summary_goes_after_the_leading_system_message() -> None:
+def test_summary_goes_after_the_leading_system_message() -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Fix the failing test."},
@@ -697,8 +654,7 @@ def test_bug_b5_summary_goes_after_the_leading_system_message() -> None:
     assert validate_messages(r.messages) == []
 
 
-@xfail_bug("B6")
-def test_bug_b6_openai_system_summaries_do_not_pile_up() -> None:
+def test_openai_system_summaries_do_not_pile_up() -> None:
     c = ContextCompactor(max_context_tokens=1000, reserve_tokens=0, keep_recent_messages=2, summary_role="system")
     messages: list[Any] = [{"role": "system", "content": "Be brief."}]
     for k in range(3):
@@ -710,8 +666,7 @@ def test_bug_b6_openai_system_summaries_do_not_pile_up() -> None:
     assert sum(1 for m in messages if is_summary(m)) == 1, [m["content"][:30] for m in messages]
 
 
-@xfail_bug("B7")
-def test_bug_b7_strict_repairs_are_listed_and_complete() -> None:
+def test_strict_repairs_are_listed_and_complete() -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "assistant", "content": "Hello! How can I help?"},
@@ -731,17 +686,18 @@ def test_bug_b7_strict_repairs_are_listed_and_complete() -> None:
     assert validate_messages(r.messages, profile="strict") == [], "a strict repair leaves a strict-valid request"
 
 
-def test_b8_the_kept_head_ends_at_an_earlier_summary() -> None:
-    """Reported as B8, kept by design. ``keep_first_messages`` keeps the start of the conversation
-    (the task) verbatim. Once that start was itself compacted, the conversation opens with the
-    earlier summary and the messages after it are later ones, not the task: keeping them verbatim
-    would put them either before the new summary (which also covers what came after them: the
-    order of events is lost) or after the old summary kept as it is (summaries would pile up, see
-    B6: an earlier summary is updated, never kept). So the head ends at an earlier summary, which
-    the new summary replaces together with the messages up to the tail; each is named in the record.
+def test_the_kept_head_ends_at_an_earlier_summary() -> None:
+    """By design. ``keep_first_messages`` keeps the start of the conversation (the task) verbatim.
+    Once that start was itself compacted, the conversation opens with the earlier summary and the
+    messages after it are later ones, not the task: keeping them verbatim would put them either
+    before the new summary (which also covers what came after them: the order of events is lost) or
+    after the old summary kept as it is (summaries would pile up, see
+    :func:`test_openai_system_summaries_do_not_pile_up`: an earlier summary is updated, never kept).
+    So the head ends at an earlier summary, which the new summary replaces together with the
+    messages up to the tail; each is named in the record.
     """
     summary = (
-        "[context-compactor summary] The earlier part of this conversation was compacted; this summary replaces it."
+        f"{SUMMARY_MARKER} The earlier part of this conversation was compacted; this summary replaces it."
         "\n\nThe user wants the billing bug fixed."
     )
     messages = [
@@ -767,8 +723,7 @@ def test_b8_the_kept_head_ends_at_an_earlier_summary() -> None:
     check_result(Call("openai", [task, *messages], None, [], c3), r)
 
 
-@xfail_bug("B9")
-def test_bug_b9_repair_keeps_the_first_result_as_the_same_object() -> None:
+def test_repair_keeps_the_first_result_as_the_same_object() -> None:
     result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]}
     messages = [
         {"role": "user", "content": "List the files."},
@@ -782,8 +737,7 @@ def test_bug_b9_repair_keeps_the_first_result_as_the_same_object() -> None:
     assert any(m is result for m in r.messages) or 2 in named, "message 2 is rebuilt but not named in the record"
 
 
-@xfail_bug("B10")
-def test_bug_b10_completed_thinking_loop_can_be_compacted() -> None:
+def test_completed_thinking_loop_can_be_compacted() -> None:
     messages: list[Any] = [{"role": "user", "content": "task"}]
     for i in range(8):
         messages.append(
@@ -807,8 +761,7 @@ def test_bug_b10_completed_thinking_loop_can_be_compacted() -> None:
     assert not r.over_budget and validate_messages(r.messages, format="anthropic") == []
 
 
-@xfail_bug("B11")
-def test_bug_b11_system_message_in_a_shortened_tail_is_kept() -> None:
+def test_system_message_in_a_shortened_tail_is_kept() -> None:
     tools = [
         {
             "type": "function",
@@ -850,8 +803,7 @@ def test_bug_b11_system_message_in_a_shortened_tail_is_kept() -> None:
     assert any(m is messages[4] for m in r.messages), (r.phases, r.record)
 
 
-@xfail_bug("B12")
-def test_bug_b12_args_cut_counts_control_characters_like_the_recount() -> None:
+def test_args_cut_counts_control_characters_like_the_recount() -> None:
     # The cut arguments of a tool_use are parsed back into an object and a recount writes control
     # characters as ``\\u00xx``: the cut must be counted in that form (it was written with ``\\b``).
     def messages(value: str) -> list[Any]:
@@ -883,8 +835,7 @@ def test_bug_b12_args_cut_counts_control_characters_like_the_recount() -> None:
     assert r.strategy == "none" and r.tokens_after == c.counter.count_messages(r.messages)
 
 
-@xfail_bug("B13")
-def test_bug_b13_repair_names_the_message_it_edits() -> None:
+def test_repair_names_the_message_it_edits() -> None:
     messages = [
         {"role": "user", "content": "List the files."},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "ls"}}]},
@@ -898,10 +849,9 @@ def test_bug_b13_repair_names_the_message_it_edits() -> None:
     assert edited <= {e.index for e in r.record}, (edited, r.record)  # {2} vs record naming only 1
 
 
-@xfail_bug("B14")
 @pytest.mark.parametrize("summary_role", ["user", "system"])
 @pytest.mark.parametrize("profile", [None, "strict"])
-def test_bug_b14_new_summary_goes_after_the_system_prompt(summary_role: str, profile: str | None) -> None:
+def test_new_summary_goes_after_the_system_prompt(summary_role: str, profile: str | None) -> None:
     messages = [
         {"role": "system", "content": SUMMARY_MARKER + " The earlier part was compacted.\n\nOld summary."},
         {"role": "system", "content": "Be brief."},

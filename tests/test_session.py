@@ -20,6 +20,7 @@ import pytest
 
 from conftest import REPO
 from context_compactor import (
+    SUMMARY_MARKER,
     ContextCompactor,
     MessageTypeError,
     StoreError,
@@ -215,7 +216,7 @@ def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -
     # expand()), not mistaken for a summary because of its text.
     task = {
         "role": "user",
-        "content": "Why does [context-compactor summary] show up in /srv/app/log.txt? " + "Details here. " * 900,
+        "content": f"Why does {SUMMARY_MARKER} show up in /srv/app/log.txt? " + "Details here. " * 900,
     }
     s = Session(small(), tmp_path / "s.db", "s")
     s.append({"role": "system", "content": "You are a coding agent."})
@@ -228,7 +229,7 @@ def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -
     assert any(e.index == s.history_ids()[1] and e.action == "shortened" for e in r.record)
     assert task in s.expand(s.compactions()[-1].id)
     shortened = s.context()[1]
-    assert shortened["content"].startswith("Why does [context-compactor summary] show up in /srv/app/log.txt?")
+    assert shortened["content"].startswith(f"Why does {SUMMARY_MARKER} show up in /srv/app/log.txt?")
     s.close()
     with sqlite3.connect(tmp_path / "s.db") as conn:
         kinds = conn.execute("SELECT kind FROM messages WHERE json LIKE '%Why does%' ORDER BY id").fetchall()

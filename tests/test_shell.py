@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from _messages import conversation
 from context_compactor import (
+    SUMMARY_MARKER,
     CompactResult,
     ContextCompactor,
     ConversationState,
@@ -19,29 +21,6 @@ from context_compactor import (
     SummaryResponse,
     validate_messages,
 )
-
-
-def conversation(turns: int = 30) -> list[dict[str, Any]]:
-    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
-    msgs.append({"role": "user", "content": "Fix the failing test in /srv/app/billing/tax.py please."})
-    for i in range(turns):
-        cid = f"call_{i}"
-        msgs.append(
-            {
-                "role": "assistant",
-                "content": f"Step {i}: " + "I considered the failing assertion and the rounding rules once more. " * 20,
-                "tool_calls": [
-                    {
-                        "id": cid,
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{i}.py"}}'},
-                    }
-                ],
-            }
-        )
-        msgs.append({"role": "tool", "tool_call_id": cid, "content": f"line {i}\n" * 200})
-    msgs.append({"role": "assistant", "content": "Done: the ZeroDivisionError is fixed."})
-    return msgs
 
 
 def compactor(**kw: Any) -> ContextCompactor:
@@ -313,7 +292,7 @@ def test_a_pinned_earlier_summary_is_kept_as_it_is() -> None:
     # DESIGN, invariant 2: pinned messages are never changed, an earlier summary included. An
     # unpinned one is folded into the new summary (incremental summaries).
     first = compactor(summarizer=good).compact(conversation(), force=True)
-    old = next(m for m in first.messages if str(m.get("content", "")).startswith("[context-compactor summary]"))
+    old = next(m for m in first.messages if str(m.get("content", "")).startswith(SUMMARY_MARKER))
     later = [*first.messages, *conversation(30)[2:]]
     at = later.index(old)
 

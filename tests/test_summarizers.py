@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _messages import conversation
 from _stub_server import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
@@ -68,30 +69,6 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def conversation(turns: int = 30) -> list[dict[str, Any]]:
-    """An OpenAI-format agent run well past the 12k-token window used below."""
-    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
-    msgs.append({"role": "user", "content": "Fix the failing test in /srv/app/billing/tax.py please."})
-    for i in range(turns):
-        cid = f"call_{i}"
-        msgs.append(
-            {
-                "role": "assistant",
-                "content": f"Step {i}: " + "I looked at the failing assertion and the rounding rules again. " * 20,
-                "tool_calls": [
-                    {
-                        "id": cid,
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{i}.py"}}'},
-                    }
-                ],
-            }
-        )
-        msgs.append({"role": "tool", "tool_call_id": cid, "content": f"line {i}\n" * 200})
-    msgs.append({"role": "assistant", "content": "Done: the ZeroDivisionError is fixed."})
-    return msgs
 
 
 def compactor(**kw: Any) -> ContextCompactor:

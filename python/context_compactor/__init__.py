@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from context_compactor._core import (
+    SUMMARY_MARKER,
     ConversationState,
     ConversationStructure,
     MessageCounts,
@@ -46,6 +47,7 @@ logging.getLogger("context_compactor").addHandler(logging.NullHandler())
 
 __all__ = [
     "PRESETS",
+    "SUMMARY_MARKER",
     "CompactResult",
     "CompactionCheck",
     "CompactionConfig",

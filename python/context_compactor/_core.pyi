@@ -1,9 +1,13 @@
 """Type stubs for the native module ``context_compactor._core`` (the Rust core's boundary)."""
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, final
 
 __version__: str
+
+SUMMARY_MARKER: Final[str]
+"""The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
+a message whose text starts with it is an earlier summary, updated by the next compaction."""
 
 _Format: TypeAlias = Literal["openai", "anthropic"]
 

@@ -53,13 +53,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-try:  # The package's exception hierarchy; fall back to plain ``Exception`` if it is unavailable.
-    from context_compactor.errors import CompactorError as _ErrorBase
-except ImportError:  # pragma: no cover - only while the package is half built
-
-    class _ErrorBase(Exception):  # type: ignore[no-redef]
-        """Stand-in for ``CompactorError``."""
-
+from context_compactor.errors import CompactorError
 
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
@@ -89,7 +83,7 @@ _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_BLOCK_TYPES = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
-class TranscriptError(_ErrorBase, ValueError):
+class TranscriptError(CompactorError, ValueError):
     """A transcript could not be read: malformed JSON, or not a shape this module knows.
 
     Attributes:

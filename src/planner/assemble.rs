@@ -5,10 +5,10 @@ use super::apply::{truncated, views, SummarySource};
 use super::draft::{total, Count, Slot};
 use super::micro::Offload;
 use super::output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
-use super::plan::{calibrated, text_of, Planned};
+use super::plan::{calibrated, Planned};
 use crate::message::{Conversation, Format, Message, Role};
 use crate::summary::facts::must_keep_facts;
-use crate::summary::rule::truncation_summary;
+use crate::summary::truncation_summary;
 use crate::validate::Profile;
 use std::collections::BTreeSet;
 
@@ -183,7 +183,7 @@ impl<'a> Planned<'a> {
             ms.iter()
                 .rev()
                 .filter(|m| m.is_user_text())
-                .map(text_of)
+                .map(Message::prose)
                 .filter(|t| !t.trim().is_empty())
                 .collect()
         };

@@ -7,7 +7,7 @@ use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
 use super::request::SystemPrompt;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
-use crate::message::{BlockKind, Conversation, Format, Message, Role};
+use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::facts::must_keep_facts;
 use crate::summary::language::{detect_language, Language};
@@ -88,22 +88,6 @@ pub(super) fn calibrated(raw: usize, ratio: f64) -> usize {
 
 pub(super) fn raw_of(calibrated: usize, ratio: f64) -> usize {
     (calibrated as f64 / ratio).floor() as usize
-}
-
-/// The text of a message view's text-like blocks.
-pub(super) fn text_of(m: &Message<'_>) -> String {
-    let mut s = String::new();
-    for b in m.blocks.iter() {
-        if matches!(b.kind, BlockKind::Text | BlockKind::Refusal) {
-            for p in &b.texts {
-                if !s.is_empty() {
-                    s.push('\n');
-                }
-                s.push_str(&p.text().to_utf8());
-            }
-        }
-    }
-    s
 }
 
 /// Plan a compaction of `conv`.
@@ -321,7 +305,7 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
             kept.push(i);
         } else {
             if s.is_summary() {
-                let text = text_of(&s.view);
+                let text = s.view.prose();
                 let body = text
                     .trim_start()
                     .strip_prefix(SUMMARY_MARKER)
@@ -363,11 +347,11 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
         .iter()
         .rev()
         .filter(|m| m.is_user_text())
-        .map(text_of)
+        .map(Message::prose)
         .filter(|t| !t.trim().is_empty())
         .collect();
     p.task_text = p.task.map(|t| {
-        let text = text_of(&p.slots[t].view);
+        let text = p.slots[t].view.prose();
         head_tail(&text, cfg.transcript_item_max_chars).unwrap_or(text)
     });
     p.replaced = replaced_views;

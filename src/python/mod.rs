@@ -17,6 +17,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The one copy Python sees (the package re-exports it; tests import it).
+    m.add("SUMMARY_MARKER", crate::planner::SUMMARY_MARKER)?;
     validate::register(m)?;
     tokens::register(m)?;
     state::register(m)?;

@@ -53,16 +53,19 @@ pub mod language;
 pub mod prompts;
 pub mod rule;
 pub mod text;
+mod tools;
 pub mod transcript;
+pub mod truncation;
 
 pub use facts::{fact_present, must_keep_facts, FactKind};
 pub use language::{detect_language, Label, Language};
 pub use prompts::{summary_prompts, with_task_context};
-pub use rule::{rule_summary, truncation_summary};
+pub use rule::rule_summary;
 pub use text::{
     cap_to_tokens, cut_json_args, extract_summary, head_tail, is_cut, looks_like_error,
 };
 pub use transcript::{chunk_transcript, fit_entries, render_transcript};
+pub use truncation::truncation_summary;
 
 #[cfg(test)]
 mod corpus_tests;
