@@ -34,6 +34,7 @@
 //! its memory but not its threads (using it would wait forever), so a forked child counts
 //! sequentially.
 
+mod long;
 mod ranks;
 mod split;
 
