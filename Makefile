@@ -43,6 +43,10 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_tokens.py
 	$(BIN)/python benches/bench_compact.py
 
+.PHONY: bench-runs
+bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)
+	$(BIN)/python benches/bench_pathological.py --check
+
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py

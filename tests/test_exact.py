@@ -202,6 +202,36 @@ def test_any_text(encoding: str, text: str, reference: Callable[[str], Any]) -> 
     assert count_tokens(text, encoding=encoding) == len(reference(encoding).encode_ordinary(text))
 
 
+# Long runs of one character (or of a short unit) are one piece for the split (digits aside), which
+# is counted in windows (src/tokens/exact/long.rs). tiktoken takes 1.2-1.6 s per 1 MB run here, so
+# 1 MB runs for a few cases and 200 KB for the rest (benches/bench_pathological.py compares every
+# run at 1 MB); o200k's whitespace runs stay at 200 KB because tiktoken's regex overflows its stack
+# on ~1 MB of them.
+RUN_UNITS = ["a", "A", " ", "\n", "\t", "-", ".", "0", "é", "。", "中", "🚀", "ab", "aab", "\r\n"]
+MB_RUNS = [("o200k_base", "a"), ("o200k_base", "\n"), ("o200k_base", "。"), ("o200k_base", "-"), ("cl100k_base", " ")]
+
+
+def _run_of(unit: str, size: int) -> str:
+    return unit * (size // len(unit.encode()))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_long_runs(encoding: str, reference: Callable[[str], Any]) -> None:
+    enc = reference(encoding)
+    texts = [_run_of(unit, 200_000) for unit in RUN_UNITS]
+    # Around a power of two, a different last or first character, two runs in a row.
+    texts += ["a" * (1 << 17), "a" * ((1 << 17) - 1), "a" * 100_000 + "b", "x" + "a" * 100_000]
+    texts += [" " * 100_000 + "x", "ab" * 50_001 + "a", "a" * 60_000 + "A" * 60_000 + "-" * 60_000]
+    mismatches = [(t[:3], len(t)) for t in texts if count_tokens(t, encoding=encoding) != len(enc.encode_ordinary(t))]
+    assert not mismatches
+
+
+@pytest.mark.parametrize(("encoding", "unit"), MB_RUNS)
+def test_one_megabyte_runs(encoding: str, unit: str, reference: Callable[[str], Any]) -> None:
+    text = _run_of(unit, 1_000_000)
+    assert count_tokens(text, encoding=encoding) == len(reference(encoding).encode_ordinary(text))
+
+
 def test_many_matches_one_at_a_time() -> None:
     texts = [*TRICKY, *_random_texts(seed=7, count=500)] * 3
     for encoding in ENCODINGS:

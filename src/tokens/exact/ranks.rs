@@ -15,13 +15,17 @@
 //!   (8 MB for o200k). Two-byte keys, where every merge starts, use a direct 64 Ki table.
 //! - Pieces up to [`SMALL`] bytes merge on stack arrays, scanning for the lowest rank with
 //!   a branch-free lane-wise min that vectorizes; longer ones use a heap over
-//!   `(rank, start)` that picks the same pair at every step in O(n log n) where tiktoken
-//!   is quadratic. Measured per piece on the corpus's multi-token pieces: the stack version
-//!   wins up to 64–96 bytes (e.g. ≤ 8 bytes: 128 vs 181 ns), the heap from 96–128 bytes
-//!   (≤ 192 bytes: 3.6 vs 8.8 µs).
+//!   `(rank, start)` that picks the same pair at every step in O(n log n) (tiktoken 0.14
+//!   does the same from 100 bytes, `_byte_pair_merge_large`). Measured per piece on the
+//!   corpus's multi-token pieces: the stack version wins up to 64–96 bytes (e.g. ≤ 8 bytes:
+//!   128 vs 181 ns), the heap from 96–128 bytes (≤ 192 bytes: 3.6 vs 8.8 µs).
+//! - Pieces over `long::LONG` (16 KB) are merged in overlapping windows (`long.rs`): the
+//!   heap over a whole 50 MB run took 17 s and ~1.2 GB.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+use super::long;
 
 type Rank = u32;
 const NONE: Rank = Rank::MAX;
@@ -31,6 +35,15 @@ pub(super) const SMALL: usize = 96;
 const LANES: usize = 8;
 const SMALL_PADDED: usize = SMALL.div_ceil(LANES) * LANES;
 
+/// Buffers of [`Ranks::merge_heap`], kept between calls.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub(super) next: Vec<u32>,
+    prev: Vec<u32>,
+    rank: Vec<Rank>,
+    heap: BinaryHeap<Reverse<u64>>,
+}
+
 pub(super) struct Ranks {
     /// The `.ranks` data: `[len][bytes]` per token, in rank order.
     data: &'static [u8],
@@ -39,6 +52,8 @@ pub(super) struct Ranks {
     mask: usize,
     /// Rank of each two-byte token, indexed by `b0 << 8 | b1`.
     pairs: Vec<Rank>,
+    /// Length of the longest token.
+    max_len: usize,
 }
 
 /// A token: its first 8 bytes (zero-padded, little-endian) and `len << 56 | rank << 32 |
@@ -128,8 +143,10 @@ impl Ranks {
         let mut slots = vec![Slot::default(); cap];
         let mut pairs = vec![NONE; 1 << 16];
         let mut off = 0;
+        let mut max_len = 0;
         for rank in 0..tokens {
             let len = data[off] as usize;
+            max_len = max_len.max(len);
             let key = &data[off + 1..off + 1 + len];
             if len == 2 {
                 pairs[(key[0] as usize) << 8 | key[1] as usize] = rank as Rank;
@@ -150,6 +167,7 @@ impl Ranks {
             slots,
             mask,
             pairs,
+            max_len,
         }
     }
 
@@ -180,14 +198,21 @@ impl Ranks {
     /// Number of tokens tiktoken encodes the piece `p` (non-empty) into.
     #[inline]
     pub(super) fn count_piece(&self, p: &[u8]) -> usize {
-        if p.len() == 1 || self.rank(p) != NONE {
+        if p.len() == 1 || (p.len() <= self.max_len && self.rank(p) != NONE) {
             return 1;
         }
         if p.len() <= SMALL {
             self.merge_small(p)
-        } else {
+        } else if p.len() <= long::LONG {
             self.merge_large(p)
+        } else {
+            long::count_long(self, p)
         }
+    }
+
+    /// Length of the longest token.
+    pub(super) fn max_len(&self) -> usize {
+        self.max_len
     }
 
     /// tiktoken's `_byte_pair_merge` on stack arrays. Parts are named by their first byte:
@@ -234,24 +259,43 @@ impl Ranks {
 
     /// The same merges with a heap and a linked list of parts: O(n log n).
     pub(super) fn merge_large(&self, p: &[u8]) -> usize {
+        self.merge_heap(p, &mut Scratch::default())
+    }
+
+    /// [`Ranks::merge_large`] in reusable buffers; afterwards `scratch.next` links the
+    /// final parts: `0`, `next[0]`, `next[next[0]]`, ... up to `p.len()`.
+    pub(super) fn merge_heap(&self, p: &[u8], scratch: &mut Scratch) -> usize {
         let n = p.len();
+        debug_assert!(n >= 2);
         // Parts are identified by their start byte; `next[i]` is the start of the following
         // part (`n` at the end), `prev[i]` the previous one, `rank[i]` the rank of part `i`
         // joined with its successor. A removed part has `next[i] == 0`. Heap entries are
         // `rank << 32 | start`, so the smallest is the lowest rank, leftmost.
-        let mut next: Vec<u32> = (1..=n as u32).collect();
-        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
-        let mut rank: Vec<Rank> = vec![NONE; n];
-        let mut heap = BinaryHeap::with_capacity(n);
+        let Scratch {
+            next,
+            prev,
+            rank,
+            heap,
+        } = scratch;
+        next.clear();
+        next.extend(1..=n as u32);
+        prev.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        rank.clear();
+        rank.resize(n, NONE);
+        let mut entries = std::mem::take(heap).into_vec();
+        entries.clear();
         for i in 0..n - 1 {
             let r = self.pairs[(p[i] as usize) << 8 | p[i + 1] as usize];
             rank[i] = r;
             if r != NONE {
-                heap.push(Reverse(u64::from(r) << 32 | i as u64));
+                entries.push(Reverse(u64::from(r) << 32 | i as u64));
             }
         }
+        // Built in O(n) at once rather than by n pushes.
+        let mut queue = BinaryHeap::from(entries);
         let mut parts = n;
-        while let Some(Reverse(top)) = heap.pop() {
+        while let Some(Reverse(top)) = queue.pop() {
             let (r, i) = ((top >> 32) as Rank, top as u32 as usize);
             if next[i] == 0 || rank[i] != r {
                 continue; // stale
@@ -268,16 +312,17 @@ impl Ranks {
                 NONE
             };
             if rank[i] != NONE {
-                heap.push(Reverse(u64::from(rank[i]) << 32 | i as u64));
+                queue.push(Reverse(u64::from(rank[i]) << 32 | i as u64));
             }
             if i > 0 {
                 let h = prev[i] as usize;
                 rank[h] = self.rank(&p[h..k]);
                 if rank[h] != NONE {
-                    heap.push(Reverse(u64::from(rank[h]) << 32 | h as u64));
+                    queue.push(Reverse(u64::from(rank[h]) << 32 | h as u64));
                 }
             }
         }
+        *heap = queue;
         parts
     }
 

@@ -1,3 +1,4 @@
+use super::long;
 use super::split::{pieces, Pattern};
 use super::*;
 use crate::testing::Rng;
@@ -284,5 +285,61 @@ fn unicode_table() {
             .flat_map(|&(a, b)| (a..=b).filter_map(char::from_u32))
             .collect();
         assert_eq!(got, folds);
+    }
+}
+
+/// Windowed counting of very long pieces (`long.rs`) equals the heap merge of the whole
+/// piece: runs of one character (1–4 bytes) or of a short unit, at lengths around the
+/// window size, the switch-over length and powers of two; runs with a different end; and
+/// long pieces that do not repeat (where every window is merged).
+#[test]
+fn windowed_long_pieces_equal_the_whole_merge() {
+    let units = [
+        "a", "A", " ", "\n", "-", "0", "é", "。", "中", "🚀", "ab", "abc", "aab", "\r\n", "的了",
+    ];
+    let lengths = [long::LONG + 1, (1 << 15) - 1, (1 << 15) + 1];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let r = enc.ranks();
+        let check = |p: &[u8]| {
+            assert_eq!(
+                long::count_windows(r, p),
+                Some(r.merge_large(p)),
+                "{enc:?} {}-byte piece starting {:?}",
+                p.len(),
+                String::from_utf8_lossy(&p[..12])
+            );
+        };
+        for unit in units {
+            for &len in &lengths {
+                let run = unit.repeat(len / unit.len() + 1);
+                let p = &run.as_bytes()[..len];
+                check(p);
+                // A different last character, and a different first one.
+                let mut q = p.to_vec();
+                q.push(b'b');
+                check(&q);
+                q.insert(0, b'x');
+                check(&q);
+            }
+        }
+        // No repetition: every window is merged, and the encodings meet at random places.
+        let words = [
+            "the", "ing", "aaaa", "zz", "ab", "中文", "=", "Qx", "e", "ol", "。", "--",
+        ];
+        for len in [long::LONG + 1, 40_000] {
+            let text: String = (0..len)
+                .map(|_| words[rng.below(words.len())])
+                .collect::<String>();
+            check(&text.as_bytes()[..len]);
+        }
+        // A long run, then another, then noise.
+        let mixed = format!(
+            "{}{}{}",
+            "a".repeat(20_000),
+            " ".repeat(9_000),
+            "xyz".repeat(3_000)
+        );
+        check(mixed.as_bytes());
     }
 }
