@@ -10,7 +10,7 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_keeping_facts, cut_marker_end};
+use super::shorten::{cut_keeping_facts, cut_marker_end, mentions};
 use super::{Action, Item, PlanConfig};
 use crate::message::Message;
 use crate::message::{Block, BlockKind, Role};
@@ -290,15 +290,11 @@ fn with_cut_facts(args: &str, mut cut: String) -> String {
         Role::User,
         values.as_str(),
     )));
-    let lost: Vec<&str> = facts
-        .iter()
-        .map(String::as_str)
-        .filter(|f| !cut.contains(f))
-        .collect();
+    let lost: Vec<&String> = facts.iter().filter(|f| !cut.contains(f.as_str())).collect();
     if lost.is_empty() {
         return cut;
     }
-    let list = format!(" (cut part mentions: {}) ", lost.join(", "));
+    let list = mentions(lost.iter().copied());
     let Some(at) = cut_marker_end(&cut) else {
         return cut;
     };

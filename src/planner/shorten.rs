@@ -30,35 +30,52 @@ const MIN_RESULT_CHARS: usize = 40;
 /// way). `None` when it is already that short.
 pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
     let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
-    let mut room = max_chars;
-    for _ in 0..4 {
-        let cut = head_tail_text(Text::Utf8(text), room.max(MIN_CHARS))?;
-        let lost: Vec<&String> = facts.iter().filter(|f| !fact_present(&cut, f)).collect();
-        if lost.is_empty() {
+    // The list takes room from the text, and less text may lose more facts: grow the list until
+    // it names every fact the cut it leaves room for lost (at most one round per fact).
+    let mut lost = vec![false; facts.len()];
+    loop {
+        let list = mentions(facts.iter().zip(&lost).filter(|(_, &l)| l).map(|(f, _)| f));
+        let room = max_chars
+            .saturating_sub(list.chars().count())
+            .max(MIN_CHARS);
+        let cut = head_tail_text(Text::Utf8(text), room)?;
+        let mut more = false;
+        for (f, l) in facts.iter().zip(lost.iter_mut()) {
+            if !*l && !fact_present(&cut, f) {
+                *l = true;
+                more = true;
+            }
+        }
+        if more {
+            continue;
+        }
+        if list.is_empty() {
             return Some(cut);
         }
-        let mut list = String::from(" (cut part mentions: ");
-        for (k, f) in lost.iter().enumerate() {
-            if k > 0 {
-                list.push_str(", ");
-            }
-            list.push_str(f);
-        }
-        list.push_str(") ");
-        let extra = list.chars().count();
-        if extra + MIN_CHARS < room || room <= MIN_CHARS {
-            let cut = head_tail_text(Text::Utf8(text), room.saturating_sub(extra).max(MIN_CHARS))?;
-            let at = cut_marker_end(&cut)?;
-            let mut out = String::with_capacity(cut.len() + list.len());
-            out.push_str(&cut[..at]);
-            out.push_str(&list);
-            out.push_str(&cut[at..]);
-            return Some(out);
-        }
-        // The list alone is most of the room: keep less text around it.
-        room = room.saturating_sub(extra / 2).max(MIN_CHARS);
+        let at = cut_marker_end(&cut)?;
+        let mut out = String::with_capacity(cut.len() + list.len());
+        out.push_str(&cut[..at]);
+        out.push_str(&list);
+        out.push_str(&cut[at..]);
+        return Some(out);
     }
-    None
+}
+
+/// ` (cut part mentions: a, b) `, or nothing for no facts.
+pub(super) fn mentions<'f>(facts: impl Iterator<Item = &'f String>) -> String {
+    let mut list = String::new();
+    for f in facts {
+        list.push_str(if list.is_empty() {
+            " (cut part mentions: "
+        } else {
+            ", "
+        });
+        list.push_str(f);
+    }
+    if !list.is_empty() {
+        list.push_str(") ");
+    }
+    list
 }
 
 /// Byte offset just after the first cut marker in `cut`.
@@ -271,6 +288,22 @@ fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_list_names_every_fact_whatever_the_room() {
+        // Facts all along the text: making room for the list cuts more of the text, and the
+        // list must then name what that second cut lost too.
+        let text: String = (0..40)
+            .map(|i| format!("step {i} edits src/module_{i}/file_{i}.py and more words here. "))
+            .collect();
+        for max in (160..900).step_by(13) {
+            let cut = cut_keeping_facts(&text, max).unwrap();
+            for i in 0..40 {
+                let f = format!("src/module_{i}/file_{i}.py");
+                assert!(cut.contains(&f), "max {max}: {f} missing from {cut}");
+            }
+        }
+    }
 
     #[test]
     fn water_level_cuts_the_largest_first() {
