@@ -1,5 +1,8 @@
 """An independent check of one compaction, written from DESIGN.md and not from the library's code.
 
+(One concern, about 780 lines: the definitions below and one checker per definition, kept in one
+file so the whole oracle can be read against DESIGN.md in one sitting.)
+
 Nothing here calls the library's fact extraction (``result.must_keep``, ``must_keep_missing``),
 its structure analysis or its validator: the point is a second opinion. The library is used only
 for what the check is *about*: ``TokenCounter`` (the counts the library promises to match) and,

@@ -10,13 +10,11 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_keeping_facts, cut_marker_end, mentions};
+use super::shorten::{cut_keeping_facts, with_cut_facts};
 use super::{Action, Item, PlanConfig};
-use crate::message::Message;
 use crate::message::{Block, BlockKind, Role};
 use crate::structure::analyze;
-use crate::summary::facts::must_keep_facts;
-use crate::summary::text::{cut_json_args, head_tail, is_cut, json_string_literal, json_strings};
+use crate::summary::text::{cut_json_args, head_tail, is_cut};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Prefix of every placeholder the compactor writes.
@@ -270,42 +268,6 @@ fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String)> {
         b.name.as_deref().unwrap_or("?")
     );
     Some((cut, detail))
-}
-
-/// `cut` (of the arguments `args`) with the must-keep facts of the string values it removed
-/// written right after its first cut marker, inside that JSON string (escaped): DESIGN counts
-/// the facts of everything a compaction cuts, and a micro pass makes no summary to carry them.
-fn with_cut_facts(args: &str, mut cut: String) -> String {
-    let spans = json_strings(args);
-    let values: String = match &spans {
-        Some(spans) => spans
-            .iter()
-            .filter(|s| !s.is_key)
-            .map(|s| s.decode(args))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        None => args.to_owned(),
-    };
-    let facts = must_keep_facts(std::slice::from_ref(&Message::text(
-        Role::User,
-        values.as_str(),
-    )));
-    let lost: Vec<&String> = facts.iter().filter(|f| !cut.contains(f.as_str())).collect();
-    if lost.is_empty() {
-        return cut;
-    }
-    let list = mentions(lost.iter().copied());
-    let Some(at) = cut_marker_end(&cut) else {
-        return cut;
-    };
-    let insert = if spans.is_some() {
-        let lit = json_string_literal(&list);
-        lit[1..lit.len() - 1].to_owned()
-    } else {
-        list
-    };
-    cut.insert_str(at, &insert);
-    cut
 }
 
 /// Write a cut made by [`args_cut`] into block `k`. Returns the tokens saved.
@@ -601,30 +563,5 @@ fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count
         if slot.edit_block(k, cut, cfg.framing, counter) {
             record(pass, slot, Change::TextCut, format!("{chars} chars"));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_cut_facts;
-    use crate::summary::text::cut_json_args;
-
-    #[test]
-    fn cut_arguments_keep_the_facts_of_their_cut_part() {
-        let body = format!(
-            "{}\nsee /etc/nginx/nginx.conf and C:\\\\app\\\\main.py, then fix the KeyError\n{}",
-            "line of code\n".repeat(200),
-            "更多代码\n".repeat(200)
-        );
-        let args = serde_json::json!({"path": "src/app.py", "content": body}).to_string();
-        let cut = with_cut_facts(&args, cut_json_args(&args, 500).unwrap());
-        let v: serde_json::Value = serde_json::from_str(&cut).expect("still valid JSON");
-        let content = v["content"].as_str().unwrap();
-        for f in ["/etc/nginx/nginx.conf", "KeyError"] {
-            assert!(content.contains(f), "{f} missing: {content}");
-        }
-        assert!(content.contains("cut part mentions"), "{content}");
-        assert_eq!(v["path"], "src/app.py");
-        assert!(cut.chars().count() < 800, "{}", cut.chars().count());
     }
 }

@@ -1,5 +1,7 @@
-//! The ladder's last two steps before `over_budget`: the task shortened to `task_max_tokens`
-//! and tool results of the kept tail (the last block) cut head + tail.
+//! Cuts that keep their must-keep facts (a text or a call's arguments cut head + tail, the facts
+//! of the cut part written after the marker), and the ladder's last two steps before
+//! `over_budget`: the task shortened to `task_max_tokens` and tool results of the kept tail (the
+//! last block) cut head + tail.
 //!
 //! Design note: both only run when everything else (micro, selective, the summary, a shorter
 //! tail, the extra head messages) left the context above the soft threshold, and both cut only
@@ -15,7 +17,7 @@ use super::output::{Change, RecordEntry};
 use super::PlanConfig;
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::facts::{fact_present, must_keep_facts};
-use crate::summary::text::head_tail_text;
+use crate::summary::text::{head_tail_text, json_string_literal, json_strings};
 use crate::text::Text;
 use rustc_hash::FxHashMap;
 
@@ -76,6 +78,42 @@ pub(super) fn mentions<'f>(facts: impl Iterator<Item = &'f String>) -> String {
         list.push_str(") ");
     }
     list
+}
+
+/// `cut` (of the arguments `args`) with the must-keep facts of the string values it removed
+/// written right after its first cut marker, inside that JSON string (escaped): DESIGN counts
+/// the facts of everything a compaction cuts, and a micro pass makes no summary to carry them.
+pub(super) fn with_cut_facts(args: &str, mut cut: String) -> String {
+    let spans = json_strings(args);
+    let values: String = match &spans {
+        Some(spans) => spans
+            .iter()
+            .filter(|s| !s.is_key)
+            .map(|s| s.decode(args))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => args.to_owned(),
+    };
+    let facts = must_keep_facts(std::slice::from_ref(&Message::text(
+        Role::User,
+        values.as_str(),
+    )));
+    let lost: Vec<&String> = facts.iter().filter(|f| !cut.contains(f.as_str())).collect();
+    if lost.is_empty() {
+        return cut;
+    }
+    let list = mentions(lost.iter().copied());
+    let Some(at) = cut_marker_end(&cut) else {
+        return cut;
+    };
+    let insert = if spans.is_some() {
+        let lit = json_string_literal(&list);
+        lit[1..lit.len() - 1].to_owned()
+    } else {
+        list
+    };
+    cut.insert_str(at, &insert);
+    cut
 }
 
 /// Byte offset just after the first cut marker in `cut`.
@@ -288,6 +326,7 @@ fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::text::cut_json_args;
 
     #[test]
     fn the_list_names_every_fact_whatever_the_room() {
@@ -334,5 +373,24 @@ mod tests {
             assert!(cut.contains(f), "{f} missing from {cut}");
         }
         assert!(cut.starts_with("请修复") && cut.ends_with("最后运行测试。"));
+    }
+
+    #[test]
+    fn cut_arguments_keep_the_facts_of_their_cut_part() {
+        let body = format!(
+            "{}\nsee /etc/nginx/nginx.conf and C:\\\\app\\\\main.py, then fix the KeyError\n{}",
+            "line of code\n".repeat(200),
+            "更多代码\n".repeat(200)
+        );
+        let args = serde_json::json!({"path": "src/app.py", "content": body}).to_string();
+        let cut = with_cut_facts(&args, cut_json_args(&args, 500).unwrap());
+        let v: serde_json::Value = serde_json::from_str(&cut).expect("still valid JSON");
+        let content = v["content"].as_str().unwrap();
+        for f in ["/etc/nginx/nginx.conf", "KeyError"] {
+            assert!(content.contains(f), "{f} missing: {content}");
+        }
+        assert!(content.contains("cut part mentions"), "{content}");
+        assert_eq!(v["path"], "src/app.py");
+        assert!(cut.chars().count() < 800, "{}", cut.chars().count());
     }
 }
