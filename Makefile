@@ -6,6 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export CARGO_TERM_COLOR ?= never
 
+# Every step runs as if the project's venv were the active one, whatever venv the caller has
+# active: maturin installs into $$VIRTUAL_ENV (else $$CONDA_PREFIX), and pyo3's build script
+# links against that interpreter, so another active venv got the extension and stubtest failed.
+export VIRTUAL_ENV := $(abspath $(VENV))
+unexport CONDA_PREFIX
+
 .PHONY: help
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
