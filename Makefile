@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 unexport CONDA_PREFIX
 
 # Wheels: one per CPython version (not abi3: the bindings read str/dict internals in place,
-# which the limited API hides; CHANGELOG.md 0.2.0 has the measurement). VERSION picks the one
+# which the limited API hides: CHANGELOG.md 0.2.0 names the calls). VERSION picks the one
 # that test-wheel/test-py install; dist builds every one of PY_VERSIONS.
 PY_VERSIONS ?= 3.10 3.11 3.12 3.13
 VERSION ?= 3.11
