@@ -6,9 +6,30 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export CARGO_TERM_COLOR ?= never
 
+# Every step runs as if the project's venv were the active one, whatever venv the caller has
+# active: maturin installs into $$VIRTUAL_ENV (else $$CONDA_PREFIX), and pyo3's build script
+# links against that interpreter, so another active venv got the extension and stubtest failed.
+export VIRTUAL_ENV := $(abspath $(VENV))
+unexport CONDA_PREFIX
+
+# Wheels: one per CPython version (not abi3: the bindings read str/dict internals in place,
+# which the limited API hides: CHANGELOG.md 0.2.0 names the calls). VERSION picks the one
+# that test-wheel/test-py install; dist builds every one of PY_VERSIONS.
+PY_VERSIONS ?= 3.10 3.11 3.12 3.13
+VERSION ?= 3.11
+# The versions `make all` (so CI) also tests, as wheels: the newest CPython the wheels support.
+EXTRA_VERSIONS ?= 3.13
+# The interpreter of a version: pythonX.Y on PATH if it runs (a pyenv shim of a version that is
+# not selected does not), else pyenv's build of it (the machine image has 3.10-3.13 there).
+find_python = $(firstword $(shell \
+	for p in "$$(command -v python$(1))" "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/$(1).*/bin/python$(1); do \
+	  [ -x "$$p" ] && "$$p" -c '' 2>/dev/null && echo "$$p"; done))
+PY_FOR = $(or $(call find_python,$(1)),$(error CPython $(1) not found: neither python$(1) on PATH nor pyenv's $(1).x))
+WHEEL_VENV = target/venv-py$(VERSION)
+
 .PHONY: help
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z][a-z -]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,8 +76,41 @@ fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, rand
 sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py
 	$(BIN)/python tests/sweep.py --full
 
+.PHONY: dist
+dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
+	rm -rf dist
+	$(BIN)/maturin sdist -o dist
+	for py in $(foreach v,$(PY_VERSIONS),$(call PY_FOR,$(v))); do $(BIN)/maturin build --release -o dist -i $$py || exit 1; done
+	ls -l dist
+
+.PHONY: test-wheel
+test-wheel: ## the suite against the release wheel for CPython VERSION (3.11), installed with its [test] extra in a fresh venv
+	rm -rf target/wheels-py$(VERSION) $(WHEEL_VENV)
+	$(BIN)/maturin build --release -o target/wheels-py$(VERSION) -i $(call PY_FOR,$(VERSION))
+	$(call PY_FOR,$(VERSION)) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q "$$(ls target/wheels-py$(VERSION)/*.whl)[test]"
+	@# The suite must import the installed wheel, not the source tree.
+	cd / && $(abspath $(WHEEL_VENV))/bin/python -c 'import context_compactor as c, sys; \
+	  assert "site-packages" in c._core.__file__, c._core.__file__; print(sys.version.split()[0], c.__version__, c._core.__file__)'
+	VIRTUAL_ENV=$(abspath $(WHEEL_VENV)) $(WHEEL_VENV)/bin/python -m pytest -q
+
+.PHONY: test-py
+test-py: test-wheel ## the same on another CPython: make test-py VERSION=3.13 (found on PATH or under pyenv)
+
+.PHONY: test-extra
+test-extra: ## test-py for each of EXTRA_VERSIONS (3.13); without that CPython here: skipped, but fails under CI=true
+	@for v in $(EXTRA_VERSIONS); do \
+	  if [ -n "$$($(MAKE) -s --no-print-directory which-python VERSION=$$v 2>/dev/null)" ]; then \
+	    $(MAKE) --no-print-directory test-py VERSION=$$v || exit 1; \
+	  elif [ "$$CI" = true ]; then echo "CPython $$v not found (CI=true: failing)"; exit 1; \
+	  else echo "skipped: no CPython $$v here (EXTRA_VERSIONS= to silence)"; fi; done
+
+.PHONY: which-python
+which-python:
+	@echo $(call find_python,$(VERSION))
+
 .PHONY: all
-all: install lint test ## everything CI runs: install from scratch, lint, test
+all: install lint test test-extra ## everything CI runs: install from scratch, lint, test, test-extra
 
 .PHONY: clean
 clean: ## remove build outputs and the venv
