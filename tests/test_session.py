@@ -639,6 +639,13 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
 CHILD_KILLED = textwrap.dedent(
     """
     import sys, time
+
+    def say(*parts):
+        # One write per line: with PYTHONUNBUFFERED set, print() writes each part on its own,
+        # and a kill between them would leave half a line.
+        sys.stdout.write(" ".join(map(str, parts)) + "\\n")
+        sys.stdout.flush()
+
     from context_compactor import ContextCompactor
     from context_compactor.session import Session
     path, compact = sys.argv[1], sys.argv[2] == "compact"
@@ -653,14 +660,14 @@ CHILD_KILLED = textwrap.dedent(
         if compact:
             r = s.prepare()
             if r is not None:
-                print("c", s.compactions()[-1].id, flush=True)
+                say("c", s.compactions()[-1].id)
         cid = f"call_{i}"
         s.extend([
             {"role": "assistant", "content": f"Step {i}: checking mod{i}.py", "tool_calls": [
                 {"id": cid, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": cid, "content": f"line {i}\\n" * 80},
         ])
-        print("a", i, flush=True)
+        say("a", i)
         i += 2
     """
 )
