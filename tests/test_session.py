@@ -231,8 +231,11 @@ def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -
     shortened = s.context()[1]
     assert shortened["content"].startswith(f"Why does {SUMMARY_MARKER} show up in /srv/app/log.txt?")
     s.close()
-    with sqlite3.connect(tmp_path / "s.db") as conn:
+    conn = sqlite3.connect(tmp_path / "s.db")
+    try:
         kinds = conn.execute("SELECT kind FROM messages WHERE json LIKE '%Why does%' ORDER BY id").fetchall()
+    finally:
+        conn.close()
     assert [k for (k,) in kinds] == ["original", "edited"]
 
 
