@@ -304,6 +304,7 @@ def test_an_anthropic_session_refuses_a_system_message() -> None:
     with pytest.raises(InvalidConversationError) as e:
         s.append({"role": "system", "content": "x"})
     assert e.value.problems[0].rule == "invalid_role"
+    s.close()
 
 
 @pytest.mark.parametrize(

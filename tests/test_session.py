@@ -133,6 +133,7 @@ def test_bad_messages_are_rejected_and_nothing_is_stored(tmp_path: Path) -> None
     with pytest.raises(MessageTypeError):
         s.append({"role": "user", "content": "x", "bad": float("nan")})
     assert s.history() == [{"role": "user", "content": "ok"}] and len(s.context()) == 1
+    s.close()
 
 
 def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(tmp_path: Path) -> None:
@@ -328,6 +329,7 @@ def test_expand_returns_the_exact_originals(tmp_path: Path) -> None:
     assert all(json.dumps(appended[r], sort_keys=True) in covered for r in later.replaced if r in appended)
     with pytest.raises(KeyError):
         s.expand(10_000)
+    s.close()
 
 
 def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path) -> None:
@@ -351,6 +353,7 @@ def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path
     # With a big window nothing compacts; the counter runs only for the new message each time.
     big = ContextCompactor(max_context_tokens=10**9, tokenizer=counting)
     per_step = []
+    s.close()
     s = Session(big, ":memory:")
     for i in range(600):
         calls = 0
@@ -358,6 +361,7 @@ def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path
         assert s.prepare() is None
         per_step.append(calls)
     assert max(per_step[10:]) == min(per_step[10:]) == per_step[-1] <= 2
+    s.close()
 
 
 def test_force_and_instructions(tmp_path: Path) -> None:
@@ -376,6 +380,7 @@ def test_force_and_instructions(tmp_path: Path) -> None:
     assert "Looked at the modules" in json.dumps(s2.context())
     # The first Session object notices the other's compaction (same store).
     assert s.context() == s2.context()
+    s.close()
 
 
 def test_system_summary_persists_for_anthropic(tmp_path: Path) -> None:
@@ -599,6 +604,7 @@ def test_asyncio_tasks_on_one_session(tmp_path: Path) -> None:
     assert len(s) == 201
     assert any(c.strategy == "summary" for c in s.compactions())
     assert validate_messages(s.context(), format="openai") == []
+    s.close()
 
 
 CHILD_APPEND = textwrap.dedent(
