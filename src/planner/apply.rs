@@ -112,7 +112,7 @@ impl<'a> Planned<'a> {
             let from = shape.tail_start;
             shape
                 .late
-                .extend((from..c).filter(|&i| !self.frozen(&self.slots[i])));
+                .extend((from..c).filter(|&i| !self.slots[i].is_fixed()));
             shape.tail_start = c;
             d = self.reassemble(&shape, &d, counter);
         }
@@ -120,7 +120,7 @@ impl<'a> Planned<'a> {
         // blocks, their facts and the user's words carried by the summary.
         if d.tokens() > soft {
             let dropped: Vec<usize> = (0..self.head_end)
-                .filter(|&i| Some(i) != self.task && !self.frozen(&self.slots[i]))
+                .filter(|&i| Some(i) != self.task && !self.slots[i].is_fixed())
                 .collect();
             if !dropped.is_empty() {
                 shape.head_dropped = dropped;
@@ -167,11 +167,6 @@ impl<'a> Planned<'a> {
         }
         d.cut |= cut;
         self.finish(d, soft, counter)
-    }
-
-    /// Instructions and pinned messages: never dropped or edited by the ladder.
-    pub(super) fn frozen(&self, s: &Slot<'_>) -> bool {
-        s.pinned || s.view.role.is_instruction()
     }
 
     /// [`Planned::assemble`] again with the ladder's state of `prev` carried over.

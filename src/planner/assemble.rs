@@ -269,7 +269,7 @@ impl<'a> Planned<'a> {
         out.extend(
             self.slots[self.tail_start.min(tail_start)..tail_start]
                 .iter()
-                .filter(|s| self.frozen(s))
+                .filter(|s| s.is_fixed())
                 .cloned(),
         );
         let tail_from = out.len();
@@ -356,31 +356,30 @@ impl<'a> Planned<'a> {
                     },
                     tokens_after,
                 ));
-                let mut covered = BTreeSet::new();
-                for s in &slots {
-                    covered.extend(sources(s));
-                }
-                for &i in &self.span {
-                    for src in sources(&self.slots[i]) {
-                        if !covered.contains(&src) {
-                            record.push(RecordEntry {
-                                index: src,
-                                action: Change::Summarized,
-                                detail: String::new(),
-                            });
-                        }
-                    }
-                }
             }
             if ladder.iter().any(|r| r.action == Change::Shortened) {
                 phases.push(("truncation", tokens_after));
             }
         }
-        // Every input message that is no longer in the output and not yet named is named now.
         let mut present = BTreeSet::new();
         for s in &slots {
             present.extend(sources(s));
         }
+        // The span's messages the summary replaced.
+        if source.is_some() {
+            for &i in &self.span {
+                for src in sources(&self.slots[i]) {
+                    if !present.contains(&src) {
+                        record.push(RecordEntry {
+                            index: src,
+                            action: Change::Summarized,
+                            detail: String::new(),
+                        });
+                    }
+                }
+            }
+        }
+        // Every input message that is no longer in the output and not yet named is named now.
         let named: BTreeSet<usize> = record.iter().map(|r| r.index).collect();
         for i in 0..self.original_count {
             if !present.contains(&i) && !named.contains(&i) {

@@ -145,6 +145,12 @@ impl<'a> Slot<'a> {
         true
     }
 
+    /// Pinned or a system/developer message: kept where it is and as it is by every step
+    /// (never summarised, dropped or edited).
+    pub fn is_fixed(&self) -> bool {
+        self.pinned || self.view.role.is_instruction()
+    }
+
     /// Whether the slot is an earlier compaction's summary message.
     pub fn is_summary(&self) -> bool {
         self.summary

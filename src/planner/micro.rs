@@ -13,7 +13,7 @@ use super::output::{Change, RecordEntry};
 use super::shorten::{cut_keeping_facts, with_cut_facts};
 use super::{Action, Item, PlanConfig};
 use crate::message::{Block, BlockKind, Role};
-use crate::structure::analyze;
+use crate::structure::{analyze, Structure};
 use crate::summary::text::{cut_json_args, head_tail, is_cut};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -31,17 +31,18 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
     let n = slots.len();
     let mut frozen: Vec<bool> = slots
         .iter()
-        .map(|s| s.pinned || s.view.role.is_instruction() || s.is_summary())
+        .map(|s| s.is_fixed() || s.is_summary())
         .collect();
+    let st = analyze(slots);
     // The assistant messages of the pending thinking loop go back exactly as the model wrote
     // them (Anthropic refuses a rebuilt one: see the design note in `structure.rs`); their tool
     // results may still be cleared.
-    if let Some(l) = analyze(slots).pending_loop {
+    if let Some(l) = st.pending_loop {
         for i in l.start..=l.end {
             frozen[i] |= slots[i].view.role == Role::Assistant;
         }
     }
-    let (head_end, tail_start) = head_and_tail(slots, cfg);
+    let (head_end, tail_start) = head_and_tail_in(slots, &st, cfg);
     for f in &mut frozen[..head_end] {
         *f = true;
     }
@@ -62,8 +63,12 @@ pub fn task_index(slots: &[Slot<'_>]) -> Option<usize> {
 
 /// End of the kept head and start of the kept tail, both at legal cut points.
 pub fn head_and_tail(slots: &[Slot<'_>], cfg: &PlanConfig) -> (usize, usize) {
+    head_and_tail_in(slots, &analyze(slots), cfg)
+}
+
+/// [`head_and_tail`] with the slots' structure already worked out.
+pub fn head_and_tail_in(slots: &[Slot<'_>], s: &Structure, cfg: &PlanConfig) -> (usize, usize) {
     let n = slots.len();
-    let s = analyze(slots);
     let legal = |c: usize| s.cut_points.binary_search(&c).is_ok();
     // Head: the first `keep_first_messages` conversation messages (the task), stopping at an
     // earlier summary, extended to a legal cut.

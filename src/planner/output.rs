@@ -108,14 +108,6 @@ impl Change {
             Change::Dropped => "dropped",
         }
     }
-
-    /// The input message is no longer in the output.
-    pub fn removes(self) -> bool {
-        matches!(
-            self,
-            Change::Summarized | Change::Truncated | Change::Dropped
-        )
-    }
 }
 
 /// The strongest step a compaction applied (DESIGN: `none < micro < selective < truncation <

@@ -2,7 +2,7 @@
 //! span a summary replaces (the kept head, the span, the kept tail, each at legal cuts).
 
 use super::draft::{total, Count, Slot};
-use super::micro::{self, head_and_tail, task_index, Offload};
+use super::micro::{self, head_and_tail_in, task_index, Offload};
 use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
 use super::request::SystemPrompt;
@@ -245,12 +245,12 @@ pub fn plan<'a>(
 /// Choose what the summary replaces and prepare the request.
 fn select_span(p: &mut Planned<'_>, target: usize) {
     let cfg = p.cfg.clone();
-    let (head_end, mut tail_start) = head_and_tail(&p.slots, &cfg);
+    let st = analyze(&p.slots);
+    let (head_end, mut tail_start) = head_and_tail_in(&p.slots, &st, &cfg);
     let n = p.slots.len();
     p.head_end = head_end;
     p.tail_start = tail_start;
     p.task = task_index(&p.slots).filter(|&t| t < head_end);
-    let st = analyze(&p.slots);
     let legal: Vec<usize> = st
         .cut_points
         .iter()
@@ -264,7 +264,7 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
         let mut t = p.extra + reserve;
         for (i, s) in p.slots.iter().enumerate() {
             let in_span = i >= head_end && i < tail;
-            if !in_span || s.pinned || s.view.role.is_instruction() {
+            if !in_span || s.is_fixed() {
                 t += s.tokens;
             }
         }
@@ -283,7 +283,7 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
         }
         kept -= p.slots[tail_start..c]
             .iter()
-            .filter(|s| !(s.pinned || s.view.role.is_instruction()))
+            .filter(|s| !s.is_fixed())
             .map(|s| s.tokens)
             .sum::<usize>();
         tail_start = c;
