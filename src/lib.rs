@@ -4,6 +4,7 @@
 pub mod message;
 pub mod parallel;
 pub mod planner;
+pub mod responses;
 pub mod state;
 pub mod structure;
 pub mod summary;

@@ -19,6 +19,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses items (see `crate::responses`).
+    Responses,
 }
 
 impl Format {
@@ -26,6 +28,7 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
         }
     }
 
@@ -33,6 +36,7 @@ impl Format {
         match s {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "responses" => Some(Format::Responses),
             _ => None,
         }
     }
@@ -113,6 +117,11 @@ pub enum BlockKind {
     RedactedThinking,
     /// Any other block type (server-tool blocks, future types): passed through, counted as text.
     Other,
+    /// A Responses `reasoning` item: opaque, kept byte-identical with the item that follows it.
+    Reasoning,
+    /// A provider's compaction output (a Responses `compaction` item): an earlier summary,
+    /// never split, edited or re-summarised.
+    Compaction,
 }
 
 impl BlockKind {
@@ -137,6 +146,8 @@ pub enum Origin {
     FunctionCall,
     /// The whole message (an OpenAI `tool`/`function` result message).
     Whole,
+    /// A whole Responses item other than a `message` (a call, an output, reasoning, ...).
+    Item,
 }
 
 /// A piece of text that counts towards the prompt: borrowed from the caller, or built by the
@@ -185,6 +196,13 @@ pub struct Block<'a> {
     /// type-less block with a `text` a text block. A malformed call or result is read as an
     /// `Other` block, so that nothing pairs with it.
     pub malformed: Option<&'static str>,
+    /// The block's wire value must come back byte-identical (a reasoning or compaction item,
+    /// an unknown item, an output whose wire shape holds no plain text): never edited or
+    /// dropped on its own.
+    pub opaque: bool,
+    /// The item only resolves from a response the provider stored: an `item_reference`, or a
+    /// reasoning item with an `id` and no `encrypted_content` (see `crate::responses`).
+    pub needs_store: bool,
 }
 
 impl<'a> Block<'a> {
@@ -198,6 +216,8 @@ impl<'a> Block<'a> {
             images: u32::from(kind == BlockKind::Image),
             is_error: false,
             malformed: None,
+            opaque: false,
+            needs_store: false,
         }
     }
 
@@ -245,6 +265,8 @@ pub struct Message<'a> {
     pub empty: bool,
     /// A content fingerprint (see `crate::state`), 0 when not computed.
     pub fingerprint: u64,
+    /// Read as a Responses item: a typed item, or a message with `input_*`/`output_*` parts.
+    pub responses: bool,
 }
 
 impl<'a> Message<'a> {
@@ -255,6 +277,7 @@ impl<'a> Message<'a> {
             blocks: std::sync::Arc::new(blocks),
             empty,
             fingerprint: 0,
+            responses: false,
         }
     }
 
@@ -377,6 +400,8 @@ pub struct FormatHints {
     pub anthropic: bool,
     /// Saw a `tool` role, `tool_calls`, `function_call`, or a system/developer role in the list.
     pub openai: bool,
+    /// Saw an item whose `type` is a Responses item type, or `input_*`/`output_*` parts.
+    pub responses: bool,
 }
 
 impl FormatHints {
@@ -388,9 +413,13 @@ impl FormatHints {
                 Role::Tool | Role::Function | Role::System | Role::Developer
             ),
             anthropic: false,
+            responses: m.responses,
         };
         for b in m.blocks.iter() {
             match (b.kind, b.origin) {
+                (_, Origin::Item) | (BlockKind::Reasoning | BlockKind::Compaction, _) => {
+                    h.responses = true
+                }
                 (BlockKind::Thinking | BlockKind::RedactedThinking, _) => h.anthropic = true,
                 (BlockKind::ToolCall | BlockKind::ToolResult, Origin::Part(_)) => {
                     h.anthropic = true
@@ -404,19 +433,23 @@ impl FormatHints {
 
     /// As two bits (for caching).
     pub fn bits(self) -> u8 {
-        u8::from(self.anthropic) | (u8::from(self.openai) << 1)
+        u8::from(self.anthropic) | (u8::from(self.openai) << 1) | (u8::from(self.responses) << 2)
     }
 
     pub fn from_bits(b: u8) -> Self {
         FormatHints {
             anthropic: b & 1 != 0,
             openai: b & 2 != 0,
+            responses: b & 4 != 0,
         }
     }
 
-    /// Anthropic-only features win; then OpenAI-only ones; otherwise OpenAI.
+    /// Responses items win (DESIGN: any item whose `type` is a Responses item type); then
+    /// Anthropic-only features; then OpenAI-only ones; otherwise OpenAI.
     pub fn detect(self) -> Format {
-        if self.anthropic {
+        if self.responses {
+            Format::Responses
+        } else if self.anthropic {
             Format::Anthropic
         } else {
             Format::OpenAi

@@ -77,6 +77,9 @@ pub struct Structure {
 /// sit in the next user message(s), which may also carry text after the results (that message
 /// then closes the block).
 pub fn result_region_end<'a, M: AsRef<Message<'a>>>(messages: &[M], i: usize) -> usize {
+    if crate::responses::is_item(messages[i].as_ref()) {
+        return crate::responses::region_end(messages, i);
+    }
     let mut j = i + 1;
     while j < messages.len() {
         let m = messages[j].as_ref();
@@ -118,7 +121,9 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
         let m = messages[i].as_ref();
         if m.role == Role::Assistant && m.has_calls() {
             let end = result_region_end(messages, i);
-            let pending = if end == n {
+            let pending = if end == n && crate::responses::is_item(m) {
+                crate::responses::pending_in(messages, i, end)
+            } else if end == n {
                 m.calls()
                     .filter(|c| !answered(messages, i + 1, end, c.id.as_deref()))
                     .count()
@@ -195,7 +200,8 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
                     let m = messages[c].as_ref();
                     m.role == Role::Assistant && m.starts_with_thinking()
                 });
-            !in_block && !in_loop
+            // A Responses reasoning item stays with the item that follows it.
+            !in_block && !in_loop && !crate::responses::splits_reasoning(messages, c)
         })
         .collect();
     s

@@ -26,6 +26,10 @@ pub enum Profile {
     /// The format's rules plus strict user/assistant alternation and system messages only
     /// first (some local chat templates need both).
     Strict,
+    /// OpenAI Responses items (see `crate::responses`).
+    Responses,
+    /// Responses with `store=false`: no item references, reasoning with its encrypted content.
+    ResponsesStateless,
 }
 
 impl Profile {
@@ -34,6 +38,8 @@ impl Profile {
             "openai" => Some(Profile::OpenAi),
             "anthropic" => Some(Profile::Anthropic),
             "strict" => Some(Profile::Strict),
+            "responses" => Some(Profile::Responses),
+            "responses_stateless" => Some(Profile::ResponsesStateless),
             _ => None,
         }
     }
@@ -43,6 +49,8 @@ impl Profile {
             Profile::OpenAi => "openai",
             Profile::Anthropic => "anthropic",
             Profile::Strict => "strict",
+            Profile::Responses => "responses",
+            Profile::ResponsesStateless => "responses_stateless",
         }
     }
 
@@ -50,6 +58,7 @@ impl Profile {
         match format {
             Format::OpenAi => Profile::OpenAi,
             Format::Anthropic => Profile::Anthropic,
+            Format::Responses => Profile::Responses,
         }
     }
 }
@@ -87,6 +96,18 @@ pub mod rule {
     /// A content block without a field the provider requires: its `type`, a text block's
     /// `text`, a `tool_use`'s `id`/`name`/`input`, a `tool_result`'s `tool_use_id`, ...
     pub const MALFORMED_BLOCK: &str = "malformed_block";
+    /// Responses: an output item whose call is not in the input.
+    pub const ORPHAN_OUTPUT: &str = "orphan_output";
+    /// Responses: a call item with no output before the conversation goes on.
+    pub const MISSING_OUTPUT: &str = "missing_output";
+    /// Responses: two call items with one `call_id`.
+    pub const DUPLICATE_CALL_ID: &str = "duplicate_call_id";
+    /// Responses: a reasoning item not followed by the item it belongs to.
+    pub const REASONING_WITHOUT_ITEM: &str = "reasoning_without_item";
+    /// Responses under `store=false`: an `item_reference`.
+    pub const ITEM_REFERENCE_STATELESS: &str = "item_reference_stateless";
+    /// Responses under `store=false`: a reasoning item without its encrypted content.
+    pub const REASONING_NOT_STORED: &str = "reasoning_not_stored";
 }
 
 /// One way in which a request would be rejected.
@@ -127,6 +148,9 @@ fn id_text(id: Option<&str>) -> String {
 
 /// Check `messages` (in `format`) against `profile`.
 pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
+    if format == Format::Responses {
+        return crate::responses::validate(messages, profile);
+    }
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
         out.push(Problem {
@@ -142,7 +166,7 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     for (i, m) in messages.iter().enumerate() {
         let role_ok = match format {
             Format::Anthropic => matches!(m.role, Role::User | Role::Assistant),
-            Format::OpenAi => m.role != Role::Other,
+            Format::OpenAi | Format::Responses => m.role != Role::Other,
         };
         if !role_ok {
             push(

@@ -9,7 +9,7 @@ SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
 
-_Format: TypeAlias = Literal["openai", "anthropic"]
+_Format: TypeAlias = Literal["openai", "anthropic", "responses"]
 
 @final
 class Problem:

@@ -136,7 +136,7 @@ class CompactionConfig:
     offload_dir: str | None = None
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     summary_max_tokens: int = 2_000
-    summary_role: Literal["user", "system"] = "user"
+    summary_role: Literal["user", "system", "developer"] = "user"
     user_messages_budget_tokens: int = 2_000
     summarizer_max_input_tokens: int | None = None
     transcript_item_max_chars: int = 2_000
@@ -148,7 +148,7 @@ class CompactionConfig:
     message_overhead_tokens: int = 4
     image_tokens: int = 1_600
     repair: bool = True
-    profile: Literal["openai", "anthropic", "strict"] | None = None
+    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless"] | None = None
     log_content: bool = False
 
     def __post_init__(self) -> None:
@@ -234,9 +234,9 @@ class CompactionConfig:
         t = self.summarizer_timeout_s
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t > 0 and math.isfinite(t)):
             raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
-        choice("summary_role", ("user", "system"))
+        choice("summary_role", ("user", "system", "developer"))
         choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
-        choice("profile", (None, "openai", "anthropic", "strict"))
+        choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless"))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.log_content, bool):

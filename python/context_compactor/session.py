@@ -195,8 +195,8 @@ class Session:
             raise MessageTypeError(
                 f"compactor: expected a ContextCompactor, got {type(compactor).__name__}", None, "compactor"
             )
-        if format not in (None, "openai", "anthropic"):
-            raise ConfigError(f"format: expected 'openai', 'anthropic' or None, got {format!r}", "format")
+        if format not in (None, "openai", "anthropic", "responses"):
+            raise ConfigError(f"format: expected 'openai', 'anthropic', 'responses' or None, got {format!r}", "format")
         if session_id is not None and not isinstance(session_id, str):
             raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
         if isinstance(store, SessionStore):

@@ -246,7 +246,12 @@ impl<'a> Planned<'a> {
             // A strict template wants system messages first only: the summary is the user's there.
             let strict = cfg.profile == Some(Profile::Strict);
             let role = if cfg.summary_in_system && !strict {
-                Role::System
+                // Responses: a developer message item (`summary_role="developer"`).
+                if self.format == Format::Responses {
+                    Role::Developer
+                } else {
+                    Role::System
+                }
             } else {
                 Role::User
             };

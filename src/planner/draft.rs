@@ -127,6 +127,9 @@ impl<'a> Slot<'a> {
     /// [`Slot::edit_block`] when the caller already counted the block's tokens before (`old`,
     /// texts and images) and the new text's (`new`): the message is not counted again.
     pub fn edit_block_counted(&mut self, k: usize, text: String, old: usize, new: usize) -> bool {
+        if self.view.blocks[k].opaque {
+            return false;
+        }
         let Some(blocks) = self.rebuildable() else {
             return false;
         };
@@ -147,8 +150,12 @@ impl<'a> Slot<'a> {
 
     /// Pinned or a system/developer message: kept where it is and as it is by every step
     /// (never summarised, dropped or edited).
+    /// A provider's compaction item is an earlier summary: fixed too (DESIGN, "Provider
+    /// compaction output").
     pub fn is_fixed(&self) -> bool {
-        self.pinned || self.view.role.is_instruction()
+        self.pinned
+            || self.view.role.is_instruction()
+            || crate::responses::is_compaction(&self.view)
     }
 
     /// Whether the slot is an earlier compaction's summary message.
@@ -158,6 +165,9 @@ impl<'a> Slot<'a> {
 
     /// Drop block `k`. Returns false when it cannot be dropped.
     pub fn drop_block(&mut self, k: usize, framing: Framing, counter: &dyn Count) -> bool {
+        if self.view.blocks[k].opaque {
+            return false;
+        }
         let Some(blocks) = self.rebuildable() else {
             return false;
         };

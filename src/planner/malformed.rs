@@ -16,7 +16,7 @@ use crate::message::{BlockKind, Conversation, Format, Role};
 /// Whether `role` is one the format's requests may carry in their message list.
 fn role_is_valid(format: Format, role: Role) -> bool {
     match format {
-        Format::OpenAi => role != Role::Other,
+        Format::OpenAi | Format::Responses => role != Role::Other,
         Format::Anthropic => !matches!(role, Role::Other | Role::System | Role::Developer),
     }
 }
@@ -149,6 +149,6 @@ fn place(origin: crate::message::Origin) -> String {
         Origin::Call(k) => format!("tool_calls[{k}]"),
         Origin::Refusal => "refusal".to_owned(),
         Origin::FunctionCall => "function_call".to_owned(),
-        Origin::Content | Origin::Whole => "content".to_owned(),
+        Origin::Content | Origin::Whole | Origin::Item => "content".to_owned(),
     }
 }

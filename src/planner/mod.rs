@@ -26,6 +26,7 @@ pub mod micro;
 pub mod output;
 mod plan;
 pub mod repair;
+mod repair_responses;
 mod request;
 mod shape;
 mod shorten;

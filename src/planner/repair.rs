@@ -50,6 +50,9 @@ pub fn repair<'a>(
     framing: Framing,
     counter: &dyn Count,
 ) -> Repaired<'a> {
+    if conv.format == Format::Responses {
+        return super::repair_responses::repair(conv, tokens, pinned, framing, counter);
+    }
     let msgs = &conv.messages;
     let n = msgs.len();
     let anthropic = conv.format == Format::Anthropic;

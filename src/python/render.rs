@@ -18,7 +18,7 @@ pub struct Source<'s, 'py> {
 }
 
 /// A plain dict copy of a message or block object.
-fn as_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn as_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
     let py = obj.py();
     if let Ok(d) = obj.cast::<PyDict>() {
         return d.copy();
@@ -71,6 +71,17 @@ impl<'s, 'py> Source<'s, 'py> {
 
     /// Build one output message.
     pub fn render(&self, out: &OutMsg) -> PyResult<Bound<'py, PyAny>> {
+        if self.conv.format == Format::Responses {
+            match out {
+                OutMsg::Rebuild { from, blocks }
+                    if crate::responses::is_item(&self.conv.messages[*from]) =>
+                {
+                    return self.rebuild_item(*from, blocks);
+                }
+                OutMsg::New { role, blocks } => return self.new_item(*role, blocks),
+                _ => {}
+            }
+        }
         match out {
             OutMsg::Keep(i) => Ok(self.msg(*i)),
             OutMsg::Rebuild { from, blocks } => self.rebuild(*from, blocks),
@@ -97,7 +108,9 @@ impl<'s, 'py> Source<'s, 'py> {
                 let obj = item(&content()?, p)?;
                 match edit {
                     None => BlockOut::Part(obj),
-                    Some(t) => BlockOut::Part(self.edited_part(&obj, view.kind, t)?.into_any()),
+                    Some(t) => {
+                        BlockOut::Part(self.edited_part(&obj, view.kind, t, msg)?.into_any())
+                    }
                 }
             }
             Origin::Refusal => BlockOut::Refusal(field(&m, intern!(py, "refusal"))?),
@@ -136,7 +149,7 @@ impl<'s, 'py> Source<'s, 'py> {
                     (fc, _) => BlockOut::FunctionCall(fc),
                 }
             }
-            Origin::Whole => match edit {
+            Origin::Whole | Origin::Item => match edit {
                 None => BlockOut::ContentString(
                     content().unwrap_or_else(|_| PyString::new(py, "").into_any()),
                 ),
@@ -151,6 +164,7 @@ impl<'s, 'py> Source<'s, 'py> {
         obj: &Bound<'py, PyAny>,
         kind: BlockKind,
         text: &str,
+        msg: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = self.py;
         match kind {
@@ -184,8 +198,18 @@ impl<'s, 'py> Source<'s, 'py> {
                 d.set_item("input", input)?;
                 Ok(d)
             }
-            _ => text_block(py, text),
+            _ => self.new_text(msg, text),
         }
+    }
+
+    /// A new text part in message `msg` (Responses: `input_text`, or `output_text` for the
+    /// assistant).
+    fn new_text(&self, msg: usize, text: &str) -> PyResult<Bound<'py, PyDict>> {
+        if self.conv.format == Format::Responses {
+            let role = self.conv.messages[msg].role;
+            return super::render_responses::text_part(self.py, role, text);
+        }
+        text_block(self.py, text)
     }
 
     fn rebuild(&self, from: usize, blocks: &[OutBlock]) -> PyResult<Bound<'py, PyAny>> {
@@ -195,7 +219,7 @@ impl<'s, 'py> Source<'s, 'py> {
         let format = self.conv.format;
         let rendered = blocks
             .iter()
-            .map(|b| self.out_block(b))
+            .map(|b| self.out_block(b, from))
             .collect::<PyResult<Vec<_>>>()?;
         if format == Format::OpenAi && matches!(role, Role::Tool | Role::Function) {
             let content = rendered.into_iter().find_map(|b| match b {
@@ -227,7 +251,7 @@ impl<'s, 'py> Source<'s, 'py> {
             (Some(s), _) => {
                 // A string content plus new blocks: become a list.
                 let l = PyList::empty(py);
-                l.append(text_block(py, &s.extract::<String>()?)?)?;
+                l.append(self.new_text(from, &s.extract::<String>()?)?)?;
                 for p in parts.iter() {
                     l.append(p)?;
                 }
@@ -266,11 +290,11 @@ impl<'s, 'py> Source<'s, 'py> {
         Ok(base.into_any())
     }
 
-    fn out_block(&self, b: &OutBlock) -> PyResult<BlockOut<'py>> {
+    fn out_block(&self, b: &OutBlock, from: usize) -> PyResult<BlockOut<'py>> {
         let py = self.py;
         Ok(match b {
             OutBlock::Orig { msg, block, edit } => self.block(*msg, *block, edit.as_deref())?,
-            OutBlock::Text(t) => BlockOut::Part(text_block(py, t)?.into_any()),
+            OutBlock::Text(t) => BlockOut::Part(self.new_text(from, t)?.into_any()),
             OutBlock::Result {
                 id, text, is_error, ..
             } => {
@@ -307,7 +331,7 @@ impl<'s, 'py> Source<'s, 'py> {
         }
         let parts = PyList::empty(py);
         for b in blocks {
-            match self.out_block(b)? {
+            match self.out_block(b, 0)? {
                 BlockOut::Part(p) | BlockOut::Call(p) => parts.append(p)?,
                 BlockOut::ContentString(s) => {
                     parts.append(text_block(py, &s.extract::<String>()?)?)?

@@ -168,6 +168,11 @@ pub fn render_message(
             BlockKind::RedactedThinking => {
                 push_line(&mut out, &format!("{role} thinking"), "[redacted]")
             }
+            // Responses reasoning (encrypted) and provider compaction items: not readable.
+            BlockKind::Reasoning => {
+                push_line(&mut out, &format!("{role} reasoning"), "[encrypted]")
+            }
+            BlockKind::Compaction => push_line(&mut out, role, "[earlier provider compaction]"),
             // Unknown blocks (server tools, future types): their text.
             _ => push_line(&mut out, role, &cut_pieces(&b.texts, item_max_chars)),
         }

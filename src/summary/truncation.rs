@@ -87,7 +87,10 @@ fn snippet(m: &Message<'_>, limit: usize) -> String {
     };
     for b in m.blocks.iter() {
         match b.kind {
-            BlockKind::Thinking | BlockKind::RedactedThinking => {}
+            BlockKind::Thinking
+            | BlockKind::RedactedThinking
+            | BlockKind::Reasoning
+            | BlockKind::Compaction => {}
             BlockKind::ToolCall => {
                 s.space = !s.out.is_empty();
                 s.push_str("→ ");

@@ -18,6 +18,7 @@ mod access;
 mod json;
 mod loc;
 mod pipeline;
+mod responses;
 
 use super::text::KeepAlive;
 use crate::message::{
@@ -170,6 +171,7 @@ impl<'py> Extractor<'py> {
         let mine = std::mem::replace(&mut self.hints, saved);
         self.hints.anthropic |= mine.anthropic;
         self.hints.openai |= mine.openai;
+        self.hints.responses |= mine.responses;
         Ok((m?, mine))
     }
 
@@ -215,6 +217,32 @@ impl<'py> Extractor<'py> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
+        // A typed item other than `message` is a Responses item (DESIGN, detection).
+        if let Some(t) = acc.get(intern!(py, "type"), &loc)? {
+            let ty = self.text(&t, &loc.child("type"))?.to_utf8();
+            if ty != "message" {
+                return self.responses_item(obj, &acc, &ty, index);
+            }
+        }
+        // A message with `input_*`/`output_*` parts is a Responses message item.
+        let saw_responses = std::mem::take(&mut self.hints.responses);
+        let m = self.chat_message(obj, &acc, index);
+        let mine = std::mem::replace(&mut self.hints.responses, saw_responses);
+        self.hints.responses |= mine;
+        let mut m = m?;
+        m.responses = mine;
+        Ok(m)
+    }
+
+    /// Read a message with a role (Chat Completions, Anthropic, a Responses `message` item).
+    fn chat_message(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        acc: &Access<'_, 'py>,
+        index: usize,
+    ) -> PyResult<Message<'static>> {
+        let py = self.py;
+        let loc = Loc::root(Some(index), "");
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
@@ -401,19 +429,27 @@ impl<'py> Extractor<'py> {
             Ok::<_, PyErr>(b)
         };
         Ok(match &*ty {
-            "text" | "input_text" | "output_text" => {
+            "text" => text_field(self, intern!(py, "text"), BlockKind::Text)?,
+            "input_text" | "output_text" => {
+                self.hints.responses = true;
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
             "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
             "image_url" => requires(Block::new(BlockKind::Image), intern!(py, "image_url"))?,
             "image" => requires(Block::new(BlockKind::Image), intern!(py, "source"))?,
-            "input_image" => Block::new(BlockKind::Image),
+            "input_image" => {
+                self.hints.responses = true;
+                Block::new(BlockKind::Image)
+            }
             "input_audio" => {
                 let mut b = Block::new(BlockKind::Audio);
                 b.images = 1;
                 requires(b, intern!(py, "input_audio"))?
             }
-            "file" | "document" => {
+            "file" | "document" | "input_file" => {
+                if &*ty == "input_file" {
+                    self.hints.responses = true;
+                }
                 let mut b = Block::new(BlockKind::Document);
                 self.strings(part, &mut b.texts, loc, 0)?;
                 if b.texts.iter().all(|t| t.text().char_len() < 64) {
@@ -423,10 +459,10 @@ impl<'py> Extractor<'py> {
                 }
                 requires(
                     b,
-                    if &*ty == "file" {
-                        intern!(py, "file")
-                    } else {
-                        intern!(py, "source")
+                    match &*ty {
+                        "file" => intern!(py, "file"),
+                        "input_file" => intern!(py, "type"),
+                        _ => intern!(py, "source"),
                     },
                 )?
             }
