@@ -123,6 +123,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import _oracle_responses as _responses
 from _messages import get, role
 
 #: Written out, not imported from the package: the oracle is independent of the library it checks.
@@ -344,7 +345,7 @@ def content_texts(content: Any) -> Iterator[str]:
         return
     for part in content:
         kind = get(part, "type")
-        if kind == "text" and isinstance(get(part, "text"), str):
+        if kind in ("text", "input_text", "output_text") and isinstance(get(part, "text"), str):
             yield get(part, "text")
         elif kind in ("tool_use", "server_tool_use"):
             yield from argument_values(get(part, "input"))
@@ -366,11 +367,15 @@ def call_argument_texts(message: Any) -> list[str]:
     legacy = get(message, "function_call")
     if legacy is not None:
         texts += argument_values(get(legacy, "arguments"))
+    for args in _responses.call_argument_texts(message):  # a Responses call item
+        texts += argument_values(args)
     return texts
 
 
 def fact_texts(message: Any) -> list[str]:
     """The texts of a message that facts are read from (see the module docstring)."""
+    if _responses.call_argument_texts(message):
+        return call_argument_texts(message)
     if role(message) not in ("user", "assistant") and not is_summary(message):
         return []
     texts = list(content_texts(get(message, "content")))
@@ -566,6 +571,8 @@ def pending_thinking_problems(inp: Sequence[Any], out: Sequence[Any]) -> list[st
 
 
 def validity_problems(inp: Sequence[Any], out: Sequence[Any], fmt: str) -> list[str]:
+    if fmt == "responses":
+        return _responses.validity(out)
     if fmt == "anthropic":
         return anthropic_problems(out) + pending_thinking_problems(inp, out)
     return openai_problems(out)
@@ -634,6 +641,8 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
     loop; with interleaved thinking the loop's first message need not start with it)."""
     n = len(messages)
     start = n - 1
+    if fmt == "responses":
+        return _responses.last_block_start(messages)
     if fmt == "openai":
         while start > 0 and role(messages[start]) == "tool":
             start -= 1
@@ -653,6 +662,8 @@ def _starts_with_thinking(message: Any) -> bool:
 
 
 def _is_result(message: Any) -> bool:
+    if _responses.item_type(message).endswith("_output"):
+        return True
     return role(message) == "tool" or (role(message) == "user" and not is_user_text(message))
 
 
@@ -752,6 +763,11 @@ def check_compaction(
         c.flag("invalid_library", f"validate_messages: {c.library_problems} problems")
     for p in validity_problems(inp, out, fmt):
         c.flag("invalid_oracle", p)
+    if fmt == "responses":
+        for p in _responses.separated(inp, out):
+            c.flag("reasoning_separated", p)
+        for p in _responses.altered(inp, out):
+            c.flag("opaque_altered", p)
     c.tokens = counter.count_messages(out, system=out_system, tools=tools, format=fmt)
     if c.tokens != result.tokens_after:
         c.flag("count_mismatch", f"recount {c.tokens} != tokens_after {result.tokens_after}")

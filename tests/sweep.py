@@ -36,7 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _oracle as oracle
-from _messages import role
+from _messages import get, role
+from _responses import to_responses
 from context_compactor import ContextCompactor, TokenCounter, validate_messages
 from context_compactor.io import load
 
@@ -74,6 +75,8 @@ KINDS = {
     "count_mismatch": "count mismatches (recount != tokens_after)",
     "over_budget_but_fits": "over_budget with a smaller legal context",
     "unrecorded_removal": "messages gone without a record entry",
+    "reasoning_separated": "Responses reasoning items separated from their item",
+    "opaque_altered": "Responses opaque items altered (not the input object)",
 }
 #: Counted and shown, not violations: a min_savings_ratio refusal between the soft and the hard
 #: threshold with over_budget set is allowed by DESIGN invariant 5, even when a smaller context exists.
@@ -121,8 +124,15 @@ class Case:
     tools: Any
 
 
-def load_cases(root: Path | None = None) -> list[Case]:
+def load_cases(root: Path | None = None, *, responses: bool = False) -> list[Case]:
+    """The corpus; ``responses=True``: its OpenAI conversations converted to Responses items
+    (``tests/_responses.py``, reasoning items synthesized before some calls) instead."""
     root = root or corpus_dir()
+    if responses:
+        return [
+            Case(path.name, "responses", to_responses(json.loads(path.read_text(encoding="utf-8"))), None, None)
+            for path in sorted((root / "openai").glob("*.json"))
+        ]
     cases = []
     for path in sorted((root / "openai").glob("*.json")):
         cases.append(Case(path.name, "openai", json.loads(path.read_text(encoding="utf-8")), None, None))
@@ -139,6 +149,13 @@ def call_points(messages: Sequence[Any], fmt: str) -> list[int]:
     for p in range(1, len(messages) + 1):
         last = messages[p - 1]
         nxt = messages[p] if p < len(messages) else None
+        if fmt == "responses":
+            output = str(get(last, "type") or "").endswith("_output")
+            if (output and (nxt is None or not str(get(nxt, "type") or "").endswith("_output"))) or (
+                role(last) == "user"
+            ):
+                points.append(p)
+            continue
         if fmt == "openai" and role(last) == "tool":
             if nxt is None or role(nxt) != "tool":
                 points.append(p)
@@ -513,9 +530,9 @@ def sweep(cases: Sequence[Case], grid: Grid) -> Tally:
     return tally
 
 
-def _sweep_one(args: tuple[str, Grid]) -> Tally:
-    name, grid = args
-    return sweep([c for c in load_cases() if c.name == name], grid)
+def _sweep_one(args: tuple[str, Grid, bool]) -> Tally:
+    name, grid, responses = args
+    return sweep([c for c in load_cases(responses=responses) if c.name == name], grid)
 
 
 def sweep_parallel(cases: Sequence[Case], grid: Grid, jobs: int) -> Tally:
@@ -528,7 +545,8 @@ def sweep_parallel(cases: Sequence[Case], grid: Grid, jobs: int) -> Tally:
     names = [c.name for c in sorted(cases, key=lambda c: -len(json.dumps(c.messages, default=str)))]
     tally = Tally()
     with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        for part in pool.imap_unordered(_sweep_one, [(n, grid) for n in names]):
+        responses = any(c.fmt == "responses" for c in cases)
+        for part in pool.imap_unordered(_sweep_one, [(n, grid, responses) for n in names]):
             tally.merge(part)
     tally.seconds = time.perf_counter() - start
     return tally
@@ -593,9 +611,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the tallies and reproducers here")
     parser.add_argument("--jobs", type=int, default=1, help="processes (one corpus file per task)")
     parser.add_argument("--only", help="run only corpus files whose name contains this")
+    parser.add_argument("--responses", action="store_true", help="the OpenAI files as Responses items")
     args = parser.parse_args(argv)
     grid = FULL if args.full else CI
-    cases = [c for c in load_cases() if not args.only or args.only in c.name]
+    cases = [c for c in load_cases(responses=args.responses) if not args.only or args.only in c.name]
     if not cases:
         print(f"no corpus found at {corpus_dir()} (set CORPUS_DIR)", file=sys.stderr)
         return 2

@@ -205,3 +205,46 @@ def test_fact_recall(tally: sweep.Tally, share: float, summarizer: str) -> None:
         if t and key.endswith(f"/{summarizer}")
     )[:3]
     assert kept >= 0.98 * total, f"{kept}/{total} facts kept at {share:.0%} with {summarizer}; worst: {worst}"
+
+
+# -- the same subset with the OpenAI files as Responses items ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def responses_tally() -> sweep.Tally:
+    corpus_or_skip()
+    return sweep.sweep(sweep.load_cases(responses=True), sweep.CI)
+
+
+@pytest.fixture(scope="module")
+def chat_tally() -> sweep.Tally:
+    corpus_or_skip()
+    return sweep.sweep([c for c in sweep.load_cases() if c.fmt == "openai"], sweep.CI)
+
+
+def test_responses_sweep_has_reasoning_and_compactions(responses_tally: sweep.Tally) -> None:
+    cases = sweep.load_cases(responses=True)
+    assert {c.fmt for c in cases} == {"responses"}
+    assert sum(1 for c in cases for m in c.messages if m.get("type") == "reasoning") > 100
+    assert responses_tally.compactions > 1000 and responses_tally.chains > 0
+
+
+@pytest.mark.parametrize("kind", list(sweep.KINDS))
+def test_responses_no_violations(responses_tally: sweep.Tally, kind: str) -> None:
+    n = responses_tally.counts.get(kind, 0)
+    assert n == 0, f"{n} compactions: {sweep.KINDS[kind]}; e.g. {responses_tally.examples.get(kind, [])[:3]}"
+
+
+def test_responses_chains_keep_the_task(responses_tally: sweep.Tally) -> None:
+    assert responses_tally.chains_lost_task == 0
+
+
+@pytest.mark.parametrize("share", sweep.CI.shares)
+@pytest.mark.parametrize("summarizer", sweep.CI.summarizers)
+def test_responses_fact_recall_matches_chat(
+    responses_tally: sweep.Tally, chat_tally: sweep.Tally, share: float, summarizer: str
+) -> None:
+    kept, total = responses_tally.recall(share, summarizer)
+    ckept, ctotal = chat_tally.recall(share, summarizer)
+    assert total > 0 and ctotal > 0
+    assert abs(100 * kept / total - 100 * ckept / ctotal) <= 1.0, (kept, total, ckept, ctotal)

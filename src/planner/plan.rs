@@ -294,8 +294,12 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     // Kept where they are: pinned messages (a pinned earlier summary too: DESIGN, invariant 2,
     // pinned messages are never changed) and instructions that are not an earlier summary
     // (those are ours, updated by the new one).
-    let frozen_in_span =
-        |s: &Slot<'_>| s.pinned || (s.view.role.is_instruction() && !s.is_summary());
+    // A provider's compaction item is an earlier summary that is not ours: kept as it is.
+    let frozen_in_span = |s: &Slot<'_>| {
+        s.pinned
+            || (s.view.role.is_instruction() && !s.is_summary())
+            || crate::responses::is_compaction(&s.view)
+    };
     let mut span = Vec::new();
     let mut kept = Vec::new();
     let mut previous = None;
