@@ -63,6 +63,7 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python -m pip install -q -r benches/requirements.txt
 	$(BIN)/python benches/bench_tokens.py
 	$(BIN)/python benches/bench_compact.py
+	$(BIN)/python benches/bench_responses.py
 
 .PHONY: bench-runs
 bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)
@@ -73,8 +74,9 @@ fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, rand
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
 
 .PHONY: sweep
-sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py
+sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py; again with the OpenAI files as Responses items
 	$(BIN)/python tests/sweep.py --full
+	$(BIN)/python tests/sweep.py --full --responses
 
 .PHONY: dist
 dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
