@@ -19,14 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import _data
 from _responses import to_responses as convert
 from bench_tokens import emit, fmt_time, machine, markdown, note, parser, timed_group
-
 from context_compactor import ContextCompactor, validate_messages
 
 TARGET = 1.3
