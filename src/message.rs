@@ -417,9 +417,8 @@ impl FormatHints {
         };
         for b in m.blocks.iter() {
             match (b.kind, b.origin) {
-                (_, Origin::Item) | (BlockKind::Reasoning | BlockKind::Compaction, _) => {
-                    h.responses = true
-                }
+                (_, Origin::Item) | (BlockKind::Reasoning, _) => h.responses = true,
+                (BlockKind::Compaction, _) => h.anthropic = true,
                 (BlockKind::Thinking | BlockKind::RedactedThinking, _) => h.anthropic = true,
                 (BlockKind::ToolCall | BlockKind::ToolResult, Origin::Part(_)) => {
                     h.anthropic = true

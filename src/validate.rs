@@ -108,6 +108,10 @@ pub mod rule {
     pub const ITEM_REFERENCE_STATELESS: &str = "item_reference_stateless";
     /// Responses under `store=false`: a reasoning item without its encrypted content.
     pub const REASONING_NOT_STORED: &str = "reasoning_not_stored";
+    /// Anthropic: a compaction block that is not the first block of the conversation.
+    pub const COMPACTION_BLOCK_MISPLACED: &str = "compaction_block_misplaced";
+    /// Anthropic: more than one compaction block with content.
+    pub const COMPACTION_BLOCK_AMBIGUOUS: &str = "compaction_block_ambiguous";
 }
 
 /// One way in which a request would be rejected.
@@ -228,7 +232,9 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     }
     if anthropic || profile == Profile::Strict {
         if let Some(first) = messages.iter().position(|m| !m.role.is_instruction()) {
-            if messages[first].role != Role::User {
+            // A conversation continued after Anthropic's compaction opens with its block.
+            let compacted = anthropic && crate::compaction::opens_with_block(&messages[first]);
+            if messages[first].role != Role::User && !compacted {
                 push(
                     first,
                     rule::FIRST_NOT_USER,
@@ -241,6 +247,9 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
         }
     }
 
+    if anthropic {
+        compaction_blocks(messages, &mut push);
+    }
     pair_calls_and_results(messages, &mut push);
 
     if profile == Profile::Strict {
@@ -248,6 +257,36 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     }
     out.sort_by_key(|p| p.index);
     out
+}
+
+/// Anthropic's compaction blocks: only as the first block of the conversation, only one with
+/// content (see `crate::compaction`).
+fn compaction_blocks(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+    let first = messages.iter().position(|m| !m.role.is_instruction());
+    let mut with_content = 0;
+    for (i, k) in crate::compaction::blocks(messages) {
+        if Some(i) != first || k != 0 || messages[i].role != Role::Assistant {
+            push(
+                i,
+                rule::COMPACTION_BLOCK_MISPLACED,
+                format!("content[{k}]: a compaction block must be the first block of the conversation, in an assistant message"),
+            );
+        }
+        if messages[i].blocks[k]
+            .texts
+            .iter()
+            .any(|t| !t.text().is_blank())
+        {
+            with_content += 1;
+            if with_content == 2 {
+                push(
+                    i,
+                    rule::COMPACTION_BLOCK_AMBIGUOUS,
+                    format!("content[{k}]: a second compaction block with content"),
+                );
+            }
+        }
+    }
 }
 
 /// Every call answered right after it, every result right after its call, no duplicates.

@@ -102,11 +102,13 @@ def validate_messages(
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages messages (dicts, mappings, or the
             ``openai``/``anthropic`` SDKs' objects), read in place and never modified.
-        format: ``"openai"`` or ``"anthropic"``; detected when omitted.
+        format: ``"openai"``, ``"anthropic"`` or ``"responses"``; detected when omitted.
         system: Anthropic's separate system prompt (a string or text blocks).
         tools: Tool definitions.
-        profile: ``"openai"``, ``"anthropic"`` or ``"strict"`` (also strict user/assistant
-            alternation and system messages only first); the format's own by default.
+        profile: ``"openai"``, ``"anthropic"``, ``"strict"`` (also strict user/assistant
+            alternation and system messages only first), ``"responses"`` or
+            ``"responses_stateless"`` (``store=false``: no item references, reasoning with its
+            encrypted content); the format's own by default.
         max_tokens: The window's budget (``config.budget``: ``max_context_tokens - reserve``).
             A request counted above it gets an ``"over_window"`` problem with ``index=None`` (it
             is the request as a whole), after the per-message ones; its message gives both

@@ -25,6 +25,7 @@ mod malformed;
 pub mod micro;
 pub mod output;
 mod plan;
+mod provider_compaction;
 pub mod repair;
 mod repair_responses;
 mod request;

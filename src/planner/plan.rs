@@ -295,17 +295,23 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     // pinned messages are never changed) and instructions that are not an earlier summary
     // (those are ours, updated by the new one).
     // A provider's compaction item is an earlier summary that is not ours: kept as it is.
-    let frozen_in_span = |s: &Slot<'_>| {
+    // OpenAI's `responses.compact` returns the user messages followed by its compaction item:
+    // user messages before the latest one are kept too (see `crate::compaction`).
+    let latest_item = p.slots.iter().rposition(|s| {
+        crate::responses::is_item(&s.view) && crate::responses::is_compaction(&s.view)
+    });
+    let frozen_in_span = |i: usize, s: &Slot<'_>| {
         s.pinned
             || (s.view.role.is_instruction() && !s.is_summary())
             || crate::responses::is_compaction(&s.view)
+            || latest_item.is_some_and(|c| i < c && s.view.is_user_text() && !s.is_summary())
     };
     let mut span = Vec::new();
     let mut kept = Vec::new();
     let mut previous = None;
     for i in head_end..tail_start.max(head_end) {
         let s = &p.slots[i];
-        if frozen_in_span(s) {
+        if frozen_in_span(i, s) {
             kept.push(i);
         } else {
             if s.is_summary() {

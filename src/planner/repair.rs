@@ -358,10 +358,22 @@ pub fn repair<'a>(
         })
         .collect();
 
-    // Anthropic (and strict templates) need the user to speak first.
+    if anthropic {
+        slots = super::provider_compaction::start_at_latest_block(
+            conv,
+            slots,
+            tokens,
+            pinned,
+            &mut repairs,
+            &mut record,
+        );
+    }
+    // Anthropic (and strict templates) need the user to speak first (or a compaction block).
     if anthropic {
         if let Some(first) = slots.iter().position(|s| !s.view.role.is_instruction()) {
-            if slots[first].view.role != Role::User {
+            if slots[first].view.role != Role::User
+                && !crate::compaction::opens_with_block(&slots[first].view)
+            {
                 repairs.push(
                     "message 0: inserted a user message before the first assistant message (Anthropic requires the user first)"
                         .to_owned(),

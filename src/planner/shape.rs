@@ -49,7 +49,13 @@ impl<'a> Planned<'a> {
             }
         }
         match slots.iter().position(|s| !s.view.role.is_instruction()) {
-            Some(first) if slots[first].view.role != Role::User => {
+            // After Anthropic's compaction, its block opens the conversation (crate::compaction).
+            Some(first)
+                if slots[first].view.role != Role::User
+                    && !(anthropic
+                        && !strict
+                        && crate::compaction::opens_with_block(&slots[first].view)) =>
+            {
                 slots.insert(first, new(Role::User, "(continuing the conversation)"));
                 repairs
                     .push("inserted a user message before the first assistant message".to_owned());

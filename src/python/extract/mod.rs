@@ -266,7 +266,7 @@ impl<'py> Extractor<'py> {
         match role {
             Role::Tool | Role::Function => {
                 let id = if role == Role::Tool {
-                    self.opt_str(&acc, intern!(py, "tool_call_id"), &loc)?
+                    self.opt_str(acc, intern!(py, "tool_call_id"), &loc)?
                 } else {
                     None
                 };
@@ -274,7 +274,7 @@ impl<'py> Extractor<'py> {
                 b.origin = Origin::Whole;
                 b.id = id;
                 if role == Role::Function {
-                    b.name = self.opt_str(&acc, intern!(py, "name"), &loc)?;
+                    b.name = self.opt_str(acc, intern!(py, "name"), &loc)?;
                 }
                 if let Some(c) = &content {
                     self.result_content(c, &mut b, &loc.child("content"))?;
@@ -469,6 +469,18 @@ impl<'py> Extractor<'py> {
             "thinking" => {
                 self.hints.anthropic = true;
                 text_field(self, intern!(py, "thinking"), BlockKind::Thinking)?
+            }
+            "compaction" => {
+                // Anthropic's compaction block: an earlier summary by the provider (see
+                // `crate::compaction`); its readable `content` may be absent.
+                self.hints.anthropic = true;
+                let mut b = Block::new(BlockKind::Compaction);
+                if let Some(c) = acc.get(intern!(py, "content"), loc)? {
+                    b.texts
+                        .push(Piece::Borrowed(self.text(&c, &loc.child("content"))?));
+                }
+                b.opaque = true;
+                b
             }
             "redacted_thinking" => {
                 self.hints.anthropic = true;
