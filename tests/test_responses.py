@@ -320,3 +320,38 @@ def test_corpus_converted_validates_and_compacts(path: Path) -> None:
             new_items += created(items, r.messages)
             client.responses.create(model="m", input=r.messages)
     INPUT.validate_python(new_items)
+
+
+# -- Session and the summarizer ---------------------------------------------------------------------
+
+
+def test_session_with_responses_items(tmp_path: Path) -> None:
+    items = agent_run(50)
+    c = cc.ContextCompactor(max_context_tokens=8000)
+    with cc.Session(c, str(tmp_path / "s.db"), "r1", format="responses") as s:
+        s.extend(items)
+        result = s.prepare()
+        assert result is not None and result.tokens_after < result.tokens_before
+        ctx = s.context()
+        assert cc.validate_messages(ctx, format="responses") == []
+        assert [m.get("type") for m in ctx].count("reasoning") >= 1
+        with ResponsesStub() as stub:
+            openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0).responses.create(model="m", input=ctx)
+
+
+def test_summarizer_request_is_chat_style_with_items_rendered() -> None:
+    items = agent_run(30)
+    seen: list[Any] = []
+
+    def summarizer(request: Any) -> str:
+        seen.append(request)
+        return "<summary>Read the modules; fixed the bug in src/app.py.</summary>"
+
+    r = cc.ContextCompactor(max_context_tokens=6000, summarizer=summarizer).compact(items, force=True)
+    assert r.summary_source == "llm"
+    req = seen[0]
+    assert [m["role"] for m in req.messages] == ["system", "user"]
+    transcript = req.messages[1]["content"]
+    assert "bash" in transcript and "src/mod_0.py" in transcript, "function_call items are rendered"
+    assert "gAAAA" not in transcript, "encrypted reasoning is not sent to the summarizer"
+    INPUT.validate_python(created(items, r.messages))

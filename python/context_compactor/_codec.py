@@ -58,7 +58,8 @@ def encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
     """``(plain dict, JSON text)`` of a message dict or SDK object.
 
     Raises:
-        MessageTypeError: Not a mapping or an SDK message object, no ``role`` str, or not storable
+        MessageTypeError: Not a mapping or an SDK message object, no ``role`` str (nor a Responses
+            item's ``type``), or not storable
             as JSON (``.index`` is ``index``; ``.field`` the top-level field at fault, when known).
     """
     if isinstance(message, Mapping):
@@ -83,7 +84,8 @@ def encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
         raise MessageTypeError(f"message {index} cannot be stored as JSON{where}: {e}", index, field) from e
     if not isinstance(plain, dict):
         raise MessageTypeError(f"message {index}: expected a mapping, got {type(plain).__name__}", index)
-    if not isinstance(plain.get("role"), str):
+    # A Responses item other than a message has a `type` and no role.
+    if not isinstance(plain.get("role"), str) and not isinstance(plain.get("type"), str):
         raise MessageTypeError(f"message {index}: 'role' must be a str, got {plain.get('role')!r}", index, "role")
     return plain, text
 

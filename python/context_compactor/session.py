@@ -162,7 +162,7 @@ class Session:
         system: The system prompt (Anthropic's separate one; OpenAI keeps it in the messages).
             ``None`` keeps the stored one; a value replaces it in the store.
         tools: Tool definitions (``None`` keeps the stored ones).
-        format: ``"openai"`` or ``"anthropic"``; detected from the messages when ``None``.
+        format: ``"openai"``, ``"anthropic"`` or ``"responses"``; detected from the messages when ``None``.
         timeout: Seconds to wait for a lock when ``store`` is a path (a :class:`SessionStore`
             has its own).
 
@@ -239,6 +239,9 @@ class Session:
         _core.validate_messages([], system=system, tools=tools, format=format)
         system_json = None if system is None else _stored_json(system, "system")
         tools_json = None if tools is None else _stored_json(list(tools), "tools")
+        # The store's schema knows the two Chat formats; Responses items are detected from their
+        # types whenever the session is read (a forced "responses" is kept for this object).
+        forced, format = format, (None if format == "responses" else format)
         with self._store.locked(), self._store.transaction("open a session") as conn:
             row = conn.execute("SELECT system, tools, format FROM sessions WHERE id = ?", (self._id,)).fetchone()
             t = now()
@@ -267,7 +270,7 @@ class Session:
                     row = (changes.get("system", row[0]), changes.get("tools", row[1]), changes.get("format", row[2]))
             self._system = _loads(row[0])
             self._tools: list[Any] | None = _loads(row[1])
-            self._format: str | None = row[2]
+            self._format: str | None = "responses" if forced == "responses" else row[2]
             self._load(conn)
             self._marker = (conn.execute("PRAGMA data_version").fetchone()[0], self._store._writes + 1)
         self._restore_calibration()
@@ -312,8 +315,9 @@ class Session:
         """Append to the in-memory context, counting only the new messages."""
         self._rows.extend(rows)
         self._msgs.extend(msgs)
-        if self._format is None and self._fmt != "anthropic" and _core.detect_format(msgs) == "anthropic":
-            self._recount()  # the first Anthropic-only block: the whole context is Anthropic
+        detected = _core.detect_format(msgs) if self._format is None else None
+        if detected in ("anthropic", "responses") and self._fmt != detected:
+            self._recount()  # the first Anthropic-only block or Responses item: the whole context is
             return
         new = self._compactor.counter.count_each(msgs, format=self._fmt).messages
         self._tok.extend(new)
@@ -487,7 +491,7 @@ class Session:
                     cur = conn.execute(
                         "INSERT INTO messages (session, seq, kind, role, json, created_at) "
                         "VALUES (?, ?, 'original', ?, ?, ?)",
-                        (self._id, seq, plain["role"], text, t),
+                        (self._id, seq, plain.get("role"), text, t),
                     )
                     ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
                 conn.execute("UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, t, self._id))
@@ -870,7 +874,7 @@ class Session:
                             cur = conn.execute(
                                 "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (self._id, kind, plain["role"], text, source, comp, t),
+                                (self._id, kind, plain.get("role"), text, source, comp, t),
                             )
                             rid = int(cur.lastrowid)  # type: ignore[arg-type]
                             msg = plain
