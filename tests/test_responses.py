@@ -353,3 +353,35 @@ def test_summarizer_request_is_chat_style_with_items_rendered() -> None:
     assert "bash" in transcript and "src/mod_0.py" in transcript, "function_call items are rendered"
     assert "gAAAA" not in transcript, "encrypted reasoning is not sent to the summarizer"
     INPUT.validate_python(created(items, r.messages))
+
+
+def codex_rollout() -> list[dict[str, Any]]:
+    """The real Codex CLI rollout of the corpus (older layout): its items, without the header line
+    and the ``record_type: state`` lines (``io.load`` will read this layout itself)."""
+    files = corpus_files()
+    if not files:
+        pytest.skip("shared corpus not found (set CORPUS_DIR)")
+    path = files[0].parent.parent / "responses" / "codex-session-viewer_example.jsonl"
+    lines = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return [d for d in lines if "type" in d]
+
+
+@pytest.mark.parametrize("share", [0.05, 0.3])
+def test_real_codex_rollout(share: float) -> None:
+    items = codex_rollout()
+    assert len(items) == 741 and sum(1 for i in items if i["type"] == "reasoning") == 143
+    assert cc.validate_messages(items) == [] and problem({"input": items}) is None
+    size = cc.TokenCounter("approx").count_messages(items)
+    budget = int(size * share)
+    c = cc.ContextCompactor(max_context_tokens=budget + budget // 4, reserve_tokens=budget // 4)
+    before = copy.deepcopy(items)
+    r = c.compact(items)
+    assert items == before
+    assert r.tokens_after <= c.config.soft_threshold or r.over_budget
+    assert cc.validate_messages(r.messages, format="responses") == []
+    assert reasoning_kept_with_follower(items, r.messages) == []
+    INPUT.validate_python(created(items, r.messages))
+    with ResponsesStub() as stub:
+        openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0).responses.create(
+            model="m", input=r.messages
+        )
