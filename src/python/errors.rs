@@ -71,3 +71,31 @@ pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<For
         },
     }
 }
+
+/// `err` with `note` added to its text when it is a `MessageTypeError` (same index and field):
+/// the format a value was read as, for items whose format the type alone does not show.
+pub fn with_note(py: Python<'_>, err: PyErr, note: &str) -> PyErr {
+    let Ok(cls) = MESSAGE_TYPE_ERROR.import(py, "context_compactor.errors", "MessageTypeError")
+    else {
+        return err;
+    };
+    let value = err.value(py);
+    if !value.is_instance(cls).unwrap_or(false) {
+        return err;
+    }
+    let text = value.str().map(|s| s.to_string()).unwrap_or_default();
+    if text.contains(note) {
+        return err;
+    }
+    let (Ok(index), Ok(field)) = (value.getattr("index"), value.getattr("field")) else {
+        return err;
+    };
+    let new = raise(
+        py,
+        &MESSAGE_TYPE_ERROR,
+        "MessageTypeError",
+        (format!("{text} {note}"), index, field),
+    );
+    new.set_cause(py, err.cause(py));
+    new
+}

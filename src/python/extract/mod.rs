@@ -217,11 +217,17 @@ impl<'py> Extractor<'py> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
-        // A typed item other than `message` is a Responses item (DESIGN, detection).
-        if let Some(t) = acc.get(intern!(py, "type"), &loc)? {
-            let ty = self.text(&t, &loc.child("type"))?.to_utf8();
-            if ty != "message" {
-                return self.responses_item(obj, &acc, &ty, index);
+        // A typed item other than `message` is a Responses item (DESIGN, detection). A `type`
+        // that cannot be read or is not a str is left to the message reader (which names `role`).
+        if let Ok(Some(t)) = acc.get(intern!(py, "type"), &loc) {
+            if let Ok(t) = t.cast::<PyString>() {
+                let ty = self.borrow(t)?.to_utf8();
+                if ty != "message" {
+                    return self.responses_item(obj, &acc, &ty, index).map_err(|e| {
+                        let note = format!("(format \"responses\": a {ty} item)");
+                        super::errors::with_note(py, e, &note)
+                    });
+                }
             }
         }
         // A message with `input_*`/`output_*` parts is a Responses message item.

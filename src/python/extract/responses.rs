@@ -117,18 +117,10 @@ impl<'py> Extractor<'py> {
                     Some(field) => {
                         let key = PyString::intern(py, field);
                         match acc.get(&key, &loc)? {
-                            Some(a) => match a.cast::<PyString>() {
-                                Ok(a) => b.texts.push(Piece::Borrowed(self.borrow(a)?)),
-                                Err(_) => {
-                                    return Err(loc.child(field).err(
-                                        py,
-                                        &format!(
-                                        "expected str, got {} (format \"responses\": a {ty} item)",
-                                        super::loc::type_name(&a)
-                                    ),
-                                    ))
-                                }
-                            },
+                            Some(a) => {
+                                let t = self.text(&a, &loc.child(field))?;
+                                b.texts.push(Piece::Borrowed(t));
+                            }
                             None if ty == "mcp_approval_request" => {}
                             None => b.malformed = Some(field),
                         }
