@@ -180,10 +180,7 @@ impl<'py> Extractor<'py> {
                 (Role::Tool, b)
             }
             ItemKind::Reasoning => {
-                let mut b = self.opaque(obj, acc, BlockKind::Reasoning, &loc)?;
-                b.id = id_of(self, "id")?;
-                b.needs_store =
-                    b.id.is_some() && acc.get(intern!(py, "encrypted_content"), &loc)?.is_none();
+                let b = self.reasoning(acc, &loc)?;
                 (Role::Assistant, b)
             }
             ItemKind::Compaction => (
@@ -203,6 +200,41 @@ impl<'py> Extractor<'py> {
             m.fingerprint = super::super::fingerprint::fingerprint(obj);
         }
         Ok(m)
+    }
+
+    /// A reasoning item, read field by field (an SDK object is not dumped): the texts of its
+    /// `summary` and `content` parts and its `encrypted_content`.
+    fn reasoning(&mut self, acc: &Access<'_, 'py>, loc: &Loc<'_>) -> PyResult<Block<'static>> {
+        let py = self.py;
+        let mut b = Block::new(BlockKind::Reasoning);
+        b.opaque = true;
+        b.id = self.opt_str(acc, intern!(py, "id"), loc)?;
+        for key in [intern!(py, "summary"), intern!(py, "content")] {
+            let Some(parts) = acc.get(key, loc)? else {
+                continue;
+            };
+            let ploc = loc.child(if key.to_str()? == "summary" {
+                "summary"
+            } else {
+                "content"
+            });
+            for (k, part) in self.sequence(&parts, &ploc)?.iter().enumerate() {
+                let iloc = ploc.item(k);
+                let pacc = Access::of(part, &iloc)?;
+                if let Some(t) = pacc.get(intern!(py, "text"), &iloc)? {
+                    let t = self.text(&t, &iloc.child("text"))?;
+                    b.texts.push(Piece::Borrowed(t));
+                }
+            }
+        }
+        match acc.get(intern!(py, "encrypted_content"), loc)? {
+            Some(e) => {
+                let t = self.text(&e, &loc.child("encrypted_content"))?;
+                b.texts.push(Piece::Borrowed(t));
+            }
+            None => b.needs_store = b.id.is_some(),
+        }
+        Ok(b)
     }
 
     /// An opaque item: counted from every string it holds.
