@@ -89,6 +89,18 @@ fn kind_of(ty: &str) -> ItemKind {
     }
 }
 
+/// The interned Python string of a field name (interned once per interpreter).
+fn field_key<'py>(py: Python<'py>, field: &'static str) -> &'py Bound<'py, PyString> {
+    match field {
+        "call_id" => intern!(py, "call_id"),
+        "id" => intern!(py, "id"),
+        "approval_request_id" => intern!(py, "approval_request_id"),
+        "arguments" => intern!(py, "arguments"),
+        "input" => intern!(py, "input"),
+        _ => intern!(py, "output"),
+    }
+}
+
 impl<'py> Extractor<'py> {
     /// Read a typed Responses item (any `type` but `message`) at `index`.
     pub(super) fn responses_item(
@@ -102,8 +114,8 @@ impl<'py> Extractor<'py> {
         let loc = Loc::root(Some(index), "");
         self.hints.responses = true;
         let id_of = |this: &mut Self, field: &'static str| -> PyResult<Option<String>> {
-            let key = PyString::intern(py, field);
-            this.opt_str(acc, &key, &loc)
+            let key = field_key(py, field);
+            this.opt_str(acc, key, &loc)
         };
         let (role, mut b) = match kind_of(ty) {
             ItemKind::Call { id, args } => {
@@ -115,8 +127,8 @@ impl<'py> Extractor<'py> {
                 });
                 match args {
                     Some(field) => {
-                        let key = PyString::intern(py, field);
-                        match acc.get(&key, &loc)? {
+                        let key = field_key(py, field);
+                        match acc.get(key, &loc)? {
                             Some(a) => {
                                 let t = self.text(&a, &loc.child(field))?;
                                 b.texts.push(Piece::Borrowed(t));
