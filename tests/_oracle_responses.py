@@ -17,16 +17,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from _messages import get
+from _responses_stub import CALLS
 
-CALLS = {
-    "function_call",
-    "custom_tool_call",
-    "local_shell_call",
-    "computer_call",
-    "shell_call",
-    "apply_patch_call",
-    "tool_search_call",
-}
 #: Item types whose content the library can edit (their text), all others are opaque.
 EDITABLE = CALLS | {"message", "function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 
