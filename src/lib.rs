@@ -2,6 +2,9 @@
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
 pub mod compaction;
+pub mod cut;
+pub mod fingerprint;
+pub mod json;
 pub mod message;
 pub mod parallel;
 pub mod planner;
