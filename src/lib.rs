@@ -3,6 +3,7 @@
 
 pub mod cut;
 pub mod fingerprint;
+pub mod image;
 pub mod json;
 pub mod message;
 pub mod parallel;

@@ -15,6 +15,7 @@
 //! while counting on the pool); this file reads messages and blocks.
 
 mod access;
+mod image;
 mod json;
 mod loc;
 mod pipeline;
@@ -405,9 +406,9 @@ impl<'py> Extractor<'py> {
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
             "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
-            "image_url" => requires(Block::new(BlockKind::Image), intern!(py, "image_url"))?,
-            "image" => requires(Block::new(BlockKind::Image), intern!(py, "source"))?,
-            "input_image" => Block::new(BlockKind::Image),
+            "image_url" => requires(self.image_block(&acc, &ty, loc), intern!(py, "image_url"))?,
+            "image" => requires(self.image_block(&acc, &ty, loc), intern!(py, "source"))?,
+            "input_image" => self.image_block(&acc, &ty, loc),
             "input_audio" => {
                 let mut b = Block::new(BlockKind::Audio);
                 b.images = 1;
@@ -530,6 +531,7 @@ impl<'py> Extractor<'py> {
         r?;
         for ib in inner {
             b.images += ib.images;
+            b.image_sizes.extend(ib.image_sizes);
             b.texts.extend(ib.texts);
         }
         Ok(())
