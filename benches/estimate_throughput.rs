@@ -99,7 +99,23 @@ fn main() {
     println!(
         "estimate_tokens throughput (best of 25 rounds): UTF-8 bytes and code points of the same text per second"
     );
-    for (name, s) in [("ascii", &ascii), ("all", &all), ("chinese", &chinese)] {
+    // 1 MB of base64 (deterministic bytes): the run rate's second pass (`estimate/base64.rs`).
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let b64: String = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(x % 64) as usize]
+                as char
+        })
+        .collect();
+    for (name, s) in [
+        ("ascii", &ascii),
+        ("all", &all),
+        ("chinese", &chinese),
+        ("base64", &b64),
+    ] {
         measure(name, "utf8", s.len(), Text::Utf8(s));
         if let Some(b) = s
             .chars()

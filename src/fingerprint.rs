@@ -33,6 +33,9 @@ pub fn fingerprint_of(m: &Message<'_>) -> u64 {
         for t in b.id.iter().chain(b.name.iter()) {
             fp = mix(fp, hash_bytes(t.as_bytes()));
         }
+        for i in &b.image_sizes {
+            fp = mix(fp, u64::from(i.size.width) << 32 | u64::from(i.size.height));
+        }
         for p in &b.texts {
             fp = mix(fp, hash_bytes(p.text().to_utf8().as_bytes()));
         }

@@ -187,6 +187,9 @@ pub struct Block<'a> {
     pub name: Option<String>,
     /// Images inside a tool result's content (or 1 for an image block).
     pub images: u32,
+    /// The images among `images` whose size was read from their data (in order; the others
+    /// count `image_tokens` each, see [`crate::image::images_tokens`]).
+    pub image_sizes: Vec<crate::image::SizedImage>,
     /// Anthropic `tool_result.is_error`.
     pub is_error: bool,
     /// Where the block sits in the wire message.
@@ -214,6 +217,7 @@ impl<'a> Block<'a> {
             id: None,
             name: None,
             images: u32::from(kind == BlockKind::Image),
+            image_sizes: Vec::new(),
             is_error: false,
             malformed: None,
             opaque: false,

@@ -161,6 +161,7 @@ def measure(
     tokenizer: str | Callable[[str], int] | None = None,
     message_overhead_tokens: int = 4,
     image_tokens: int = 1600,
+    image_model: str | None = None,
     state: ConversationState | None = None,
 ) -> MessageCounts:
     """Count a request part by part with a built-in tokenizer (``"approx"`` by default,
@@ -259,6 +260,16 @@ def start_cooldown(state: ConversationState, calls: int) -> None:
 
 def message_fingerprints(messages: Sequence[Any]) -> list[int]:
     """Content fingerprints of messages (0: none cheap), to tell whether one changed in place."""
+
+def image_size(data: str) -> tuple[int, int] | None:
+    """Width and height of a base64 data URL or bare base64 image (PNG, JPEG, GIF, WebP), read
+    from its header; ``None`` when it cannot be read."""
+
+def image_tokens(
+    width: int, height: int, *, model: str | None = None, detail: str | None = None, provider: str = "openai"
+) -> int:
+    """Tokens of one image by the provider's documented formula (``model``), or the highest
+    documented count for ``provider`` when ``model`` is ``None``."""
 
 def looks_like_error(reply: str) -> bool:
     """Whether a reply without ``<summary>`` tags reads like an error, a traceback or a refusal."""

@@ -195,6 +195,7 @@ class ContextCompactor:
                 config.tokenizer,
                 message_overhead_tokens=config.message_overhead_tokens,
                 image_tokens=config.image_tokens,
+                image_model=config.image_model,
             ),
         )
         object.__setattr__(self, "summarizer", summarizer)

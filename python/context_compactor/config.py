@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from context_compactor import _core
 from context_compactor.errors import ConfigError
 
 __all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
@@ -147,6 +148,7 @@ class CompactionConfig:
     tokenizer: Tokenizer = "approx"
     message_overhead_tokens: int = 4
     image_tokens: int = 1_600
+    image_model: str | None = None
     repair: bool = True
     profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless"] | None = None
     log_content: bool = False
@@ -225,6 +227,12 @@ class CompactionConfig:
             "image_tokens",
         ):
             integer(name)
+        if self.image_model is not None:
+            if not isinstance(self.image_model, str):
+                raise ConfigError(
+                    f"image_model: expected a model name or None, got {self.image_model!r}", "image_model"
+                )
+            _core.image_tokens(1, 1, model=self.image_model)  # ConfigError for a model no document covers
         integer("keep_recent_tokens", optional=True)
         integer("task_max_tokens", minimum=16, optional=True)
         integer("max_tool_arg_chars", minimum=16)

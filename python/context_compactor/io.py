@@ -7,6 +7,9 @@ Three inputs are read:
   (a bare list is Anthropic when it has ``tool_use``/``tool_result``/``thinking`` blocks, else OpenAI).
 - **Claude Code session JSONL** (``~/.claude/projects/*/*.jsonl``): a log, not a request. It is
   rebuilt into the Anthropic request Claude Code would send next.
+- **Codex CLI rollout JSONL** (``~/.codex/sessions/**/rollout-*.jsonl``, both the older bare-item
+  layout and the current ``RolloutLine`` one): rebuilt into the Responses item list Codex would
+  send next (``format="responses"``; see ``_codex.py`` for the rules).
 
 A JSONL file whose lines are plain messages (``{"role": ...}``) is read like a JSON list.
 
@@ -53,11 +56,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from context_compactor import _codex
 from context_compactor.errors import CompactorError
 
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
-Format = Literal["openai", "anthropic"]
+Format = Literal["openai", "anthropic", "responses"]
 
 #: Content of the synthetic result given to a call whose result the log never recorded.
 NO_RESULT_TEXT = "(no result was recorded)"
@@ -111,12 +115,15 @@ class Transcript:
     """A conversation read from a file, ready to send or to compact.
 
     Attributes:
-        messages: The messages, as plain JSON dicts (fresh objects: yours to change).
-        format: ``"openai"`` or ``"anthropic"``.
-        system: Anthropic's separate system prompt (``str`` or text blocks); always ``None`` for
-            OpenAI, whose system prompt stays in ``messages``.
+        messages: The messages, as plain JSON dicts (fresh objects: yours to change); Responses
+            items for a Codex rollout.
+        format: ``"openai"``, ``"anthropic"`` or ``"responses"`` (Codex rollouts).
+        system: Anthropic's separate system prompt (``str`` or text blocks); a Codex session's
+            instructions (the Responses ``instructions``); always ``None`` for OpenAI, whose
+            system prompt stays in ``messages``.
         tools: The tool definitions the file carried, if any.
-        source: What the file was: ``"openai_json"``, ``"anthropic_json"``, ``"claude_code_jsonl"``
+        source: What the file was: ``"openai_json"``, ``"anthropic_json"``, ``"claude_code_jsonl"``,
+            ``"codex_jsonl"``
             (``"openai_jsonl"``/``"anthropic_jsonl"`` for a JSONL file of plain messages).
         path: The file read, or ``None`` for :func:`loads`.
         skipped: Records or lines dropped (progress, snapshots, system records, sidechains,
@@ -259,8 +266,8 @@ def save(
 
 
 def _parse(text: str, format: Format | None) -> Transcript:
-    if format not in (None, "openai", "anthropic"):
-        raise ValueError(f"format must be 'openai', 'anthropic' or None, not {format!r}")
+    if format not in (None, "openai", "anthropic", "responses"):
+        raise ValueError(f"format must be 'openai', 'anthropic', 'responses' or None, not {format!r}")
     if not text.strip():
         raise TranscriptError("the transcript is empty", line=1)
     try:
@@ -269,6 +276,8 @@ def _parse(text: str, format: Format | None) -> Transcript:
         if _first_line_is_object(text):
             return _from_jsonl(_jsonl_records(text), format)
         raise TranscriptError(f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}", line=e.lineno) from e
+    if isinstance(data, dict) and _codex.is_rollout([(1, data)]):
+        return _from_jsonl([(_first_content_line(text), data)], format)
     if isinstance(data, dict) and _is_claude_code_record(data):
         return _from_jsonl([(_first_content_line(text), data)], format)
     return _from_json(data, format)
@@ -367,6 +376,8 @@ def _from_jsonl(records: list[tuple[int, Any]], format: Format | None) -> Transc
     for n, r in records:
         if not isinstance(r, dict):
             raise TranscriptError(f"line {n} is not a JSON object", line=n)
+    if _codex.is_rollout(records):
+        return _from_codex(records, format)
     if records and all("role" in r and "message" not in r for _, r in records):
         t = _from_json([r for _, r in records], format)
         return Transcript(messages=t.messages, format=t.format, source=t.source.replace("_json", "_jsonl"))
@@ -383,6 +394,20 @@ def _from_jsonl(records: list[tuple[int, Any]], format: Format | None) -> Transc
         )
     return Transcript(
         messages=messages, format="anthropic", source="claude_code_jsonl", skipped=skipped, repairs=repairs
+    )
+
+
+def _from_codex(records: list[tuple[int, Any]], format: Format | None) -> Transcript:
+    if format not in (None, "responses"):
+        raise TranscriptError(f"a Codex rollout loads as Responses items; format={format!r} is not supported")
+    items, instructions, skipped, repairs = _codex.rebuild(records)
+    return Transcript(
+        messages=items,
+        format="responses",
+        system=instructions,
+        source="codex_jsonl",
+        skipped=skipped,
+        repairs=repairs,
     )
 
 

@@ -21,7 +21,12 @@ class TokenCounter:
             ``"cl100k_base"`` (exact, offline), or any callable ``str -> int`` (for example a
             Hugging Face tokenizer's ``lambda s: len(tok.encode(s))``).
         message_overhead_tokens: Tokens each message adds for its role and separators.
-        image_tokens: Tokens counted for each image (and audio clip or opaque document).
+        image_tokens: Tokens counted for each image whose size is unknown (given by URL or file
+            id), and for each audio clip or opaque document.
+        image_model: The model whose documented image formula counts images whose size is read
+            from their base64 data (``"gpt-4o"``, ``"gpt-5.4-mini"``, ``"claude-opus-4-8"``,
+            ``"gemini-3-pro"``, ...); ``None`` counts the highest documented count for the
+            image's provider.
 
     Example:
         >>> from context_compactor import TokenCounter
@@ -32,7 +37,7 @@ class TokenCounter:
         6
     """
 
-    __slots__ = ("_callable", "_name", "image_tokens", "message_overhead_tokens")
+    __slots__ = ("_callable", "_name", "image_model", "image_tokens", "message_overhead_tokens")
 
     def __init__(
         self,
@@ -40,6 +45,7 @@ class TokenCounter:
         *,
         message_overhead_tokens: int = 4,
         image_tokens: int = 1600,
+        image_model: str | None = None,
     ) -> None:
         if callable(kind):
             self._callable: Callable[[str], int] | None = kind
@@ -57,6 +63,11 @@ class TokenCounter:
                 raise ConfigError(f"{field}: expected an int in [0, 10**12], got {value!r}", field)
         self.message_overhead_tokens = message_overhead_tokens
         self.image_tokens = image_tokens
+        if image_model is not None and not isinstance(image_model, str):
+            raise ConfigError(f"image_model: expected a model name or None, got {image_model!r}", "image_model")
+        if image_model is not None:
+            _core.image_tokens(1, 1, model=image_model)  # ConfigError for a model no document covers
+        self.image_model = image_model
 
     @property
     def name(self) -> str:
@@ -105,6 +116,7 @@ class TokenCounter:
             tokenizer=self._callable if self._callable is not None else self._name,
             message_overhead_tokens=self.message_overhead_tokens,
             image_tokens=self.image_tokens,
+            image_model=self.image_model,
             state=state,
         )
 
@@ -117,7 +129,8 @@ class TokenCounter:
         format: str | None = None,
     ) -> int:
         """Tokens of a whole request: messages (with per-message overhead, tool-call names and
-        arguments, images at ``image_tokens``), the separate system prompt and the tool definitions."""
+        arguments, images by their provider's formula or at ``image_tokens``), the separate
+        system prompt and the tool definitions."""
         return self.count_each(messages, system=system, tools=tools, format=format).total
 
     def __repr__(self) -> str:

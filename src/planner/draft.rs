@@ -24,7 +24,7 @@ pub fn block_tokens(b: &Block<'_>, framing: Framing, counter: &dyn Count) -> usi
         .iter()
         .map(|p| counter.count(p.text()))
         .sum::<usize>()
-        + b.images as usize * framing.image_tokens
+        + crate::tokens::counter::block_images_tokens(b, framing)
 }
 
 /// Tokens of a message view with `counter`.
@@ -142,6 +142,7 @@ impl<'a> Slot<'a> {
             b.kind = BlockKind::Text;
         }
         b.images = 0;
+        b.image_sizes.clear();
         b.texts = vec![Piece::Owned(text)];
         self.tokens = (self.tokens + new).saturating_sub(old);
         self.summary = starts_with_summary(&self.view);
@@ -222,6 +223,7 @@ fn blocks_view<'a>(conv: &Conversation<'a>, blocks: &[OutBlock]) -> Vec<Block<'a
                         v.kind = BlockKind::Text;
                     }
                     v.images = 0;
+                    v.image_sizes.clear();
                     v.texts = vec![Piece::Owned(text.clone())];
                 }
                 v

@@ -6,6 +6,7 @@ mod counter;
 mod errors;
 mod extract;
 mod fingerprint;
+mod image;
 mod plan;
 mod render;
 mod render_responses;
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tokens::register(m)?;
     state::register(m)?;
     plan::register(m)?;
+    image::register(m)?;
     m.add_function(wrap_pyfunction!(looks_like_error, m)?)?;
     Ok(())
 }

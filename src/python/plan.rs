@@ -76,6 +76,10 @@ fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         framing: Framing {
             message_overhead_tokens: attr(cfg, "message_overhead_tokens")?,
             image_tokens: attr(cfg, "image_tokens")?,
+            image_model: super::image::parse_image_model(
+                cfg.py(),
+                attr::<Option<String>>(cfg, "image_model")?.as_deref(),
+            )?,
         },
     })
 }

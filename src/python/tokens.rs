@@ -139,7 +139,7 @@ impl MessageCounts {
 /// Count a request: each message, the system prompt and the tools, with a built-in tokenizer
 /// or a callable, through a `ConversationState`'s cache and calibration when given.
 #[pyfunction]
-#[pyo3(signature = (messages, *, format=None, system=None, tools=None, tokenizer=None, message_overhead_tokens=4, image_tokens=1600, state=None))]
+#[pyo3(signature = (messages, *, format=None, system=None, tools=None, tokenizer=None, message_overhead_tokens=4, image_tokens=1600, image_model=None, state=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     py: Python<'_>,
@@ -150,6 +150,7 @@ pub fn measure(
     tokenizer: Option<&Bound<'_, PyAny>>,
     message_overhead_tokens: usize,
     image_tokens: usize,
+    image_model: Option<&str>,
     state: Option<&ConversationState>,
 ) -> PyResult<MessageCounts> {
     let counter = match tokenizer {
@@ -160,6 +161,7 @@ pub fn measure(
     let framing = Framing {
         message_overhead_tokens,
         image_tokens,
+        image_model: super::image::parse_image_model(py, image_model)?,
     };
     let (per, sys, tls, format) = match state {
         Some(st) => measure_cached(py, &counter, messages, format, system, tools, framing, st)?,

@@ -4,8 +4,10 @@
 //! OpenAI documents for Chat Completions (a few tokens per message for the role and
 //! separators, `message_overhead_tokens`, default 4) applied to both formats, plus the
 //! counted text of each block: text, refusals, thinking, tool-call names and JSON arguments,
-//! tool-result content, every string of an unknown block; images, audio and opaque documents
-//! at `image_tokens` each (their size is not in the message). Tool definitions count their
+//! tool-result content, every string of an unknown block; images whose size the boundary read
+//! from their base64 data by their provider's formula ([`crate::image`]); other images, audio
+//! and opaque documents at `image_tokens` each (their size is not in the message). Tool
+//! definitions count their
 //! compact JSON. One rule lives here, and a Python callable counter plugs in through
 //! [`message_count_with`]: the fixed part is computed here, the callable counts the texts.
 
@@ -57,6 +59,8 @@ impl Tokenizer {
 pub struct Framing {
     pub message_overhead_tokens: usize,
     pub image_tokens: usize,
+    /// Whose formula counts the images of known size (`image_model`).
+    pub image_model: crate::image::ImageModel,
 }
 
 impl Default for Framing {
@@ -64,8 +68,23 @@ impl Default for Framing {
         Framing {
             message_overhead_tokens: 4,
             image_tokens: 1600,
+            image_model: crate::image::ImageModel::Highest,
         }
     }
+}
+
+/// Tokens of a block's images: each image of known size by its provider's formula
+/// ([`crate::image`]), the others at `image_tokens`.
+pub fn block_images_tokens(b: &crate::message::Block<'_>, framing: Framing) -> usize {
+    if b.images == 0 {
+        return 0;
+    }
+    crate::image::images_tokens(
+        b.images,
+        &b.image_sizes,
+        framing.image_model,
+        framing.image_tokens,
+    )
 }
 
 /// Tokens of one message, the one rule: the fixed framing (message overhead, images, call
@@ -78,7 +97,7 @@ pub fn message_count_with<E>(
 ) -> Result<usize, E> {
     let mut n = framing.message_overhead_tokens;
     for b in m.blocks.iter() {
-        n += b.images as usize * framing.image_tokens;
+        n += block_images_tokens(b, framing);
         if b.kind == BlockKind::ToolCall {
             n += CALL_OVERHEAD_TOKENS;
         }

@@ -17,6 +17,7 @@
 //! file reads messages and blocks and sends typed items to `responses`.
 
 mod access;
+mod image;
 mod json;
 mod loc;
 mod parts;
@@ -444,11 +445,11 @@ impl<'py> Extractor<'py> {
                 text_field(self, intern!(py, "text"), BlockKind::Text)?
             }
             "refusal" => text_field(self, intern!(py, "refusal"), BlockKind::Refusal)?,
-            "image_url" => requires(Block::new(BlockKind::Image), intern!(py, "image_url"))?,
-            "image" => requires(Block::new(BlockKind::Image), intern!(py, "source"))?,
+            "image_url" => requires(self.image_block(&acc, &ty, loc), intern!(py, "image_url"))?,
+            "image" => requires(self.image_block(&acc, &ty, loc), intern!(py, "source"))?,
             "input_image" => {
                 self.hints.responses = true;
-                Block::new(BlockKind::Image)
+                self.image_block(&acc, &ty, loc)
             }
             "input_audio" => {
                 let mut b = Block::new(BlockKind::Audio);

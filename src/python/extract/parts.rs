@@ -57,6 +57,7 @@ impl<'py> Extractor<'py> {
         r?;
         for ib in inner {
             b.images += ib.images;
+            b.image_sizes.extend(ib.image_sizes);
             b.texts.extend(ib.texts);
         }
         Ok(())
