@@ -14,7 +14,7 @@ from context_compactor._summarize import call_async, call_sync, check_reply, cla
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse
+from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
 from context_compactor.tokens import TokenCounter
 
 log = logging.getLogger("context_compactor")
@@ -427,7 +427,13 @@ class ContextCompactor:
         # or the hook's preview. The rule summary does not need it.
         wants_request = self.summarizer is not None or self.on_before_compact is not None
         request = plan.request if wants_request else None
-        preview = CompactionPreview(messages, plan.tokens_before, request, request.replaced_count if request else 0)
+        preview = CompactionPreview(
+            messages,
+            plan.tokens_before,
+            request,
+            request.replaced_count if request else 0,
+            _candidates=candidates_of(plan),
+        )
         result: CompactResult | None = None
         if request is None:
             result = plan.apply(None)

@@ -22,6 +22,7 @@ context still does not fit the window the result says ``over_budget=True``: neve
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import math
@@ -29,20 +30,29 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from context_compactor import _core
+from context_compactor._background import Job
 from context_compactor._codec import dumps as _dumps
 from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
 from context_compactor._store import NewCompaction, SessionStore, StoredContext
+from context_compactor._summarize import classify, describe
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
-from context_compactor.errors import ConfigError, InvalidConversationError, MessageTypeError, StoreError
-from context_compactor.results import CompactResult, RecordEntry
+from context_compactor.errors import (
+    ConfigError,
+    InvalidConversationError,
+    MessageTypeError,
+    StoreError,
+    SummarizerError,
+)
+from context_compactor.plan import CompactionPlan
+from context_compactor.results import CompactionPreview, CompactResult, RecordEntry, candidates_of
 
 __all__ = ["CompactionRecord", "Session", "SessionStore"]
 
@@ -223,6 +233,10 @@ class Session:
         self._marker: tuple[int, int] | None = None
         self._sent: tuple[list[dict[str, Any]], int | None] | None = None
         self._micro_at: int | None = None
+        self._job: Job | None = None
+        self._carry: str | None = None
+        self._rules: ContextCompactor | None = None
+        self._closed = False
         try:
             self._open(system, tools, format)
         except BaseException:
@@ -610,28 +624,81 @@ class Session:
             >>> if result is not None:                              # doctest: +SKIP
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
+        self._check_open()
         if not self._compacting.acquire(timeout=self._wait()):
             raise StoreError("another prepare() of this Session ran too long")
         try:
-            for _ in range(_ATTEMPTS):
-                snap = self._begin(force)
-                if snap is None:
-                    return None
-                result = self._compactor.compact(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._tools,
-                    format=self._fmt,
-                    force=force,
-                    instructions=instructions,
-                    state=self._state,
-                )
-                done = self._settle(snap, result)
-                if not isinstance(done, _Retry):
-                    return done
-            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+            if force:
+                self._cancel_job()
+            if not self._compactor.config.background or force:
+                return self._foreground(self._compactor, force, instructions)
+            steps = self._background_steps(instructions)
+            value: Any = None
+            while True:
+                try:
+                    kind, arg = steps.send(value)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value = None
+                if kind == "hook":
+                    fn, payload = arg
+                    r = fn(payload)
+                    if inspect.isawaitable(r):
+                        close = getattr(r, "close", None)
+                        if callable(close):
+                            close()
+                        raise SummarizerError(
+                            f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: "
+                            "use `await session.aprepare()`"
+                        )
+                elif kind == "now":
+                    value = self._foreground(self._rule_compactor(), False, instructions)
+                elif kind == "run":
+                    arg.run()
+                else:
+                    arg.start_thread()
         finally:
             self._compacting.release()
+
+    def _foreground(self, compactor: ContextCompactor, force: bool, instructions: str | None) -> CompactResult | None:
+        for _ in range(_ATTEMPTS):
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = compactor.compact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            done = self._settle(snap, result)
+            if not isinstance(done, _Retry):
+                return done
+        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+
+    async def _aforeground(
+        self, compactor: ContextCompactor, force: bool, instructions: str | None
+    ) -> CompactResult | None:
+        for _ in range(_ATTEMPTS):
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = await compactor.acompact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            done = self._settle(snap, result)
+            if not isinstance(done, _Retry):
+                return done
+        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
 
     async def aprepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
         """:meth:`prepare` for async code: an async (or sync, run in a worker thread) summarizer
@@ -640,31 +707,196 @@ class Session:
         Example:
             >>> result = await session.aprepare()                   # doctest: +SKIP
         """
+        self._check_open()
         deadline = time.monotonic() + self._wait()
         while not self._compacting.acquire(blocking=False):
             if time.monotonic() > deadline:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
         try:
-            for _ in range(_ATTEMPTS):
-                snap = self._begin(force)
-                if snap is None:
-                    return None
-                result = await self._compactor.acompact(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._tools,
-                    format=self._fmt,
-                    force=force,
-                    instructions=instructions,
-                    state=self._state,
-                )
-                done = self._settle(snap, result)
-                if not isinstance(done, _Retry):
-                    return done
-            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+            if force:
+                self._cancel_job()
+            if not self._compactor.config.background or force:
+                return await self._aforeground(self._compactor, force, instructions)
+            steps = self._background_steps(instructions)
+            value: Any = None
+            while True:
+                try:
+                    kind, arg = steps.send(value)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value = None
+                if kind == "hook":
+                    fn, payload = arg
+                    r = fn(payload)
+                    if inspect.isawaitable(r):
+                        await r
+                elif kind == "now":
+                    value = await self._aforeground(self._rule_compactor(), False, instructions)
+                elif kind == "run":
+                    await arg.arun()
+                else:
+                    arg.start_task()
         finally:
             self._compacting.release()
+
+    # -- background compaction (see context_compactor._background) --------------------------------------------
+
+    def _rule_compactor(self) -> ContextCompactor:
+        """The compactor without its summarizer: what runs when the agent must not wait."""
+        if self._rules is None:
+            c = self._compactor
+            self._rules = ContextCompactor(c.config, on_before_compact=c.on_before_compact, on_compacted=c.on_compacted)
+        return self._rules
+
+    def _snapshot(self) -> _Snapshot:
+        """Under the store lock: the context as it is now."""
+        return _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
+
+    def _background_steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
+        """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
+        arg))``, ``("now", None)`` (a compaction with the rule summary, now), ``("run", job)`` (run a
+        job in the foreground) and ``("start", job)`` (start it in the background)."""
+        c = self._compactor
+        applied: CompactResult | None = None
+        job = self._job
+        if job is not None and job.done():
+            self._job = None
+            applied = self._finish(job)
+            if applied is not None and c.on_compacted is not None:
+                yield ("hook", (c.on_compacted, applied))
+        with self._store.locked():
+            self._refresh()
+            check = self._make_check()
+            self.last_check = check
+            must = self._must_answer(check)
+        if must:
+            # Never wait at the hard threshold: the rule summary now (a top-up over the summary just
+            # applied, or while a job runs: that job's summary then feeds the next compaction).
+            now: CompactResult | None = yield ("now", None)
+            return now if now is not None else applied
+        if not check.should_compact:
+            if check.micro_due and self._job is None:
+                micro: CompactResult | None = yield ("now", None)
+                return micro if micro is not None else applied
+            return applied
+        if self._job is not None or not self._msgs:
+            return applied
+        with self._store.locked():
+            snap = self._snapshot()
+
+        def make_plan() -> CompactionPlan:
+            return c.plan(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                instructions=instructions,
+                state=self._state,
+            )
+
+        plan: CompactionPlan | None = None
+        flushed = 0
+        forced = False
+        if c.on_before_compact is not None:
+            plan = make_plan()
+            request = plan.request
+            preview = CompactionPreview(
+                snap.messages,
+                plan.tokens_before,
+                request,
+                request.replaced_count if request else 0,
+                background=True,
+                _candidates=candidates_of(plan),
+            )
+            yield ("hook", (c.on_before_compact, preview))
+            if preview.vetoed:
+                return applied
+            flushed = preview._flushed
+            if preview._summary is not None:
+                done = self._late(snap, plan.apply(preview._summary, flushed_memories=flushed), None)
+                if done is not None and c.on_compacted is not None:
+                    yield ("hook", (c.on_compacted, done))
+                return done if done is not None else applied
+            forced = preview.forced
+        job = Job(
+            make_plan,
+            snap,
+            c.summarizer,
+            float(c.config.summarizer_timeout_s),
+            plan=plan,
+            carried=self._carry,
+            flushed=flushed,
+        )
+        if forced:
+            yield ("run", job)
+            done = self._finish(job)
+            if done is not None and c.on_compacted is not None:
+                yield ("hook", (c.on_compacted, done))
+            return done if done is not None else applied
+        self._job = job
+        yield ("start", job)
+        return applied
+
+    def _finish(self, job: Job) -> CompactResult | None:
+        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down)."""
+        if job.cancelled:
+            return None
+        result = job.result
+        if job.error is not None:
+            exc = job.error
+            cfg = self._compactor.config
+            kind = classify(exc)
+            if (
+                job.plan is None
+                or isinstance(exc, SummarizerError)
+                or cfg.on_summarizer_error == "raise"
+                or (cfg.on_summarizer_error == "fallback" and kind == "permanent")
+            ):
+                raise SummarizerError(f"the background summarizer failed ({kind}): {describe(exc)}") from exc
+            reason = describe(exc)
+            log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
+            if cfg.cooldown_calls:
+                _core.start_cooldown(self._state, cfg.cooldown_calls)
+            result = job.plan.apply(None, fallback_reason=reason)
+        if result is None:
+            return None
+        return self._late(job.snap, result, job.carried)
+
+    def _late(self, snap: _Snapshot, result: CompactResult, carried: str | None) -> CompactResult | None:
+        """Save a compaction made on an earlier snapshot; when the context it was made for was
+        replaced meanwhile, keep its LLM summary for the next compaction instead."""
+        with self._store.locked():
+            self._refresh()
+            stale = self._head != snap.head
+        done = None if stale else self._settle(snap, result)
+        if isinstance(done, _Retry):
+            done = None
+            stale = True
+        if stale:
+            if result.summary_source == "llm" and result.summary:
+                log.info(
+                    "session %s: a background summary arrived after a newer compaction; kept for the next", self._id
+                )
+                self._carry = result.summary
+            return None
+        if carried is not None and self._carry is carried and result.summary_source == "llm":
+            self._carry = None
+        return done
+
+    def _cancel_job(self) -> None:
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel()
+
+    @property
+    def pending(self) -> Job | None:
+        """The background job running or waiting to be applied (``background=True``), else ``None``."""
+        return self._job
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the Session is closed")
 
     def _settle(self, snap: _Snapshot, result: CompactResult) -> CompactResult | _Retry | None:
         """What :meth:`prepare` returns for one compaction attempt (see its Returns).
@@ -821,7 +1053,13 @@ class Session:
     # -- closing -----------------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
+        """Cancel a background job (its result is dropped; nothing is written after this) and
+        close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
+        self._closed = True
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel()
+            job.join(1.0)
         if self._own_store:
             self._store.close()
 
