@@ -128,6 +128,9 @@ class _Snapshot:
     head: int | None
     upto_seq: int
     system: Any
+    #: The compaction covers only the first ``covered`` messages (a background job rebased over a
+    #: micro-compaction that cleared tool output meanwhile); the others are kept as they are.
+    covered: int | None = None
 
 
 def _stored_json(value: Any, field: str) -> str:
@@ -770,6 +773,30 @@ class Session:
             check = self._make_check()
             self.last_check = check
             must = self._must_answer(check)
+        if must and self._job is None:
+            # First what costs no LLM and no summary: clearing old tool output may be enough to
+            # get under the hard threshold, and the summary can then run in the background.
+            cleared = self._micro_below_hard()
+            if cleared is not None:
+                applied = cleared
+                if c.on_compacted is not None:
+                    yield ("hook", (c.on_compacted, cleared))
+                with self._store.locked():
+                    check = self._make_check()
+                    self.last_check = check
+                    must = self._must_answer(check)
+        if must and self._job is not None and not self._job.done():
+            # A job runs: clearing old tool output may get under the hard threshold without
+            # touching what the job summarises (positions are kept), and the job stays valid.
+            cleared = self._micro_under(self._job)
+            if cleared is not None:
+                applied = cleared
+                if c.on_compacted is not None:
+                    yield ("hook", (c.on_compacted, cleared))
+                with self._store.locked():
+                    check = self._make_check()
+                    self.last_check = check
+                    must = self._must_answer(check)
         if must:
             # Never wait at the hard threshold: the rule summary now (a top-up over the summary just
             # applied, or while a job runs: that job's summary then feeds the next compaction).
@@ -837,6 +864,56 @@ class Session:
         self._job = job
         yield ("start", job)
         return applied
+
+    def _micro_below_hard(self) -> CompactResult | None:
+        """Micro-compaction now, saved only when it brings the context under the hard threshold."""
+        cfg = self._compactor.config
+        with self._store.locked():
+            self._refresh()
+            snap = self._snapshot()
+        result = self._compactor.micro_compact(
+            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
+        )
+        if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
+            return None
+        done = self._settle(snap, result)
+        return None if isinstance(done, _Retry) else done
+
+    def _micro_under(self, job: Job) -> CompactResult | None:
+        """Micro-compaction while ``job`` runs, saved when it gets under the hard threshold and
+        only edits messages in place (no message removed or inserted); the job is then rebased
+        onto it: its snapshot's rows become the edited copies at the same positions."""
+        cfg = self._compactor.config
+        with self._store.locked():
+            self._refresh()
+            if self._head != job.snap.head:
+                return None
+            snap = self._snapshot()
+        result = self._compactor.micro_compact(
+            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
+        )
+        if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
+            return None
+        if len(result.origins) != len(snap.messages) or any(
+            kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins)
+        ):
+            return None
+        done = self._settle(snap, result)
+        if done is None or isinstance(done, _Retry):
+            return None
+        with self._store.locked():
+            n = len(snap.messages)
+            covered = job.snap.covered if job.snap.covered is not None else len(job.snap.messages)
+            job.snap = _Snapshot(
+                list(self._msgs[:n]),
+                list(self._rows[:n]),
+                list(self._tok[:n]),
+                self._head,
+                snap.upto_seq,
+                job.snap.system,
+                covered,
+            )
+        return done
 
     def _finish(self, job: Job) -> CompactResult | None:
         """Apply a finished job with the delta rule (its failure: the rule summary, cool-down)."""
@@ -1084,7 +1161,9 @@ def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, di
     for m, (kind, i) in zip(result.messages, result.origins, strict=True):
         if kind == "kept":
             assert i is not None
-            out.append((snap.rows[i], m, "original", None))
+            # The snapshot's message: the same object, or, for a rebased job, the copy a
+            # micro-compaction made meanwhile (stored under that row).
+            out.append((snap.rows[i], snap.messages[i], "original", None))
             continue
         plain = m if isinstance(m, dict) else dict(m)
         if kind == "edited":
@@ -1092,4 +1171,6 @@ def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, di
             out.append((None, plain, "edited", snap.rows[i]))
         else:
             out.append((None, plain, kind, None))
+    if snap.covered is not None:
+        out.extend((snap.rows[j], snap.messages[j], "original", None) for j in range(snap.covered, len(snap.rows)))
     return out
