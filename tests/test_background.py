@@ -102,6 +102,9 @@ def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path
     assert record.upto_seq == snapshot_seq
     assert validate_messages(ctx, format="openai") == []
     assert s.pending is None
+    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), tmp_path / "b.db", "s")
+    assert again.context() == ctx and again.context_ids() == s.context_ids()
+    again.close()
     s.close()
     integrity(tmp_path / "b.db")
 
@@ -359,3 +362,37 @@ def test_sigkill_during_the_swap_leaves_the_old_context_or_the_new(tmp_path: Pat
             assert not set(recs[-1].replaced) & set(s.context_ids())
         s.close()
     assert compactions, "the kills should land after some background compactions"
+
+
+def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_path: Path) -> None:
+    """Micro-compaction gets under the hard threshold while the job runs: the job is rebased onto it
+    and its LLM summary still applies; the store and the Session agree on the context."""
+    gate = Gate()
+    path = tmp_path / "r.db"
+    c = compactor(gate, max_context_tokens=6000, reserve_tokens=600, clear_at_least_tokens=100)
+    s = Session(c, path, "s")
+    start(s)
+    for k in range(6):
+        s.extend(tool_round(100 + k, size=60))
+    grow_to(s, "soft")
+    assert s.prepare() is None and gate.entered.wait(5)
+    job = s.pending
+    j = 200
+    while s.check().urgency != "hard":
+        s.extend(tool_round(j, size=40))
+        j += 1
+    cleared = s.prepare()
+    assert cleared is not None and cleared.strategy == "micro" and s.check().urgency != "hard"
+    assert s.pending is job and job is not None and not job.cancelled
+    gate.release.set()
+    assert job.wait(5)
+    result = s.prepare()
+    assert result is not None and result.summary_source == "llm"
+    ctx = s.context()
+    assert validate_messages(ctx, format="openai") == []
+    assert any("Checked the modules" in str(m.get("content")) for m in ctx)
+    again = Session(ContextCompactor(max_context_tokens=6000, reserve_tokens=600), path, "s")
+    assert again.context() == ctx and again.context_ids() == s.context_ids()
+    again.close()
+    s.close()
+    integrity(path)
