@@ -93,15 +93,20 @@ def run_one(path: str, background: bool, scale: float, window: int, trigger: flo
         background=background,
     )
     blocked: list[float] = []
+    slow: list[tuple[float, int, list[str]]] = []
     over = invalid = 0
     with tempfile.TemporaryDirectory() as tmp:
         session = Session(compactor, Path(tmp) / "s.db", system=transcript.system, tools=transcript.tools, format=fmt)
         try:
             for i, message in enumerate(messages):
                 if message.get("role") == "assistant":
+                    n = len(compactions)
                     t0 = time.perf_counter()
                     session.prepare()
-                    blocked.append(time.perf_counter() - t0)
+                    dt = time.perf_counter() - t0
+                    blocked.append(dt)
+                    if dt > 0.05:  # what a slow call did: the compactions it applied
+                        slow.append((round(dt * 1000, 1), i, [c["strategy"] for c in compactions[n:]]))
                     check = session.check()
                     if check.current_tokens > check.budget:
                         over += 1
@@ -124,6 +129,7 @@ def run_one(path: str, background: bool, scale: float, window: int, trigger: flo
         "over": over,
         "invalid": invalid,
         "compactions": compactions,
+        "slow": slow,
     }
 
 
@@ -176,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     sync = summarise([r for r in runs if not r["background"]])
     bg = summarise([r for r in runs if r["background"]])
     print(
-        f"bench_background: {len(files)} transcripts, window {args.window}, trigger_ratio {args.trigger}, summary {2 * args.scale:g} s, "
+        f"bench_background: {len(files)} transcripts, window {args.window}, trigger_ratio {args.trigger}, "
+        f"summary {2 * args.scale:g} s, "
         f"model call {args.scale:g} s, {wall:.0f} s wall\n"
     )
     head = f"{'mode':<12}{'calls':>6}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>10}{'compact':>8}{'llm':>5}{'rule':>5}"
@@ -196,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         "0 invalid": bg["invalid"] == 0,
         "facts within 1 point": bg["facts_share"] >= sync["facts_share"] - 0.01,
     }
+    slowest = sorted(
+        ((t, r["file"], i, what) for r in runs if r["background"] for t, i, what in r["slow"]), reverse=True
+    )
+    if slowest:
+        print("\nbackground=True calls over 50 ms (ms, transcript, message, compactions applied):")
+        for t, f, i, what in slowest[:8]:
+            print(f"  {t:>7.1f}  {f[:50]:<50} #{i:<4} {', '.join(what) or '-'}")
     print("\nbackground=True targets: " + ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in targets.items()))
     if args.json:
         Path(args.json).write_text(json.dumps({"sync": sync, "background": bg, "targets": targets}, indent=2))

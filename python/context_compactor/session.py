@@ -3,7 +3,12 @@
 The piece agent builders put in their loop (seed 002's session integration, seed 003's database
 design): append what the agent produces, call :meth:`Session.prepare` before each model call, send
 :meth:`Session.context`. Every original message stays in the store; compactions only change what
-is sent. The storage layout is described in :mod:`context_compactor._store`.
+is sent. The store's operations and the delta rule are described in :mod:`context_compactor._store`
+(SQL in :mod:`context_compactor._sqlite`), background compaction in
+:mod:`context_compactor._background` and :mod:`context_compactor._session_background`.
+
+(Over 600 lines: one public class whose methods share the in-memory context and its lock; about
+half of it is the API's docstrings. What could leave did: SQL, encoders, the background policy.)
 
 Example:
     >>> from context_compactor import ContextCompactor
@@ -30,19 +35,18 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from context_compactor import _core
-from context_compactor._background import Job
 from context_compactor._codec import dumps as _dumps
 from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
+from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
 from context_compactor._store import NewCompaction, SessionStore, StoredContext
-from context_compactor._summarize import classify, describe
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
 from context_compactor.errors import (
     ConfigError,
@@ -51,8 +55,7 @@ from context_compactor.errors import (
     StoreError,
     SummarizerError,
 )
-from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, RecordEntry, candidates_of
+from context_compactor.results import CompactResult, RecordEntry
 
 __all__ = ["CompactionRecord", "Session", "SessionStore"]
 
@@ -64,11 +67,6 @@ _REFUSED_AT_APPEND = frozenset({"invalid_role", "malformed_block"})
 _RESTORE_USAGE = 4
 
 
-class _Retry:
-    """The marker of a compaction attempt to run again (another connection compacted first)."""
-
-
-_RETRY = _Retry()
 #: prepare() gives up (StoreError) after losing this many races to other connections in a row.
 _ATTEMPTS = 5
 
@@ -118,21 +116,6 @@ class CompactionRecord:
         )
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """The context a compaction starts from."""
-
-    messages: list[dict[str, Any]]
-    rows: list[int]
-    tokens: list[int]
-    head: int | None
-    upto_seq: int
-    system: Any
-    #: The compaction covers only the first ``covered`` messages (a background job rebased over a
-    #: micro-compaction that cleared tool output meanwhile); the others are kept as they are.
-    covered: int | None = None
-
-
 def _stored_json(value: Any, field: str) -> str:
     try:
         return _dumps(value)
@@ -143,7 +126,7 @@ def _stored_json(value: Any, field: str) -> str:
 # -- the session ---------------------------------------------------------------------------------------
 
 
-class Session:
+class Session(BackgroundCompaction):
     """A conversation kept in a SQLite store, compacted when it has to be.
 
     Opens the session ``session_id`` in ``store`` if it exists, else creates it. Append what the
@@ -742,229 +725,6 @@ class Session:
                     arg.start_task()
         finally:
             self._compacting.release()
-
-    # -- background compaction (see context_compactor._background) --------------------------------------------
-
-    def _rule_compactor(self) -> ContextCompactor:
-        """The compactor without its summarizer: what runs when the agent must not wait."""
-        if self._rules is None:
-            c = self._compactor
-            self._rules = ContextCompactor(c.config, on_before_compact=c.on_before_compact, on_compacted=c.on_compacted)
-        return self._rules
-
-    def _snapshot(self) -> _Snapshot:
-        """Under the store lock: the context as it is now."""
-        return _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
-
-    def _background_steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
-        """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
-        arg))``, ``("now", None)`` (a compaction with the rule summary, now), ``("run", job)`` (run a
-        job in the foreground) and ``("start", job)`` (start it in the background)."""
-        c = self._compactor
-        applied: CompactResult | None = None
-        job = self._job
-        if job is not None and job.done():
-            self._job = None
-            applied = self._finish(job)
-            if applied is not None and c.on_compacted is not None:
-                yield ("hook", (c.on_compacted, applied))
-        with self._store.locked():
-            self._refresh()
-            check = self._make_check()
-            self.last_check = check
-            must = self._must_answer(check)
-        if must and self._job is None:
-            # First what costs no LLM and no summary: clearing old tool output may be enough to
-            # get under the hard threshold, and the summary can then run in the background.
-            cleared = self._micro_below_hard()
-            if cleared is not None:
-                applied = cleared
-                if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, cleared))
-                with self._store.locked():
-                    check = self._make_check()
-                    self.last_check = check
-                    must = self._must_answer(check)
-        if must and self._job is not None and not self._job.done():
-            # A job runs: clearing old tool output may get under the hard threshold without
-            # touching what the job summarises (positions are kept), and the job stays valid.
-            cleared = self._micro_under(self._job)
-            if cleared is not None:
-                applied = cleared
-                if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, cleared))
-                with self._store.locked():
-                    check = self._make_check()
-                    self.last_check = check
-                    must = self._must_answer(check)
-        if must:
-            # Never wait at the hard threshold: the rule summary now (a top-up over the summary just
-            # applied, or while a job runs: that job's summary then feeds the next compaction).
-            now: CompactResult | None = yield ("now", None)
-            return now if now is not None else applied
-        if not check.should_compact:
-            if check.micro_due and self._job is None:
-                micro: CompactResult | None = yield ("now", None)
-                return micro if micro is not None else applied
-            return applied
-        if self._job is not None or not self._msgs:
-            return applied
-        with self._store.locked():
-            snap = self._snapshot()
-
-        def make_plan() -> CompactionPlan:
-            return c.plan(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                instructions=instructions,
-                state=self._state,
-            )
-
-        plan: CompactionPlan | None = None
-        flushed = 0
-        forced = False
-        if c.on_before_compact is not None:
-            plan = make_plan()
-            request = plan.request
-            preview = CompactionPreview(
-                snap.messages,
-                plan.tokens_before,
-                request,
-                request.replaced_count if request else 0,
-                background=True,
-                _candidates=candidates_of(plan),
-            )
-            yield ("hook", (c.on_before_compact, preview))
-            if preview.vetoed:
-                return applied
-            flushed = preview._flushed
-            if preview._summary is not None:
-                done = self._late(snap, plan.apply(preview._summary, flushed_memories=flushed), None)
-                if done is not None and c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, done))
-                return done if done is not None else applied
-            forced = preview.forced
-        job = Job(
-            make_plan,
-            snap,
-            c.summarizer,
-            float(c.config.summarizer_timeout_s),
-            plan=plan,
-            carried=self._carry,
-            flushed=flushed,
-        )
-        if forced:
-            yield ("run", job)
-            done = self._finish(job)
-            if done is not None and c.on_compacted is not None:
-                yield ("hook", (c.on_compacted, done))
-            return done if done is not None else applied
-        self._job = job
-        yield ("start", job)
-        return applied
-
-    def _micro_below_hard(self) -> CompactResult | None:
-        """Micro-compaction now, saved only when it brings the context under the hard threshold."""
-        cfg = self._compactor.config
-        with self._store.locked():
-            self._refresh()
-            snap = self._snapshot()
-        result = self._compactor.micro_compact(
-            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
-        )
-        if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
-            return None
-        done = self._settle(snap, result)
-        return None if isinstance(done, _Retry) else done
-
-    def _micro_under(self, job: Job) -> CompactResult | None:
-        """Micro-compaction while ``job`` runs, saved when it gets under the hard threshold and
-        only edits messages in place (no message removed or inserted); the job is then rebased
-        onto it: its snapshot's rows become the edited copies at the same positions."""
-        cfg = self._compactor.config
-        with self._store.locked():
-            self._refresh()
-            if self._head != job.snap.head:
-                return None
-            snap = self._snapshot()
-        result = self._compactor.micro_compact(
-            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
-        )
-        if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
-            return None
-        if len(result.origins) != len(snap.messages) or any(
-            kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins)
-        ):
-            return None
-        done = self._settle(snap, result)
-        if done is None or isinstance(done, _Retry):
-            return None
-        with self._store.locked():
-            n = len(snap.messages)
-            covered = job.snap.covered if job.snap.covered is not None else len(job.snap.messages)
-            job.snap = _Snapshot(
-                list(self._msgs[:n]),
-                list(self._rows[:n]),
-                list(self._tok[:n]),
-                self._head,
-                snap.upto_seq,
-                job.snap.system,
-                covered,
-            )
-        return done
-
-    def _finish(self, job: Job) -> CompactResult | None:
-        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down)."""
-        if job.cancelled:
-            return None
-        result = job.result
-        if job.error is not None:
-            exc = job.error
-            cfg = self._compactor.config
-            kind = classify(exc)
-            if (
-                job.plan is None
-                or isinstance(exc, SummarizerError)
-                or cfg.on_summarizer_error == "raise"
-                or (cfg.on_summarizer_error == "fallback" and kind == "permanent")
-            ):
-                raise SummarizerError(f"the background summarizer failed ({kind}): {describe(exc)}") from exc
-            reason = describe(exc)
-            log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
-            if cfg.cooldown_calls:
-                _core.start_cooldown(self._state, cfg.cooldown_calls)
-            result = job.plan.apply(None, fallback_reason=reason)
-        if result is None:
-            return None
-        return self._late(job.snap, result, job.carried)
-
-    def _late(self, snap: _Snapshot, result: CompactResult, carried: str | None) -> CompactResult | None:
-        """Save a compaction made on an earlier snapshot; when the context it was made for was
-        replaced meanwhile, keep its LLM summary for the next compaction instead."""
-        with self._store.locked():
-            self._refresh()
-            stale = self._head != snap.head
-        done = None if stale else self._settle(snap, result)
-        if isinstance(done, _Retry):
-            done = None
-            stale = True
-        if stale:
-            if result.summary_source == "llm" and result.summary:
-                log.info(
-                    "session %s: a background summary arrived after a newer compaction; kept for the next", self._id
-                )
-                self._carry = result.summary
-            return None
-        if carried is not None and self._carry is carried and result.summary_source == "llm":
-            self._carry = None
-        return done
-
-    def _cancel_job(self) -> None:
-        job, self._job = self._job, None
-        if job is not None:
-            job.cancel()
 
     @property
     def pending(self) -> Job | None:
