@@ -39,23 +39,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from context_compactor._summarize import SummarizerTimeout, call_async, check_reply
-from context_compactor.errors import SummarizerError
+from context_compactor._summarize import Cancelled, call_async, call_sync, check_reply
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
 
 __all__ = ["Job", "with_previous"]
-
-
-class Cancelled(Exception):
-    """The job was cancelled while waiting for the summarizer."""
 
 
 def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
@@ -72,45 +66,6 @@ def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
         merged = carried
         prompt = f"<previous_summary>\n{carried}\n</previous_summary>\n\n{request.user_prompt}"
     return replace(request, previous_summary=merged, user_prompt=prompt)
-
-
-def _call_cancellable(
-    summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float, wake: threading.Event
-) -> Any:
-    """``call_sync`` that also stops waiting when ``wake`` is set by :meth:`Job.cancel`."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = summarizer(request)
-        except BaseException as e:  # handed to the job's thread
-            box["error"] = e
-        finally:
-            done.set()
-            wake.set()
-
-    threading.Thread(target=run, name="context-compactor-summarizer", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while not done.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
-        wake.wait(left)
-        if not done.is_set() and wake.is_set():
-            raise Cancelled
-    if "error" in box:
-        raise box["error"]
-    value = box["value"]
-    if inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if callable(close):
-            close()
-        raise SummarizerError(
-            "the summarizer returned an awaitable: with background=True use `await session.aprepare()` "
-            "(prepare() runs the summary in a thread, without an event loop)"
-        )
-    return value
 
 
 class Job:
@@ -171,7 +126,7 @@ class Job:
                 if request is None or self._summarizer is None:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
-                reply = _call_cancellable(self._summarizer, request, self._timeout, self._wake)
+                reply = call_sync(self._summarizer, request, self._timeout, self._wake)
                 text, truncated, usage = check_reply(reply)
                 usages.append(usage)
                 if current.remaining_chunks == 0:

@@ -107,21 +107,9 @@ class BackgroundCompaction:
             check = self._make_check()
             self.last_check = check
             must = self._must_answer(check)
-        if must and self._job is None:
+        if must:
             # First what costs no LLM and no summary: clearing old tool output may be enough to
-            # get under the hard threshold, and the summary can then run in the background.
-            cleared = self._micro_below_hard()
-            if cleared is not None:
-                applied = cleared
-                if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, cleared))
-                with self._store.locked():
-                    check = self._make_check()
-                    self.last_check = check
-                    must = self._must_answer(check)
-        if must and self._job is not None and not self._job.done():
-            # A job runs: clearing old tool output may get under the hard threshold without
-            # touching what the job summarises (positions are kept), and the job stays valid.
+            # get under the hard threshold. A running job is kept (rebased: positions are kept).
             cleared = self._micro_under(self._job)
             if cleared is not None:
                 applied = cleared
@@ -199,28 +187,16 @@ class BackgroundCompaction:
         yield ("start", job)
         return applied
 
-    def _micro_below_hard(self) -> CompactResult | None:
-        """Micro-compaction now, saved only when it brings the context under the hard threshold."""
-        cfg = self._compactor.config
-        with self._store.locked():
-            self._refresh()
-            snap = self._snapshot()
-        result = self._compactor.micro_compact(
-            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
-        )
-        if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
-            return None
-        done = self._settle(snap, result)
-        return None if isinstance(done, _Retry) else done
+    def _micro_under(self, job: Job | None) -> CompactResult | None:
+        """Micro-compaction now, saved only when it brings the context under the hard threshold.
 
-    def _micro_under(self, job: Job) -> CompactResult | None:
-        """Micro-compaction while ``job`` runs, saved when it gets under the hard threshold and
-        only edits messages in place (no message removed or inserted); the job is then rebased
-        onto it: its snapshot's rows become the edited copies at the same positions."""
+        While ``job`` runs it must also only edit messages in place (none removed or inserted):
+        the job is then rebased onto it, its snapshot's rows becoming the edited copies at the
+        same positions, and its summary still applies."""
         cfg = self._compactor.config
         with self._store.locked():
             self._refresh()
-            if self._head != job.snap.head:
+            if job is not None and self._head != job.snap.head:
                 return None
             snap = self._snapshot()
         result = self._compactor.micro_compact(
@@ -228,25 +204,27 @@ class BackgroundCompaction:
         )
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
-        if len(result.origins) != len(snap.messages) or any(
-            kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins)
+        if job is not None and (
+            len(result.origins) != len(snap.messages)
+            or any(kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins))
         ):
             return None
         done = self._settle(snap, result)
         if done is None or isinstance(done, _Retry):
             return None
-        with self._store.locked():
-            n = len(snap.messages)
-            covered = job.snap.covered if job.snap.covered is not None else len(job.snap.messages)
-            job.snap = _Snapshot(
-                list(self._msgs[:n]),
-                list(self._rows[:n]),
-                list(self._tok[:n]),
-                self._head,
-                snap.upto_seq,
-                job.snap.system,
-                covered,
-            )
+        if job is not None:
+            with self._store.locked():
+                n = len(snap.messages)
+                covered = job.snap.covered if job.snap.covered is not None else len(job.snap.messages)
+                job.snap = _Snapshot(
+                    list(self._msgs[:n]),
+                    list(self._rows[:n]),
+                    list(self._tok[:n]),
+                    self._head,
+                    snap.upto_seq,
+                    job.snap.system,
+                    covered,
+                )
         return done
 
     def _finish(self, job: Job) -> CompactResult | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
-from context_compactor._summarize import call_async, call_sync, check_reply, classify, describe
+from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
 from context_compactor.plan import CompactionPlan
@@ -536,16 +536,7 @@ class ContextCompactor:
             value, error = None, None
             try:
                 if kind == "hook":
-                    fn, payload = arg
-                    r = fn(payload)
-                    if inspect.isawaitable(r):
-                        close = getattr(r, "close", None)
-                        if callable(close):
-                            close()
-                        raise SummarizerError(
-                            f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: "
-                            "use `await compactor.acompact(...)`"
-                        )
+                    call_hook_sync(*arg, "await compactor.acompact(...)")
                 else:
                     value = call_sync(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
             except BaseException as e:

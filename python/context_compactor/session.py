@@ -47,13 +47,13 @@ from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
 from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
 from context_compactor._store import NewCompaction, SessionStore, StoredContext
+from context_compactor._summarize import call_hook_sync
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
 from context_compactor.errors import (
     ConfigError,
     InvalidConversationError,
     MessageTypeError,
     StoreError,
-    SummarizerError,
 )
 from context_compactor.results import CompactResult, RecordEntry
 
@@ -627,16 +627,7 @@ class Session(BackgroundCompaction):
                     return stop.value  # type: ignore[no-any-return]
                 value = None
                 if kind == "hook":
-                    fn, payload = arg
-                    r = fn(payload)
-                    if inspect.isawaitable(r):
-                        close = getattr(r, "close", None)
-                        if callable(close):
-                            close()
-                        raise SummarizerError(
-                            f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: "
-                            "use `await session.aprepare()`"
-                        )
+                    call_hook_sync(*arg, "await session.aprepare()")
                 elif kind == "now":
                     value = self._foreground(self._rule_compactor(), False, instructions)
                 elif kind == "run":
