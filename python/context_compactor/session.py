@@ -584,6 +584,12 @@ class Session(BackgroundCompaction):
         the context grew by ``clear_at_least_tokens``. The outcome is saved in one transaction.
         The check costs O(1): counts are kept up to date on each append.
 
+        With ``background=True`` the summary never runs here: from the soft threshold a job
+        summarises a snapshot in a thread and a later call applies it with the messages appended
+        meanwhile kept verbatim; at the hard threshold old tool output is cleared or the rule
+        summary applies now (:mod:`context_compactor._background`). ``force=True`` cancels a
+        running job and compacts now, waiting for the summary.
+
         Args:
             force: Compact even below the thresholds.
             instructions: Extra instructions for the summary.
