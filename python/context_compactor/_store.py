@@ -207,8 +207,10 @@ class SessionStore(abc.ABC):
     ``SessionStore`` yourself to share one connection between sessions.
 
     Writing your own store: subclass this, implement the abstract operations with the
-    guarantees of the module's design note, and hand an instance to ``Session``. Row ids are
-    integers unique within the store; ``seq`` is per session.
+    guarantees of the module's design note, and hand an instance to ``Session`` (or register its
+    URL scheme with :func:`register_backend`: ``Session(compactor, "<scheme>://...")`` then calls
+    ``SessionStore(url, timeout=...)``, so the constructor takes the URL and a ``timeout``). Row
+    ids are integers unique within the store; ``seq`` is per session.
 
     Example:
         >>> store = SessionStore(":memory:")

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import inspect
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -122,10 +123,21 @@ def check_reply(reply: Any) -> tuple[str, bool, Any]:
     return reply, truncated, usage
 
 
-def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
-    """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the deadline."""
+class Cancelled(Exception):
+    """A background job was cancelled while it waited for the summarizer."""
+
+
+def call_sync(
+    summarizer: Callable[[SummaryRequest], Any],
+    request: SummaryRequest,
+    timeout: float,
+    cancel: threading.Event | None = None,
+) -> Any:
+    """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the deadline (or when
+    ``cancel`` is set: :class:`Cancelled`)."""
     box: dict[str, Any] = {}
     done = threading.Event()
+    wake = done if cancel is None else cancel
 
     def run() -> None:
         try:
@@ -134,11 +146,17 @@ def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryReque
             box["error"] = e
         finally:
             done.set()
+            wake.set()
 
     t = threading.Thread(target=run, name="context-compactor-summarizer", daemon=True)
     t.start()
-    if not done.wait(timeout):
-        raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+    deadline = time.monotonic() + timeout
+    while not done.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0 or (not wake.wait(left) and not done.is_set()):
+            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+        if not done.is_set():
+            raise Cancelled
     if "error" in box:
         raise box["error"]
     value = box["value"]
@@ -148,9 +166,20 @@ def call_sync(summarizer: Callable[[SummaryRequest], Any], request: SummaryReque
             close()
         raise SummarizerError(
             "the summarizer returned an awaitable: use `await compactor.acompact(...)` "
-            "(compact() does not run an event loop)"
+            "(or `await session.aprepare()`; compact() and prepare() do not run an event loop)"
         )
     return value
+
+
+def call_hook_sync(fn: Callable[[Any], Any], payload: Any, use: str) -> None:
+    """Run an ``on_before_compact``/``on_compacted`` hook from sync code; an awaitable it returns
+    is closed and reported (``use`` names the async call to use instead)."""
+    r = fn(payload)
+    if inspect.isawaitable(r):
+        close = getattr(r, "close", None)
+        if callable(close):
+            close()
+        raise SummarizerError(f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: use `{use}`")
 
 
 async def _within(fut: asyncio.Future[Any], timeout: float) -> Any:

@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
-from context_compactor._summarize import call_async, call_sync, check_reply, classify, describe
+from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse
+from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
 from context_compactor.tokens import TokenCounter
 
 log = logging.getLogger("context_compactor")
@@ -428,7 +428,13 @@ class ContextCompactor:
         # or the hook's preview. The rule summary does not need it.
         wants_request = self.summarizer is not None or self.on_before_compact is not None
         request = plan.request if wants_request else None
-        preview = CompactionPreview(messages, plan.tokens_before, request, request.replaced_count if request else 0)
+        preview = CompactionPreview(
+            messages,
+            plan.tokens_before,
+            request,
+            request.replaced_count if request else 0,
+            _candidates=candidates_of(plan),
+        )
         result: CompactResult | None = None
         if request is None:
             result = plan.apply(None)
@@ -531,16 +537,7 @@ class ContextCompactor:
             value, error = None, None
             try:
                 if kind == "hook":
-                    fn, payload = arg
-                    r = fn(payload)
-                    if inspect.isawaitable(r):
-                        close = getattr(r, "close", None)
-                        if callable(close):
-                            close()
-                        raise SummarizerError(
-                            f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: "
-                            "use `await compactor.acompact(...)`"
-                        )
+                    call_hook_sync(*arg, "await compactor.acompact(...)")
                 else:
                     value = call_sync(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
             except BaseException as e:

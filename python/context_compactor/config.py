@@ -145,6 +145,10 @@ class CompactionConfig:
     on_summarizer_error: Literal["fallback", "fallback_all", "raise"] = "fallback"
     min_savings_ratio: float = 0.1
     cooldown_calls: int = 3
+    #: Start the summary from the soft threshold without blocking (a :class:`Session`: a thread for
+    #: ``prepare()``, a task for ``aprepare()``); it is applied with the messages appended
+    #: meanwhile (the delta, kept verbatim) by a later ``prepare()``.
+    background: bool = False
     tokenizer: Tokenizer = "approx"
     message_overhead_tokens: int = 4
     image_tokens: int = 1_600
@@ -247,6 +251,8 @@ class CompactionConfig:
         choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless"))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
+        if not isinstance(self.background, bool):
+            raise ConfigError(f"background: expected a bool, got {self.background!r}", "background")
         if not isinstance(self.log_content, bool):
             raise ConfigError(f"log_content: expected a bool, got {self.log_content!r}", "log_content")
         if not isinstance(self.protected_tools, tuple) or not all(isinstance(n, str) for n in self.protected_tools):

@@ -246,28 +246,46 @@ class CompactionPreview:
 
     Call :meth:`veto` to keep the conversation as it is, :meth:`use_summary` to supply the
     summary yourself (the summarizer is not called), :meth:`flushed` to report memories saved
-    elsewhere (seed 000's memory flush; shown in ``result.flushed_memories``).
+    elsewhere (seed 000's memory flush; shown in ``result.flushed_memories``), :meth:`force` to
+    make a background compaction run now, in the foreground.
+
+    With ``background=True`` a :class:`~context_compactor.Session` calls the hook from the soft
+    threshold, before it starts the summary in the background (:attr:`background` is then
+    ``True``): a veto means no background job is started this time.
 
     Attributes:
         messages: The input messages (do not modify them).
         tokens_before: Tokens now.
         request: The summary request that would be sent (``None`` for micro/selective only).
         replaced_count: Messages the summary would replace.
+        background: The summary would run in the background (``background=True``, soft threshold).
     """
 
     messages: Sequence[Any]
     tokens_before: int
     request: SummaryRequest | None
     replaced_count: int = 0
+    background: bool = False
     _veto: str | None = field(default=None, repr=False)
     _summary: str | None = field(default=None, repr=False)
     _flushed: int = field(default=0, repr=False)
+    _forced: bool = field(default=False, repr=False)
+    _candidates: Any = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (
             f"CompactionPreview(messages={len(self.messages)}, tokens_before={self.tokens_before:,}, "
-            f"replaced_count={self.replaced_count}, request={self.request!r})"
+            f"replaced_count={self.replaced_count}, background={self.background}, request={self.request!r})"
         )
+
+    @property
+    def candidates(self) -> tuple[int, ...]:
+        """Indices (in :attr:`messages`) of the messages this compaction would replace or edit,
+        ascending: the summarised span, cleared tool results, cut arguments. Worked out on first
+        read (it applies the plan with the rule summary, which costs about a compaction)."""
+        if callable(self._candidates):
+            self._candidates = tuple(self._candidates())
+        return self._candidates if self._candidates is not None else ()
 
     def veto(self, reason: str = "vetoed by on_before_compact") -> None:
         """Cancel this compaction; the result has ``strategy="none"`` and this reason."""
@@ -283,6 +301,25 @@ class CompactionPreview:
         """Report ``n`` memories flushed to your own store before compaction."""
         self._flushed += int(n)
 
+    def force(self) -> None:
+        """Compact now, waiting for the summary, instead of in the background (no effect on a
+        compaction that already runs in the foreground)."""
+        self._forced = True
+
     @property
     def vetoed(self) -> bool:
         return self._veto is not None
+
+    @property
+    def forced(self) -> bool:
+        """Whether :meth:`force` was called."""
+        return self._forced
+
+
+def candidates_of(plan: Any) -> Any:
+    """A callable giving the indices a plan would replace or edit (for :attr:`CompactionPreview.candidates`)."""
+
+    def compute() -> list[int]:
+        return sorted({e.index for e in plan.apply(None).record})
+
+    return compute

@@ -3,7 +3,12 @@
 The piece agent builders put in their loop (seed 002's session integration, seed 003's database
 design): append what the agent produces, call :meth:`Session.prepare` before each model call, send
 :meth:`Session.context`. Every original message stays in the store; compactions only change what
-is sent. The storage layout is described in :mod:`context_compactor._store`.
+is sent. The store's operations and the delta rule are described in :mod:`context_compactor._store`
+(SQL in :mod:`context_compactor._sqlite`), background compaction in
+:mod:`context_compactor._background` and :mod:`context_compactor._session_background`.
+
+(Over 600 lines: one public class whose methods share the in-memory context and its lock; about
+half of it is the API's docstrings. What could leave did: SQL, encoders, the background policy.)
 
 Example:
     >>> from context_compactor import ContextCompactor
@@ -22,6 +27,7 @@ context still does not fit the window the result says ``over_budget=True``: neve
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import math
@@ -39,9 +45,16 @@ from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
+from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
 from context_compactor._store import NewCompaction, SessionStore, StoredContext
+from context_compactor._summarize import call_hook_sync
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
-from context_compactor.errors import ConfigError, InvalidConversationError, MessageTypeError, StoreError
+from context_compactor.errors import (
+    ConfigError,
+    InvalidConversationError,
+    MessageTypeError,
+    StoreError,
+)
 from context_compactor.results import CompactResult, RecordEntry
 
 __all__ = ["CompactionRecord", "Session", "SessionStore"]
@@ -54,11 +67,6 @@ _REFUSED_AT_APPEND = frozenset({"invalid_role", "malformed_block"})
 _RESTORE_USAGE = 4
 
 
-class _Retry:
-    """The marker of a compaction attempt to run again (another connection compacted first)."""
-
-
-_RETRY = _Retry()
 #: prepare() gives up (StoreError) after losing this many races to other connections in a row.
 _ATTEMPTS = 5
 
@@ -108,18 +116,6 @@ class CompactionRecord:
         )
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """The context a compaction starts from."""
-
-    messages: list[dict[str, Any]]
-    rows: list[int]
-    tokens: list[int]
-    head: int | None
-    upto_seq: int
-    system: Any
-
-
 def _stored_json(value: Any, field: str) -> str:
     try:
         return _dumps(value)
@@ -130,7 +126,7 @@ def _stored_json(value: Any, field: str) -> str:
 # -- the session ---------------------------------------------------------------------------------------
 
 
-class Session:
+class Session(BackgroundCompaction):
     """A conversation kept in a SQLite store, compacted when it has to be.
 
     Opens the session ``session_id`` in ``store`` if it exists, else creates it. Append what the
@@ -223,6 +219,10 @@ class Session:
         self._marker: tuple[int, int] | None = None
         self._sent: tuple[list[dict[str, Any]], int | None] | None = None
         self._micro_at: int | None = None
+        self._job: Job | None = None
+        self._carry: str | None = None
+        self._rules: ContextCompactor | None = None
+        self._closed = False
         try:
             self._open(system, tools, format)
         except BaseException:
@@ -588,6 +588,12 @@ class Session:
         the context grew by ``clear_at_least_tokens``. The outcome is saved in one transaction.
         The check costs O(1): counts are kept up to date on each append.
 
+        With ``background=True`` the summary never runs here: from the soft threshold a job
+        summarises a snapshot in a thread and a later call applies it with the messages appended
+        meanwhile kept verbatim; at the hard threshold old tool output is cleared or the rule
+        summary applies now (:mod:`context_compactor._background`). ``force=True`` cancels a
+        running job and compacts now, waiting for the summary.
+
         Args:
             force: Compact even below the thresholds.
             instructions: Extra instructions for the summary.
@@ -614,28 +620,72 @@ class Session:
             >>> if result is not None:                              # doctest: +SKIP
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
+        self._check_open()
         if not self._compacting.acquire(timeout=self._wait()):
             raise StoreError("another prepare() of this Session ran too long")
         try:
-            for _ in range(_ATTEMPTS):
-                snap = self._begin(force)
-                if snap is None:
-                    return None
-                result = self._compactor.compact(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._tools,
-                    format=self._fmt,
-                    force=force,
-                    instructions=instructions,
-                    state=self._state,
-                )
-                done = self._settle(snap, result)
-                if not isinstance(done, _Retry):
-                    return done
-            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+            if force:
+                self._cancel_job()
+            if not self._compactor.config.background or force:
+                return self._foreground(self._compactor, force, instructions)
+            steps = self._background_steps(instructions)
+            value: Any = None
+            while True:
+                try:
+                    kind, arg = steps.send(value)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value = None
+                if kind == "hook":
+                    call_hook_sync(*arg, "await session.aprepare()")
+                elif kind == "now":
+                    value = self._foreground(self._rule_compactor(), False, instructions)
+                elif kind == "run":
+                    arg.run()
+                else:
+                    arg.start_thread()
         finally:
             self._compacting.release()
+
+    def _foreground(self, compactor: ContextCompactor, force: bool, instructions: str | None) -> CompactResult | None:
+        for _ in range(_ATTEMPTS):
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = compactor.compact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            done = self._settle(snap, result)
+            if not isinstance(done, _Retry):
+                return done
+        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+
+    async def _aforeground(
+        self, compactor: ContextCompactor, force: bool, instructions: str | None
+    ) -> CompactResult | None:
+        for _ in range(_ATTEMPTS):
+            snap = self._begin(force)
+            if snap is None:
+                return None
+            result = await compactor.acompact(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+            done = self._settle(snap, result)
+            if not isinstance(done, _Retry):
+                return done
+        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
 
     async def aprepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
         """:meth:`prepare` for async code: an async (or sync, run in a worker thread) summarizer
@@ -644,31 +694,47 @@ class Session:
         Example:
             >>> result = await session.aprepare()                   # doctest: +SKIP
         """
+        self._check_open()
         deadline = time.monotonic() + self._wait()
         while not self._compacting.acquire(blocking=False):
             if time.monotonic() > deadline:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
         try:
-            for _ in range(_ATTEMPTS):
-                snap = self._begin(force)
-                if snap is None:
-                    return None
-                result = await self._compactor.acompact(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._tools,
-                    format=self._fmt,
-                    force=force,
-                    instructions=instructions,
-                    state=self._state,
-                )
-                done = self._settle(snap, result)
-                if not isinstance(done, _Retry):
-                    return done
-            raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+            if force:
+                self._cancel_job()
+            if not self._compactor.config.background or force:
+                return await self._aforeground(self._compactor, force, instructions)
+            steps = self._background_steps(instructions)
+            value: Any = None
+            while True:
+                try:
+                    kind, arg = steps.send(value)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                value = None
+                if kind == "hook":
+                    fn, payload = arg
+                    r = fn(payload)
+                    if inspect.isawaitable(r):
+                        await r
+                elif kind == "now":
+                    value = await self._aforeground(self._rule_compactor(), False, instructions)
+                elif kind == "run":
+                    await arg.arun()
+                else:
+                    arg.start_task()
         finally:
             self._compacting.release()
+
+    @property
+    def pending(self) -> Job | None:
+        """The background job running or waiting to be applied (``background=True``), else ``None``."""
+        return self._job
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the Session is closed")
 
     def _settle(self, snap: _Snapshot, result: CompactResult) -> CompactResult | _Retry | None:
         """What :meth:`prepare` returns for one compaction attempt (see its Returns).
@@ -825,7 +891,13 @@ class Session:
     # -- closing -----------------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
+        """Cancel a background job (its result is dropped; nothing is written after this) and
+        close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
+        self._closed = True
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel()
+            job.join(1.0)
         if self._own_store:
             self._store.close()
 
@@ -850,7 +922,9 @@ def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, di
     for m, (kind, i) in zip(result.messages, result.origins, strict=True):
         if kind == "kept":
             assert i is not None
-            out.append((snap.rows[i], m, "original", None))
+            # The snapshot's message: the same object, or, for a rebased job, the copy a
+            # micro-compaction made meanwhile (stored under that row).
+            out.append((snap.rows[i], snap.messages[i], "original", None))
             continue
         plain = m if isinstance(m, dict) else dict(m)
         if kind == "edited":
@@ -858,4 +932,6 @@ def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, di
             out.append((None, plain, "edited", snap.rows[i]))
         else:
             out.append((None, plain, kind, None))
+    if snap.covered is not None:
+        out.extend((snap.rows[j], snap.messages[j], "original", None) for j in range(snap.covered, len(snap.rows)))
     return out

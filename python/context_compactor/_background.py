@@ -1,0 +1,230 @@
+"""Speculative background compaction: a summary made on a snapshot while the agent keeps going.
+
+Design note.
+
+With ``background=True`` a :class:`~context_compactor.session.Session` does not wait for the
+summarizer. From the soft threshold, ``prepare()`` takes a *snapshot* of the context (its rows,
+the head compaction and the last original's seq), starts a :class:`Job` on it and returns at once:
+a thread for ``prepare()``, an asyncio task for ``aprepare()``. The job plans the compaction of
+the snapshot (pure: the planner never sees later messages), calls the summarizer (chunk by chunk
+for long spans) and applies the reply to the plan, all off the agent's path. A later
+``prepare()`` finds it done and saves it with the store's delta rule: the snapshot's context is
+replaced by the compaction's output and every message appended since (the *delta*) follows it
+verbatim, in one transaction (DESIGN invariant 4: same snapshot + delta + summary ⇒ same output).
+
+What it costs: the summary covers the conversation up to the snapshot, so the messages appended
+while it ran stay verbatim after it (they are the most recent ones, which the next compaction
+summarises in turn), and the context is above the soft threshold for the few calls the summary
+takes. When the delta alone keeps the context at or over the hard threshold, an incremental
+top-up runs at once with the built-in rule summary (it extends the summary just applied; no
+blocking LLM call), and a new background job starts when it is over the soft threshold again.
+
+The hard threshold never waits: when the context reaches it while a job runs, the rule summary
+applies now; the job's summary, when it arrives, is stale (the context it was made for was
+replaced) and becomes the ``previous_summary`` of the next LLM compaction instead, so the work is
+not lost. A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with
+the rule summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
+``on_summarizer_error`` says to raise is raised by the next ``prepare()``. ``prepare(force=True)``
+and ``close()`` cancel a running job: its result is dropped, a task is cancelled, a thread stops
+waiting at once (the user's summarizer call itself cannot be interrupted in a thread: it runs on
+in its daemon thread and its reply is discarded). A job never touches the store: only the
+Session's ``prepare()`` saves, so nothing is written after ``close()``.
+
+A bare :class:`~context_compactor.ContextCompactor` keeps no pending job (it is immutable and
+stateless by design): the same pattern is ``plan = compactor.plan(snapshot, state=state)``, the
+summary in your own thread or task, then ``plan.apply(reply).messages + messages[len(snapshot):]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from context_compactor._summarize import Cancelled, call_async, call_sync, check_reply
+from context_compactor.plan import CompactionPlan
+from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
+
+__all__ = ["Job", "with_previous"]
+
+
+def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
+    """``request`` with a summary that arrived too late (``carried``) put before its previous
+    summary: the next summary then builds on it instead of on the rule summary alone."""
+    carried = carried.strip()
+    if not carried:
+        return request
+    old = request.previous_summary
+    if old and old.strip() and old.strip() in request.user_prompt:
+        merged = f"{carried}\n\n{old.strip()}"
+        prompt = request.user_prompt.replace(old.strip(), merged, 1)
+    else:
+        merged = carried
+        prompt = f"<previous_summary>\n{carried}\n</previous_summary>\n\n{request.user_prompt}"
+    return replace(request, previous_summary=merged, user_prompt=prompt)
+
+
+class Job:
+    """One background summary of a snapshot (see the module's design note).
+
+    Attributes:
+        snap: The snapshot it compacts (the Session's ``_Snapshot``).
+        plan: The plan (made in the job unless given).
+        result: The compaction of the snapshot, once done and successful.
+        error: The exception, once done and failed.
+        carried: The late summary it builds on (``previous_summary``), if any.
+    """
+
+    def __init__(
+        self,
+        make_plan: Callable[[], CompactionPlan],
+        snap: Any,
+        summarizer: Callable[[SummaryRequest], Any] | None,
+        timeout: float,
+        *,
+        plan: CompactionPlan | None = None,
+        carried: str | None = None,
+        flushed: int = 0,
+    ) -> None:
+        self.snap = snap
+        self.plan = plan
+        self.carried = carried
+        self.result: CompactResult | None = None
+        self.error: BaseException | None = None
+        self.started = time.monotonic()
+        self._make_plan = make_plan
+        self._summarizer = summarizer
+        self._timeout = timeout
+        self._flushed = flushed
+        self._done = threading.Event()
+        self._wake = threading.Event()
+        self._cancelled = False
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    def _first(self, plan: CompactionPlan) -> SummaryRequest | None:
+        request = plan.request
+        if request is not None and self.carried:
+            request = with_previous(request, self.carried)
+        return request
+
+    def run(self) -> None:
+        """Run the job in this thread (``start_thread`` runs it in a new one)."""
+        try:
+            plan = self.plan if self.plan is not None else self._make_plan()
+            self.plan = plan
+            current, usages = plan, []
+            request = self._first(plan)
+            while not self._cancelled:
+                if request is None or self._summarizer is None:
+                    self.result = current.apply(None, flushed_memories=self._flushed)
+                    break
+                reply = call_sync(self._summarizer, request, self._timeout, self._wake)
+                text, truncated, usage = check_reply(reply)
+                usages.append(usage)
+                if current.remaining_chunks == 0:
+                    self.result = current.apply(
+                        SummaryResponse(text, truncated), flushed_memories=self._flushed, summary_usage=tuple(usages)
+                    )
+                    break
+                current = current.advance(text)
+                request = current.request
+        except Cancelled:
+            pass
+        except Exception as e:
+            self.error = e
+        finally:
+            self._done.set()
+
+    async def arun(self) -> None:
+        """Run the job in the event loop (the planning and applying in worker threads)."""
+        try:
+            plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
+            self.plan = plan
+            current, usages = plan, []
+            request = await asyncio.to_thread(self._first, plan)
+            while not self._cancelled:
+                if request is None or self._summarizer is None:
+                    self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
+                    break
+                reply = await call_async(self._summarizer, request, self._timeout)
+                text, truncated, usage = check_reply(reply)
+                usages.append(usage)
+                if current.remaining_chunks == 0:
+                    self.result = await asyncio.to_thread(
+                        current.apply,
+                        SummaryResponse(text, truncated),
+                        flushed_memories=self._flushed,
+                        summary_usage=tuple(usages),
+                    )
+                    break
+                current = current.advance(text)
+                request = current.request
+        except asyncio.CancelledError:
+            self._cancelled = True
+        except Exception as e:
+            self.error = e
+        finally:
+            self._done.set()
+
+    def start_thread(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="context-compactor-background", daemon=True)
+        self._thread.start()
+
+    def start_task(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self.arun(), name="context-compactor-background")
+
+    # -- state -----------------------------------------------------------------------------------------
+
+    def done(self) -> bool:
+        """Finished (successfully, failed or cancelled)."""
+        return self._done.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until done (a thread job; a task job is awaited with :meth:`await_done`)."""
+        return self._done.wait(timeout)
+
+    async def await_done(self, timeout: float | None = None) -> bool:
+        if self._task is not None and self._loop is asyncio.get_running_loop():
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            return self.done()
+        return await asyncio.to_thread(self._done.wait, timeout)
+
+    def cancel(self) -> None:
+        """Drop the job: its result is never applied; a thread stops waiting for the summarizer,
+        a task is cancelled."""
+        self._cancelled = True
+        self._wake.set()
+        task, loop = self._task, self._loop
+        if task is not None and loop is not None and not task.done():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                task.cancel()
+            else:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the task is gone with it
+                    loop.call_soon_threadsafe(task.cancel)
+
+    def join(self, timeout: float) -> None:
+        """Wait for a cancelled thread job to leave (it stops at its next step)."""
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def __repr__(self) -> str:
+        state = "cancelled" if self._cancelled else "failed" if self.error else "done" if self.done() else "running"
+        return f"Job({state}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
