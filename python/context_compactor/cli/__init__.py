@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "stats",
     "compact",
     "replay",
+    "eval",
 )
 
 
