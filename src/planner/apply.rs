@@ -12,8 +12,20 @@ use crate::structure::analyze;
 use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
 use crate::summary::text::{cap_to_tokens, extract_summary};
-use crate::summary::{rule_summary, truncation_summary};
+use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
+
+/// The smallest summary cap the growth bound leaves (a summary needs room for the task's topic,
+/// the constraints and the artifact trail).
+pub(super) const MIN_SUMMARY_CAP: usize = 256;
+
+/// The summary's cap: `summary_max_tokens`, and never more than a quarter of the target (what
+/// the planner reserves for it), at least [`MIN_SUMMARY_CAP`]. A summary as large as the
+/// window allows leaves the context near the threshold after every compaction, and each next
+/// call compacts again: the growth bound keeps the chain of summaries from eating the window.
+pub(super) fn summary_cap(summary_max_tokens: usize, target: usize) -> usize {
+    summary_max_tokens.min((target / 4).max(MIN_SUMMARY_CAP))
+}
 
 /// Who wrote a summary (`CompactResult.summary_source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +67,8 @@ impl<'a> Planned<'a> {
         let (mut body, strategy, source, mut cut) = match summary {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
-                let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
+                let cap = summary_cap(cfg.summary_max_tokens, target);
+                let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (
                     text,
                     Strategy::Summary,
@@ -64,15 +77,19 @@ impl<'a> Planned<'a> {
                 )
             }
             None => {
-                let max_chars = cfg.summary_max_tokens * 3;
-                let rule = rule_summary(&self.replaced, self.language, max_chars);
-                let text = match &self.previous_summary {
-                    // A summary is never re-summarised from scratch: the rule summary of the
-                    // new messages is added to the previous one.
-                    Some(prev) => format!("{prev}\n\n{rule}"),
-                    None => rule,
-                };
-                let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
+                let cap = summary_cap(cfg.summary_max_tokens, target);
+                let max_chars = cap * 3;
+                // A summary is never re-summarised from scratch: the earlier rule summary's
+                // lines compete with the new ones by priority within one bound, newest first
+                // (appending them made each chained summary longer until the cap cut the new
+                // part off).
+                let text = rule_summary_chained(
+                    self.previous_summary.as_deref(),
+                    &self.replaced,
+                    self.language,
+                    max_chars,
+                );
+                let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (text, Strategy::RuleSummary, SummarySource::Rule, cut)
             }
         };

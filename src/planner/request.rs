@@ -2,7 +2,8 @@
 //! plan, and how a summary added to Anthropic's system prompt is counted.
 
 use super::draft::Count;
-use super::plan::Planned;
+use super::apply::summary_cap;
+use super::plan::{raw_of, Planned};
 use crate::summary::language::Language;
 use crate::summary::text::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
@@ -80,12 +81,13 @@ impl<'a> Planned<'a> {
         let t = self.transcript(counter);
         let chunk = t.chunks.get(self.chunk_index)?;
         let transcript = t.entries[chunk.clone()].join("\n\n");
+        let cap = summary_cap(self.cfg.summary_max_tokens, raw_of(self.cfg.target, self.ratio));
         let (system_prompt, user_prompt) = summary_prompts(
             self.language,
             self.previous_summary.as_deref(),
             self.instructions.as_deref(),
             &transcript,
-            self.cfg.summary_max_tokens,
+            cap,
         );
         let user_prompt = match &self.task_text {
             Some(task) => with_task_context(self.language, task, &user_prompt),
@@ -96,7 +98,7 @@ impl<'a> Planned<'a> {
             user_prompt,
             previous_summary: self.previous_summary.clone(),
             instructions: self.instructions.clone(),
-            max_tokens: self.cfg.summary_max_tokens,
+            max_tokens: cap,
             must_keep: self.facts.clone(),
             language: self.language,
             replaced_count: self.span.len(),

@@ -48,6 +48,8 @@
 //!   0.1 s, rule summary 1.1 s, truncation summary 2.5 ms — linear, no quadratic step (the
 //!   truncation summary reads only the messages it shows).
 
+pub mod artifacts;
+pub mod constraints;
 pub mod facts;
 pub mod language;
 pub mod prompts;
@@ -60,7 +62,7 @@ pub mod truncation;
 pub use facts::{fact_present, must_keep_facts, FactKind};
 pub use language::{detect_language, Label, Language};
 pub use prompts::{summary_prompts, with_task_context};
-pub use rule::rule_summary;
+pub use rule::{rule_summary, rule_summary_chained};
 pub use text::{
     cap_to_tokens, cut_json_args, extract_summary, head_tail, is_cut, looks_like_error,
 };

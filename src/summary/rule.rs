@@ -14,6 +14,8 @@
 //! by `tools.rs`), the candidate lines with their priorities (`RuleScan::items`), and the pick
 //! within `max_chars` (`assemble`).
 
+use super::artifacts::Trail;
+use super::constraints::constraint_sentences;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
 use super::language::{Label, Language};
 use super::text::shorten;
@@ -169,19 +171,54 @@ fn recency(base: u32, span: u32, i: usize, n: usize) -> u32 {
     }
 }
 
-const SECTIONS: [Label; 6] = [
+const SECTIONS: [Label; 8] = [
     Label::Topics,
+    Label::Constraints,
     Label::Conclusions,
     Label::Technical,
+    Label::ArtifactTrail,
     Label::Files,
     Label::Commands,
     Label::Errors,
 ];
+// Indices into SECTIONS.
+const S_TOPICS: usize = 0;
+const S_CONSTRAINTS: usize = 1;
+const S_CONCLUSIONS: usize = 2;
+const S_TECHNICAL: usize = 3;
+const S_TRAIL: usize = 4;
+const S_FILES: usize = 5;
+const S_COMMANDS: usize = 6;
+const S_ERRORS: usize = 7;
 
 /// The rule summary of `messages` in `lang`, at most `max_chars` characters (see the module
 /// note for its sections and how it is bounded).
 pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) -> String {
+    rule_summary_chained(None, messages, lang, max_chars)
+}
+
+/// The rule summary of `messages` after an earlier summary (`previous`, the body of the summary
+/// they follow): when that is a rule summary, its lines are read back by section and compete
+/// with the new ones by priority (older ones rank lower), so a chain of compactions keeps one
+/// summary of bounded size, newest first, instead of appending. The artifact trail and the
+/// constraints of the earlier summary are merged, not ranked: they are kept whole while they fit.
+/// An earlier summary that is not a rule summary (an LLM's) is kept in front of the new one.
+pub fn rule_summary_chained(
+    previous: Option<&str>,
+    messages: &[Message<'_>],
+    lang: Language,
+    max_chars: usize,
+) -> String {
     let mut scan = RuleScan::new(messages);
+    let mut prefix = None;
+    if let Some(prev) = previous {
+        let sections = parse_sections(prev);
+        if sections.is_empty() {
+            prefix = Some(prev.trim().to_owned());
+        } else {
+            scan.seed(sections);
+        }
+    }
     for m in messages {
         scan.visit(m);
     }
@@ -191,7 +228,45 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
         scan.n_assistant,
         scan.n_results,
     );
-    assemble(scan.items(lang), &counts, lang, max_chars)
+    match prefix {
+        Some(prev) => {
+            let own = assemble(scan.items(lang), &counts, lang, max_chars / 2);
+            let room = max_chars.saturating_sub(own.chars().count() + 2);
+            format!("{}\n\n{own}", shorten(&prev, room))
+        }
+        None => assemble(scan.items(lang), &counts, lang, max_chars),
+    }
+}
+
+/// The sections of an earlier rule summary: (section index, its lines), for every heading of
+/// [`SECTIONS`] in either language. Empty when the text has none (not a rule summary).
+fn parse_sections(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in text.lines() {
+        if let Some(item) = line.strip_prefix("- ") {
+            if let Some(sec) = current {
+                if let Some(last) = out.last_mut().filter(|(s, _)| *s == sec) {
+                    last.1.push(item.trim().to_owned());
+                }
+            }
+            continue;
+        }
+        let heading = line.trim_end().trim_end_matches([':', '：']);
+        current = SECTIONS.iter().position(|l| {
+            [Language::En, Language::Zh].iter().any(|lang| {
+                let label = lang.label(*l);
+                heading == label
+                    || heading
+                        .strip_prefix(label)
+                        .is_some_and(|r| r.starts_with(" (") || r.starts_with('（'))
+            })
+        });
+        if let Some(sec) = current {
+            out.push((sec, Vec::new()));
+        }
+    }
+    out
 }
 
 /// What one pass over the messages gathers for the summary, in the order it was seen.
@@ -216,6 +291,14 @@ struct RuleScan<'m> {
     uses: HashMap<String, usize>,
     /// Shell commands run (consecutive repeats once).
     commands: Vec<String>,
+    /// Files created, edited, moved or deleted.
+    trail: Trail,
+    /// The user's imperative sentences, verbatim (no repeats).
+    constraints: Vec<String>,
+    /// Lines of an earlier summary's sections with no structure of their own here (files).
+    earlier_files: Vec<String>,
+    /// An earlier summary's technical-context lines.
+    earlier_technical: Vec<String>,
     /// Error names seen, with counts, in first-seen order (`error_index` finds them).
     error_names: Vec<(String, usize)>,
     error_index: HashMap<String, usize>,
@@ -240,6 +323,10 @@ impl<'m> RuleScan<'m> {
             edited: HashSet::new(),
             uses: HashMap::new(),
             commands: Vec::new(),
+            trail: Trail::new(),
+            constraints: Vec::new(),
+            earlier_files: Vec::new(),
+            earlier_technical: Vec::new(),
             error_names: Vec::new(),
             error_index: HashMap::new(),
             error_lines: VecDeque::new(),
@@ -248,6 +335,31 @@ impl<'m> RuleScan<'m> {
             n_assistant: 0,
             n_results: 0,
         }
+    }
+
+    /// Takes in an earlier summary's sections: its lines come before this span's own.
+    fn seed(&mut self, sections: Vec<(usize, Vec<String>)>) {
+        for (sec, lines) in sections {
+            match sec {
+                S_TOPICS => self.topics.extend(lines),
+                S_CONSTRAINTS => self.constraints.extend(lines),
+                S_CONCLUSIONS => self.conclusions.extend(lines),
+                S_TECHNICAL => self.earlier_technical.extend(lines),
+                S_TRAIL => self.trail.absorb(&lines),
+                S_FILES => self.earlier_files.extend(lines),
+                S_COMMANDS => self.commands.extend(lines),
+                S_ERRORS => {
+                    for l in lines {
+                        if self.error_lines_seen.insert(l.clone()) {
+                            self.error_lines.push_back(l);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.topics.dedup();
+        self.conclusions.dedup();
     }
 
     /// Takes in one message: its prose (errors named, code languages, the user's request or
@@ -266,6 +378,13 @@ impl<'m> RuleScan<'m> {
         if !text.is_empty() {
             scan_text(&text, FactKinds::ERRORS, &mut |_, f| self.count_error(f));
             self.code_languages(&text);
+        }
+        if m.is_user_text() && topic(&text).is_some() {
+            for c in constraint_sentences(&text) {
+                if !self.constraints.contains(&c) {
+                    self.constraints.push(c);
+                }
+            }
         }
         if m.is_user_text() {
             let t = topic(&text).or_else(|| {
@@ -325,6 +444,7 @@ impl<'m> RuleScan<'m> {
         let name = b.name.as_deref().unwrap_or("tool");
         bump(&mut self.tools, name);
         let args = joined(b);
+        self.trail.call(name, &args);
         let mut fs = FactSet::new();
         fs.scan_args(&args, FactKinds::PATHS);
         let edit = is_edit_tool(name) && !is_view_only(&args);
@@ -404,9 +524,33 @@ impl<'m> RuleScan<'m> {
                 recency(300, 200, i, n)
             };
             items.push(Item {
-                section: 0,
+                section: S_TOPICS,
                 priority: p,
                 text: t,
+            });
+        }
+        // The user's constraints: kept verbatim, above everything but the task's topic.
+        let n = self.constraints.len();
+        for (i, c) in self.constraints.into_iter().enumerate() {
+            items.push(Item {
+                section: S_CONSTRAINTS,
+                priority: recency(860, 30, i, n),
+                text: c,
+            });
+        }
+        // The artifact trail: every changed file with its operations, oldest first.
+        let zh = lang == Language::Zh;
+        let trail_lines = self.trail.lines(zh);
+        let changed: HashSet<String> = trail_lines
+            .iter()
+            .filter_map(|l| l.rsplit_once(": ").map(|(p, _)| p.to_owned()))
+            .collect();
+        let n = trail_lines.len();
+        for (i, l) in trail_lines.into_iter().enumerate() {
+            items.push(Item {
+                section: S_TRAIL,
+                priority: recency(840, 30, i, n),
+                text: shorten(&l, LINE_CHARS * 2).into_owned(),
             });
         }
         // The latest assistant text is the current state even when it came with calls.
@@ -425,7 +569,7 @@ impl<'m> RuleScan<'m> {
                 recency(400, 250, i, n)
             };
             items.push(Item {
-                section: 1,
+                section: S_CONCLUSIONS,
                 priority: p,
                 text: c,
             });
@@ -447,7 +591,7 @@ impl<'m> RuleScan<'m> {
             t.sort_by_key(|x| std::cmp::Reverse(x.1));
             let line = format!("{}{}{}", lang.label(Label::Tools), lang.colon(), list(&t));
             items.push(Item {
-                section: 2,
+                section: S_TECHNICAL,
                 priority: 720,
                 text: shorten(&line, LINE_CHARS * 2).into_owned(),
             });
@@ -457,12 +601,43 @@ impl<'m> RuleScan<'m> {
             c.sort_by_key(|x| std::cmp::Reverse(x.1));
             let line = format!("{}{}{}", lang.label(Label::Code), lang.colon(), list(&c));
             items.push(Item {
-                section: 2,
+                section: S_TECHNICAL,
                 priority: 600,
                 text: shorten(&line, LINE_CHARS).into_owned(),
             });
         }
-        let files = without_parents(self.files.finish());
+        let new_keys: Vec<String> = items
+            .iter()
+            .filter(|it| it.section == S_TECHNICAL)
+            .filter_map(|it| it.text.split_once([':', '：']).map(|(k, _)| k.to_owned()))
+            .collect();
+        for l in self.earlier_technical {
+            let key = l.split_once([':', '：']).map_or(l.as_str(), |(k, _)| k);
+            if !new_keys.iter().any(|k| k == key) {
+                items.push(Item {
+                    section: S_TECHNICAL,
+                    priority: 300,
+                    text: l,
+                });
+            }
+        }
+        // Files the trail lists are not listed again.
+        let files: Vec<String> = without_parents(self.files.finish())
+            .into_iter()
+            .filter(|f| !changed.contains(f))
+            .collect();
+        let n = self.earlier_files.len();
+        for (i, f) in self.earlier_files.into_iter().enumerate() {
+            let path = f.split([' ', '（']).next().unwrap_or(&f);
+            if changed.contains(path) || files.iter().any(|x| x == path) {
+                continue;
+            }
+            items.push(Item {
+                section: S_FILES,
+                priority: recency(380, 60, i, n),
+                text: f,
+            });
+        }
         let n = files.len();
         for (i, f) in files.into_iter().enumerate() {
             let is_edit = self.edited.contains(&f);
@@ -481,7 +656,7 @@ impl<'m> RuleScan<'m> {
             // How often the file was named (`used`, counting the shorter spellings it contains).
             let p = recency(if is_edit { 600 } else { 450 }, 40, i, n) + 12 * used.min(10) as u32;
             items.push(Item {
-                section: 3,
+                section: S_FILES,
                 priority: p,
                 text: shorten(&text, LINE_CHARS).into_owned(),
             });
@@ -489,7 +664,7 @@ impl<'m> RuleScan<'m> {
         let n = self.commands.len();
         for (i, c) in self.commands.into_iter().enumerate() {
             items.push(Item {
-                section: 4,
+                section: S_COMMANDS,
                 priority: recency(300, 250, i, n),
                 text: c,
             });
@@ -509,7 +684,7 @@ impl<'m> RuleScan<'m> {
                 .collect();
             e.sort_by_key(|x| std::cmp::Reverse(x.1));
             items.push(Item {
-                section: 5,
+                section: S_ERRORS,
                 priority: 700,
                 text: shorten(&list(&e), LINE_CHARS * 2).into_owned(),
             });
@@ -517,7 +692,7 @@ impl<'m> RuleScan<'m> {
         let n = self.error_lines.len();
         for (i, l) in self.error_lines.into_iter().enumerate() {
             items.push(Item {
-                section: 5,
+                section: S_ERRORS,
                 priority: recency(350, 250, i, n),
                 text: l,
             });

@@ -402,6 +402,15 @@ def _prose(text: str) -> str:
     return "\n".join(out)
 
 
+_LINE_NUMBER = re.compile(r"^\d+[:|]")
+
+
+def _looks_like_code(s: str) -> bool:
+    """A line of a numbered listing (``1463: msg = ...``) or of code (more than four of
+    ``{}()[]=;<>``): not an order the user gave."""
+    return bool(_LINE_NUMBER.match(s)) or sum(s.count(c) for c in "{}()[]=;<>") > 4
+
+
 def constraints(messages: Sequence[Any]) -> list[str]:
     """The user's imperatives: each sentence of a user message (outside code) that holds one, as
     written (whitespace collapsed), in order, no repeats."""
@@ -411,7 +420,11 @@ def constraints(messages: Sequence[Any]) -> list[str]:
             continue
         for s in _SENTENCE_END.split(_prose(text_of(m))):
             s = normalize(s.strip(" -*>#\t"))
-            if 4 <= len(s) <= MAX_CONSTRAINT_CHARS and (_EN_IMPERATIVE.search(s) or _ZH_IMPERATIVE.search(s)):
+            if (
+                4 <= len(s) <= MAX_CONSTRAINT_CHARS
+                and not _looks_like_code(s)
+                and (_EN_IMPERATIVE.search(s) or _ZH_IMPERATIVE.search(s))
+            ):
                 found.setdefault(s, None)
     return list(found)
 
