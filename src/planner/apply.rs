@@ -78,17 +78,28 @@ impl<'a> Planned<'a> {
             }
             None => {
                 let cap = summary_cap(cfg.summary_max_tokens, target);
-                let max_chars = cap * 3;
                 // A summary is never re-summarised from scratch: the earlier rule summary's
                 // lines compete with the new ones by priority within one bound, newest first
                 // (appending them made each chained summary longer until the cap cut the new
-                // part off).
-                let text = rule_summary_chained(
-                    self.previous_summary.as_deref(),
-                    &self.replaced,
-                    self.language,
-                    max_chars,
-                );
+                // part off). The bound is in characters: when the text counts over the cap
+                // (CJK text is about one token a character, English about four characters a
+                // token), it is built again smaller, so lines drop by priority rather than the
+                // cap cutting the last sections off.
+                let mut max_chars = cap * 3;
+                let mut text = String::new();
+                for _ in 0..4 {
+                    text = rule_summary_chained(
+                        self.previous_summary.as_deref(),
+                        &self.replaced,
+                        self.language,
+                        max_chars,
+                    );
+                    let n = count_str(&text);
+                    if n <= cap {
+                        break;
+                    }
+                    max_chars = max_chars * cap / n * 9 / 10;
+                }
                 let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (text, Strategy::RuleSummary, SummarySource::Rule, cut)
             }
@@ -160,8 +171,17 @@ impl<'a> Planned<'a> {
         self.fit(&mut d, soft, counter);
         // Step 6, the last resort: the shorter truncation summary instead of the summary.
         if d.tokens() > soft {
-            let short =
+            // The rule summary at the truncation summary's size first: by priority it keeps the
+            // constraints and the artifact trail, which the truncation summary has no room for.
+            let trunc =
                 truncation_summary(&self.replaced, self.language, 60, cfg.summary_max_tokens);
+            let rule = rule_summary_chained(
+                self.previous_summary.as_deref(),
+                &self.replaced,
+                self.language,
+                trunc.chars().count(),
+            );
+            let short = if rule.trim().is_empty() { trunc } else { rule };
             let alt_shape = Shape {
                 body: short,
                 ..d.shape.clone()

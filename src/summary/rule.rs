@@ -171,9 +171,10 @@ fn recency(base: u32, span: u32, i: usize, n: usize) -> u32 {
     }
 }
 
-const SECTIONS: [Label; 8] = [
+const SECTIONS: [Label; 9] = [
     Label::Topics,
     Label::Constraints,
+    Label::Todos,
     Label::Conclusions,
     Label::Technical,
     Label::ArtifactTrail,
@@ -184,12 +185,13 @@ const SECTIONS: [Label; 8] = [
 // Indices into SECTIONS.
 const S_TOPICS: usize = 0;
 const S_CONSTRAINTS: usize = 1;
-const S_CONCLUSIONS: usize = 2;
-const S_TECHNICAL: usize = 3;
-const S_TRAIL: usize = 4;
-const S_FILES: usize = 5;
-const S_COMMANDS: usize = 6;
-const S_ERRORS: usize = 7;
+const S_TODOS: usize = 2;
+const S_CONCLUSIONS: usize = 3;
+const S_TECHNICAL: usize = 4;
+const S_TRAIL: usize = 5;
+const S_FILES: usize = 6;
+const S_COMMANDS: usize = 7;
+const S_ERRORS: usize = 8;
 
 /// The rule summary of `messages` in `lang`, at most `max_chars` characters (see the module
 /// note for its sections and how it is bounded).
@@ -295,6 +297,8 @@ struct RuleScan<'m> {
     trail: Trail,
     /// The user's imperative sentences, verbatim (no repeats).
     constraints: Vec<String>,
+    /// The open items of the latest to-do list (`TodoWrite`, `update_plan`, `TaskCreate`…).
+    todos: Todos,
     /// Lines of an earlier summary's sections with no structure of their own here (files).
     earlier_files: Vec<String>,
     /// An earlier summary's technical-context lines.
@@ -325,6 +329,7 @@ impl<'m> RuleScan<'m> {
             commands: Vec::new(),
             trail: Trail::new(),
             constraints: Vec::new(),
+            todos: Todos::default(),
             earlier_files: Vec::new(),
             earlier_technical: Vec::new(),
             error_names: Vec::new(),
@@ -343,6 +348,7 @@ impl<'m> RuleScan<'m> {
             match sec {
                 S_TOPICS => self.topics.extend(lines),
                 S_CONSTRAINTS => self.constraints.extend(lines),
+                S_TODOS => self.todos.seed(lines),
                 S_CONCLUSIONS => self.conclusions.extend(lines),
                 S_TECHNICAL => self.earlier_technical.extend(lines),
                 S_TRAIL => self.trail.absorb(&lines),
@@ -445,6 +451,7 @@ impl<'m> RuleScan<'m> {
         bump(&mut self.tools, name);
         let args = joined(b);
         self.trail.call(name, &args);
+        self.todos.call(name, &args);
         let mut fs = FactSet::new();
         fs.scan_args(&args, FactKinds::PATHS);
         let edit = is_edit_tool(name) && !is_view_only(&args);
@@ -534,8 +541,18 @@ impl<'m> RuleScan<'m> {
         for (i, c) in self.constraints.into_iter().enumerate() {
             items.push(Item {
                 section: S_CONSTRAINTS,
-                priority: recency(860, 30, i, n),
+                priority: recency(890, 9, i, n),
                 text: c,
+            });
+        }
+        // The open to-do items of the latest list, in its order.
+        let todos = self.todos.open();
+        let n = todos.len();
+        for (i, t) in todos.into_iter().enumerate() {
+            items.push(Item {
+                section: S_TODOS,
+                priority: recency(870, 8, n - 1 - i, n),
+                text: shorten(&t, LINE_CHARS).into_owned(),
             });
         }
         // The artifact trail: every changed file with its operations, oldest first.
@@ -549,7 +566,7 @@ impl<'m> RuleScan<'m> {
         for (i, l) in trail_lines.into_iter().enumerate() {
             items.push(Item {
                 section: S_TRAIL,
-                priority: recency(840, 30, i, n),
+                priority: recency(881, 8, i, n),
                 text: shorten(&l, LINE_CHARS * 2).into_owned(),
             });
         }
@@ -691,13 +708,99 @@ impl<'m> RuleScan<'m> {
         }
         let n = self.error_lines.len();
         for (i, l) in self.error_lines.into_iter().enumerate() {
+            // The latest error is what the agent is in the middle of: next to the latest
+            // conclusion in rank.
+            let priority = if i + 1 == n { 878 } else { recency(350, 250, i, n) };
             items.push(Item {
                 section: S_ERRORS,
-                priority: recency(350, 250, i, n),
+                priority,
                 text: l,
             });
         }
         items
+    }
+}
+
+/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
+/// item, `TaskUpdate` sets one's status. Items are (text, done).
+#[derive(Default)]
+struct Todos {
+    items: Vec<(String, bool)>,
+}
+
+impl Todos {
+    fn call(&mut self, name: &str, args: &str) {
+        let n = name.to_ascii_lowercase();
+        if !matches!(
+            n.as_str(),
+            "todowrite" | "todo_write" | "update_plan" | "write_todos" | "taskcreate" | "taskupdate"
+        ) {
+            return;
+        }
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
+        else {
+            return;
+        };
+        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
+            ["content", "step", "subject", "title", "text", "description"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|s| !s.is_empty())
+        };
+        let done = |v: &serde_json::Map<String, serde_json::Value>| {
+            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
+                matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
+                )
+            })
+        };
+        match n.as_str() {
+            "taskcreate" => {
+                if let Some(t) = text_of(&o) {
+                    self.items.push((t, false));
+                }
+            }
+            "taskupdate" => {
+                let id = o
+                    .get("taskId")
+                    .or_else(|| o.get("id"))
+                    .and_then(|x| x.as_str().map(str::to_owned).or_else(|| x.as_u64().map(|n| n.to_string())));
+                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
+                    if o.contains_key("status") {
+                        if let Some(item) = self.items.get_mut(k - 1) {
+                            item.1 = done(&o);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let list = ["todos", "plan", "items"]
+                    .iter()
+                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
+                if let Some(list) = list {
+                    self.items = list
+                        .iter()
+                        .filter_map(|v| v.as_object())
+                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
+                        .collect();
+                }
+            }
+        }
+    }
+
+    /// An earlier summary's open items (done ones were never written).
+    fn seed(&mut self, lines: Vec<String>) {
+        self.items = lines.into_iter().map(|l| (l, false)).collect();
+    }
+
+    fn open(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter(|(_, d)| !d)
+            .map(|(t, _)| t.clone())
+            .collect()
     }
 }
 

@@ -14,7 +14,7 @@ is scored by probes computed in Python from the raw transcript up to that point
 - ``constraints``: every imperative sentence of the user's is there verbatim;
 - ``continuation``: the open items of the latest to-do list and the last unresolved error;
 - ``growth``: the summary is at most ``summary_max_tokens``, and does not grow at every one of
-  three or more chained compactions to 1.5x its first size (a ratchet).
+  five or more chained compactions to 4x its first size (a ratchet).
 
 The billed input of every call is simulated (:mod:`.cost`) under each price table, for the
 policy, for the ``baseline`` config, for plain truncation (the oldest messages after the task
@@ -62,9 +62,10 @@ __all__ = ["PROBES", "EvalReport", "PolicyRun", "ProbeScore", "TranscriptEval", 
 PROBES = ("recall", "artifact_trail", "constraints", "continuation", "growth")
 #: The smallest window ``window_ratio`` gives (a tiny transcript at 10% would not hold its task).
 MIN_WINDOW = 1500
-#: Chained compactions a ratchet needs, and how much it must have grown.
-RATCHET_MIN_CHAIN = 3
-RATCHET_GROWTH = 1.5
+#: A ratchet: a summary that grew at every one of at least this many chained compactions, to
+#: this many times its first size (the 8.6x over 5 compactions users reported).
+RATCHET_MIN_CHAIN = 5
+RATCHET_GROWTH = 4.0
 
 
 @dataclass
