@@ -15,18 +15,6 @@ use crate::summary::text::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
 
-/// The smallest summary cap the growth bound leaves (a summary needs room for the task's topic,
-/// the constraints and the artifact trail).
-pub(super) const MIN_SUMMARY_CAP: usize = 256;
-
-/// The summary's cap: `summary_max_tokens`, and never more than a quarter of the target (what
-/// the planner reserves for it), at least [`MIN_SUMMARY_CAP`]. A summary as large as the
-/// window allows leaves the context near the threshold after every compaction, and each next
-/// call compacts again: the growth bound keeps the chain of summaries from eating the window.
-pub(super) fn summary_cap(summary_max_tokens: usize, target: usize) -> usize {
-    summary_max_tokens.min((target / 4).max(MIN_SUMMARY_CAP))
-}
-
 /// Who wrote a summary (`CompactResult.summary_source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SummarySource {
@@ -67,7 +55,7 @@ impl<'a> Planned<'a> {
         let (mut body, strategy, source, mut cut) = match summary {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
-                let cap = summary_cap(cfg.summary_max_tokens, target);
+                let cap = cfg.summary_cap;
                 let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (
                     text,
@@ -77,7 +65,7 @@ impl<'a> Planned<'a> {
                 )
             }
             None => {
-                let cap = summary_cap(cfg.summary_max_tokens, target);
+                let cap = cfg.summary_cap;
                 // A summary is never re-summarised from scratch: the earlier rule summary's
                 // lines compete with the new ones by priority within one bound, newest first
                 // (appending them made each chained summary longer until the cap cut the new

@@ -2,8 +2,7 @@
 //! plan, and how a summary added to Anthropic's system prompt is counted.
 
 use super::draft::Count;
-use super::apply::summary_cap;
-use super::plan::{raw_of, Planned};
+use super::plan::Planned;
 use crate::summary::language::Language;
 use crate::summary::text::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
@@ -81,7 +80,7 @@ impl<'a> Planned<'a> {
         let t = self.transcript(counter);
         let chunk = t.chunks.get(self.chunk_index)?;
         let transcript = t.entries[chunk.clone()].join("\n\n");
-        let cap = summary_cap(self.cfg.summary_max_tokens, raw_of(self.cfg.target, self.ratio));
+        let cap = self.cfg.summary_cap;
         let (system_prompt, user_prompt) = summary_prompts(
             self.language,
             self.previous_summary.as_deref(),

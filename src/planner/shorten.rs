@@ -78,10 +78,18 @@ pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<Stri
         let mut list = String::new();
         if !lost.is_empty() {
             list.push_str(" (the user's constraints, verbatim: ");
-            list.push_str(&lost.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "));
+            list.push_str(
+                &lost
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             list.push_str(") ");
         }
-        let room = max_chars.saturating_sub(list.chars().count()).max(MIN_CHARS);
+        let room = max_chars
+            .saturating_sub(list.chars().count())
+            .max(MIN_CHARS);
         let cut = cut_keeping_facts(text, room)?;
         let flat = collapse(&cut);
         let more: Vec<&String> = constraints

@@ -129,7 +129,10 @@ impl Trail {
         };
         let command = o.get("command").and_then(|c| c.as_str()).unwrap_or("");
         let op = match n.as_str() {
-            "str_replace_editor" | "str_replace_based_edit_tool" | "edit_file" | "editor"
+            "str_replace_editor"
+            | "str_replace_based_edit_tool"
+            | "edit_file"
+            | "editor"
             | "file_editor" => match command {
                 "create" => Some(Op::Created),
                 "str_replace" | "insert" | "undo_edit" | "edit" | "write" | "append" => {
@@ -178,7 +181,9 @@ impl Trail {
         let mut lines = cmd.lines();
         while let Some(line) = lines.next() {
             let words = split_words(line);
-            for simple in words.split(|w| w.op && matches!(w.text.as_str(), ";" | "&&" | "||" | "|" | "&")) {
+            for simple in
+                words.split(|w| w.op && matches!(w.text.as_str(), ";" | "&&" | "||" | "|" | "&"))
+            {
                 self.simple(simple);
             }
             // A heredoc's body is data, not commands.
@@ -199,7 +204,11 @@ impl Trail {
             let w = &words[k];
             if w.op && (w.text == ">" || w.text == ">>" || w.text == ">|") {
                 if let Some(t) = words.get(k + 1).filter(|t| !t.op) {
-                    let op = if w.text == ">>" { Op::Edited } else { Op::Created };
+                    let op = if w.text == ">>" {
+                        Op::Edited
+                    } else {
+                        Op::Created
+                    };
                     self.note(op, &t.text, None);
                 }
                 k += 2;
@@ -232,8 +241,15 @@ impl Trail {
                 }
             }
         }
-        let operands: Vec<&str> = rest.iter().copied().filter(|w| !w.starts_with('-')).collect();
-        let has = |f: &str| rest.iter().any(|w| *w == f || (f == "-i" && w.starts_with("-i")));
+        let operands: Vec<&str> = rest
+            .iter()
+            .copied()
+            .filter(|w| !w.starts_with('-'))
+            .collect();
+        let has = |f: &str| {
+            rest.iter()
+                .any(|w| *w == f || (f == "-i" && w.starts_with("-i")))
+        };
         match prog {
             "tee" => {
                 let op = if has("-a") { Op::Edited } else { Op::Created };
@@ -247,7 +263,11 @@ impl Trail {
                 } else {
                     operands.get(1..).unwrap_or(&[])
                 };
-                let files = if has("-e") { operands.get(1..).unwrap_or(&[]) } else { files };
+                let files = if has("-e") {
+                    operands.get(1..).unwrap_or(&[])
+                } else {
+                    files
+                };
                 for w in files {
                     self.note(Op::Edited, w, None);
                 }
@@ -396,7 +416,9 @@ fn split_words(line: &str) -> Vec<Word> {
             c if c.is_whitespace() => flush(&mut cur, &mut quoted, &mut out),
             ';' | '|' | '&' | '>' | '<' => {
                 // `2>` / `&>`: a redirection of a descriptor.
-                let fd = c == '>' && !quoted && (cur.chars().all(|d| d.is_ascii_digit()) && !cur.is_empty());
+                let fd = c == '>'
+                    && !quoted
+                    && (cur.chars().all(|d| d.is_ascii_digit()) && !cur.is_empty());
                 if fd {
                     cur.clear();
                 }
@@ -418,7 +440,10 @@ fn split_words(line: &str) -> Vec<Word> {
                     "&>" => ">".to_owned(),
                     // `>&2`, `2>&1`: a descriptor, not a file: skip the target word.
                     ">&" => {
-                        while chars.peek().is_some_and(|d| d.is_ascii_alphanumeric() || *d == '-') {
+                        while chars
+                            .peek()
+                            .is_some_and(|d| d.is_ascii_alphanumeric() || *d == '-')
+                        {
                             chars.next();
                         }
                         continue;
@@ -465,13 +490,34 @@ mod tests {
     fn edit_tools_patches_and_shell_commands() {
         let lines = trail(&[
             ("Write", r#"{"file_path": "/w/a.py", "content": "x"}"#),
-            ("Edit", r#"{"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}"#),
-            ("str_replace_editor", r#"{"command": "view", "path": "/w/b.py"}"#),
-            ("str_replace_editor", r#"{"command": "create", "path": "/w/c.py"}"#),
-            ("bash", r#"{"command": "cat <<'EOF' > notes.md\nrm -rf not_a_command\nEOF\necho hi >> log.txt 2>&1"}"#),
-            ("bash", r#"{"command": "sed -i 's/a > b/c/' src/x.py && git mv old.py new.py; rm -f tmp.txt"}"#),
-            ("bash", r#"{"command": "echo \"a > b\" > /dev/null; ls >&2"}"#),
-            ("apply_patch", r#"{"input": "*** Begin Patch\n*** Add File: d.rs\n+x\n*** Update File: e.rs\n*** Move to: f.rs\n*** Delete File: g.rs\n*** End Patch"}"#),
+            (
+                "Edit",
+                r#"{"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}"#,
+            ),
+            (
+                "str_replace_editor",
+                r#"{"command": "view", "path": "/w/b.py"}"#,
+            ),
+            (
+                "str_replace_editor",
+                r#"{"command": "create", "path": "/w/c.py"}"#,
+            ),
+            (
+                "bash",
+                r#"{"command": "cat <<'EOF' > notes.md\nrm -rf not_a_command\nEOF\necho hi >> log.txt 2>&1"}"#,
+            ),
+            (
+                "bash",
+                r#"{"command": "sed -i 's/a > b/c/' src/x.py && git mv old.py new.py; rm -f tmp.txt"}"#,
+            ),
+            (
+                "bash",
+                r#"{"command": "echo \"a > b\" > /dev/null; ls >&2"}"#,
+            ),
+            (
+                "apply_patch",
+                r#"{"input": "*** Begin Patch\n*** Add File: d.rs\n+x\n*** Update File: e.rs\n*** Move to: f.rs\n*** Delete File: g.rs\n*** End Patch"}"#,
+            ),
         ]);
         assert_eq!(
             lines,
@@ -497,10 +543,17 @@ mod tests {
         let mut t = Trail::new();
         t.call("Edit", r#"{"file_path": "b.py"}"#);
         t.call("bash", r#"{"command": "rm a.py"}"#);
-        t.absorb(&["a.py: created → edited".to_owned(), "old.py: moved (new.py)".to_owned()]);
+        t.absorb(&[
+            "a.py: created → edited".to_owned(),
+            "old.py: moved (new.py)".to_owned(),
+        ]);
         assert_eq!(
             t.lines(false),
-            ["a.py: created → edited → deleted", "old.py: moved (new.py)", "b.py: edited"]
+            [
+                "a.py: created → edited → deleted",
+                "old.py: moved (new.py)",
+                "b.py: edited"
+            ]
         );
         assert_eq!(t.lines(true)[0], "a.py: 创建 → 修改 → 删除");
     }

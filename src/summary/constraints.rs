@@ -7,9 +7,23 @@
 /// Longest sentence taken as a constraint (a longer "sentence" is pasted text, not an order).
 pub const MAX_CONSTRAINT_CHARS: usize = 300;
 
-const EN: &[&str] = &["don't", "don’t", "do not", "never", "always", "must", "only"];
+const EN: &[&str] = &[
+    "don't", "don’t", "do not", "never", "always", "must", "only",
+];
 const ZH: &[&str] = &[
-    "不要", "别", "不能", "禁止", "必须", "一定", "务必", "只", "总是", "永远不", "绝不", "不许", "不准",
+    "不要",
+    "别",
+    "不能",
+    "禁止",
+    "必须",
+    "一定",
+    "务必",
+    "只",
+    "总是",
+    "永远不",
+    "绝不",
+    "不许",
+    "不准",
 ];
 
 /// Whether `s` holds an imperative word (English words whole, Chinese ones outside compounds

@@ -710,7 +710,11 @@ impl<'m> RuleScan<'m> {
         for (i, l) in self.error_lines.into_iter().enumerate() {
             // The latest error is what the agent is in the middle of: next to the latest
             // conclusion in rank.
-            let priority = if i + 1 == n { 878 } else { recency(350, 250, i, n) };
+            let priority = if i + 1 == n {
+                878
+            } else {
+                recency(350, 250, i, n)
+            };
             items.push(Item {
                 section: S_ERRORS,
                 priority,
@@ -733,7 +737,12 @@ impl Todos {
         let n = name.to_ascii_lowercase();
         if !matches!(
             n.as_str(),
-            "todowrite" | "todo_write" | "update_plan" | "write_todos" | "taskcreate" | "taskupdate"
+            "todowrite"
+                | "todo_write"
+                | "update_plan"
+                | "write_todos"
+                | "taskcreate"
+                | "taskupdate"
         ) {
             return;
         }
@@ -763,10 +772,11 @@ impl Todos {
                 }
             }
             "taskupdate" => {
-                let id = o
-                    .get("taskId")
-                    .or_else(|| o.get("id"))
-                    .and_then(|x| x.as_str().map(str::to_owned).or_else(|| x.as_u64().map(|n| n.to_string())));
+                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .or_else(|| x.as_u64().map(|n| n.to_string()))
+                });
                 if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
                     if o.contains_key("status") {
                         if let Some(item) = self.items.get_mut(k - 1) {
