@@ -50,6 +50,10 @@ impl Op {
 #[derive(Default, Debug)]
 pub struct Trail {
     entries: Vec<(String, Vec<Op>, Option<String>)>,
+    /// Words of earlier calls' arguments: a file they named exists, so writing it edits it.
+    seen: std::collections::HashSet<String>,
+    /// SWE-agent's editor: `edit`/`insert` without a path change the file `open`/`create` opened.
+    open_file: Option<String>,
 }
 
 const PATH_KEYS: &[&str] = &[
@@ -80,6 +84,11 @@ impl Trail {
         let Some(path) = clean_path(path) else {
             return;
         };
+        let op = if op == Op::Created && self.seen.contains(&path) {
+            Op::Edited
+        } else {
+            op
+        };
         let to = to.and_then(clean_path);
         match self.entries.iter_mut().find(|e| e.0 == path) {
             Some(e) => {
@@ -99,6 +108,47 @@ impl Trail {
 
     /// Takes in one tool call: its name and raw arguments.
     pub fn call(&mut self, name: &str, args: &str) {
+        self.call_ops(name, args);
+        for w in args.split(|c: char| c.is_whitespace() || "'\"=,;:".contains(c)) {
+            if let Some(p) = clean_path(w) {
+                self.seen.insert(p);
+            }
+        }
+    }
+
+    fn call_ops(&mut self, name: &str, args: &str) {
+        let lower = name.to_ascii_lowercase();
+        if matches!(
+            lower.as_str(),
+            "open" | "create" | "goto_file" | "edit" | "insert"
+        ) {
+            if let Ok(serde_json::Value::Object(o)) =
+                serde_json::from_str::<serde_json::Value>(args)
+            {
+                let path = PATH_KEYS
+                    .iter()
+                    .find_map(|k| o.get(*k).and_then(|x| x.as_str()))
+                    .and_then(clean_path);
+                match (lower.as_str(), path) {
+                    ("open" | "goto_file", Some(p)) => {
+                        self.open_file = Some(p);
+                        return;
+                    }
+                    ("create", Some(p)) => {
+                        self.open_file = Some(p.clone());
+                        self.note(Op::Created, &p, None);
+                        return;
+                    }
+                    ("edit" | "insert", None) => {
+                        if let Some(p) = self.open_file.clone() {
+                            self.note(Op::Edited, &p, None);
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
         if is_shell_tool(name) {
             if let Some(cmd) = shell_command(args) {
                 self.shell(&cmd);

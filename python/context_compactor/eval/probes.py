@@ -325,14 +325,30 @@ def _edit_ops(name: str, args: Any, seen: set[str]) -> Iterator[tuple[str, str, 
 def artifact_trail(messages: Sequence[Any]) -> list[Artifact]:
     """Every file the agent created, edited, moved or deleted, in the order first touched."""
     trail: dict[str, tuple[list[str], str, int]] = {}
-    # Paths named by any earlier call (a Write to one of them edits it).
+    # Words of earlier calls' arguments: a file they named exists, so writing it edits it.
     seen: set[str] = set()
+    # SWE-agent's editor: `edit`/`insert` without a path change the file `open`/`create` opened.
+    open_file: str | None = None
     for call in tool_calls(messages):
+        args = call.args
+        name = call.name.lower()
+        if name in ("open", "create", "goto_file") and isinstance(args, dict):
+            p = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
+            open_file = _clean_path(p) if p else open_file
+            if name == "create" and open_file:
+                args = {"path": open_file}
+        elif name in ("edit", "insert") and isinstance(args, dict) and open_file:
+            if not any(isinstance(args.get(k), str) for k in _PATH_KEYS):
+                args = {**args, "path": open_file}
         if _SHELL_TOOLS.match(call.name):
-            cmd = _shell_command(call.args)
+            cmd = _shell_command(args)
             ops = list(shell_ops(cmd)) if cmd else []
         else:
-            ops = list(_edit_ops(call.name, call.args, seen))
+            ops = list(_edit_ops(call.name, args, seen))
+        ops = [(EDITED if op == CREATED and path in seen else op, path, to) for op, path, to in ops]
+        for w in re.split(r"[\s'\"=]+", json.dumps(call.args) if not isinstance(call.args, str) else call.args):
+            if c := _clean_path(w.strip(",;:")):
+                seen.add(c)
         for op, path, to in ops:
             entry = trail.setdefault(path, ([], call.id, call.index))
             entry[0].append(op)
@@ -341,11 +357,6 @@ def artifact_trail(messages: Sequence[Any]) -> list[Artifact]:
                 dest = trail.setdefault(to, ([], call.id, call.index))
                 dest[0].append(MOVED)
                 trail[to] = (dest[0], call.id, call.index)
-        if isinstance(call.args, dict):
-            for k in _PATH_KEYS:
-                v = call.args.get(k)
-                if isinstance(v, str) and (p := _clean_path(v)):
-                    seen.add(p)
     return [Artifact(p, ops[-1], tuple(ops), cid, idx) for p, (ops, cid, idx) in trail.items()]
 
 
