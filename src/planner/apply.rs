@@ -9,6 +9,7 @@ use super::shorten::{shorten_results, shorten_task};
 use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
+use crate::summary::artifacts::Trail;
 use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
 use crate::summary::text::{cap_to_tokens, extract_summary};
@@ -271,16 +272,23 @@ impl<'a> Planned<'a> {
             });
             // Facts are short; cap the section at the summary budget so a session that touched
             // thousands of files cannot blow the summary up.
+            // A changed file says how it changed (`- path: created → edited`), as the artifact
+            // trail would: the summary's own trail may have had no room.
+            let trail = Trail::of(self.previous_summary.as_deref(), &self.replaced);
             let mut used = 0;
             for f in missing {
-                let t = count_str(f) + 2;
+                let line = match trail.ops_of(f, zh) {
+                    Some(ops) => format!("{f}: {ops}"),
+                    None => f.clone(),
+                };
+                let t = count_str(&line) + 2;
                 if used + t > cfg.summary_max_tokens {
                     dropped.push(f.clone());
                     continue;
                 }
                 used += t;
                 text.push_str("- ");
-                text.push_str(f);
+                text.push_str(&line);
                 text.push('\n');
             }
         }

@@ -353,6 +353,51 @@ impl Trail {
             .collect()
     }
 
+    /// The trail of `messages`' tool calls after the trail lines found anywhere in `earlier`
+    /// (an earlier summary: its trail section and its preserved details, `- path: op → op`).
+    pub fn of(earlier: Option<&str>, messages: &[crate::message::Message<'_>]) -> Trail {
+        let mut t = Trail::new();
+        for m in messages {
+            for b in m.blocks.iter() {
+                if b.kind == crate::message::BlockKind::ToolCall {
+                    let args: String = b
+                        .texts
+                        .iter()
+                        .map(|p| p.text().to_utf8().into_owned())
+                        .collect();
+                    t.call(b.name.as_deref().unwrap_or(""), &args);
+                }
+            }
+        }
+        if let Some(e) = earlier {
+            let lines: Vec<String> = e
+                .lines()
+                .filter_map(|l| l.strip_prefix("- "))
+                .map(str::to_owned)
+                .collect();
+            t.absorb(&lines);
+        }
+        t
+    }
+
+    /// The operations of `path` as a trail line writes them (`created → edited`), if any.
+    pub fn ops_of(&self, path: &str, zh: bool) -> Option<String> {
+        self.entries
+            .iter()
+            .find(|e| e.0 == path)
+            .map(|(_, ops, to)| {
+                let mut s = ops
+                    .iter()
+                    .map(|o| o.word(zh))
+                    .collect::<Vec<_>>()
+                    .join(ARROW);
+                if let Some(t) = to {
+                    s.push_str(&format!(" ({t})"));
+                }
+                s
+            })
+    }
+
     /// Reads trail lines of an earlier summary (as [`Trail::lines`] wrote them) in front of
     /// this trail's own: the earlier files come first, a file touched again keeps both
     /// histories.

@@ -211,6 +211,12 @@ pub fn rule_summary_chained(
     lang: Language,
     max_chars: usize,
 ) -> String {
+    if messages.is_empty() {
+        // Nothing new: the earlier summary stands (within the bound).
+        if let Some(prev) = previous {
+            return shorten(prev.trim(), max_chars).into_owned();
+        }
+    }
     let mut scan = RuleScan::new(messages);
     let mut prefix = None;
     if let Some(prev) = previous {
