@@ -275,6 +275,9 @@ impl<'a> Planned<'a> {
             // A changed file says how it changed (`- path: created → edited`), as the artifact
             // trail would: the summary's own trail may have had no room.
             let trail = Trail::of(self.previous_summary.as_deref(), &self.replaced);
+            // The whole summary (body and details) stays within summary_max_tokens: the growth
+            // bound the eval checks. The body is capped first, at the (smaller) summary cap.
+            let room = cfg.summary_max_tokens.saturating_sub(count_str(&text));
             let mut used = 0;
             for f in missing {
                 let line = match trail.ops_of(f, zh) {
@@ -282,7 +285,7 @@ impl<'a> Planned<'a> {
                     None => f.clone(),
                 };
                 let t = count_str(&line) + 2;
-                if used + t > cfg.summary_max_tokens {
+                if used + t > room {
                     dropped.push(f.clone());
                     continue;
                 }
