@@ -58,7 +58,8 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
         f"<h1>{escape(title)}</h1>",
         f'<p class="note">{len(report.transcripts)} transcripts, {escape(window)}; probes scored at every '
         "compaction from the raw transcript; billed input simulated with prompt caching "
-        f"({escape(', '.join(t.name for t in report.prices.values()))}).</p>",
+        f"({escape(', '.join(t.name for t in report.prices.values()))}). The charts leave out no compaction "
+        "(the whole transcript each call: its line would flatten the others); its figures are in the tables.</p>",
         '<h2 id="overall">Overall</h2>',
         "<table><tr><th>policy</th>"
         + "".join(f"<th>{p.replace('_', ' ')}</th>" for p in PROBES)
@@ -113,7 +114,7 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
             h.append("</ul></details>")
         h.append(
             line_chart(
-                {pol: [float(v) for v in r.tokens] for pol, r in t.runs.items()},
+                {pol: [float(v) for v in r.tokens] for pol, r in t.runs.items() if pol != "no_compaction"},
                 title=f"{name}: context tokens per model call",
                 y_label="context tokens",
                 hlines={f"window {t.window:,}": float(t.window)},
@@ -123,7 +124,7 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
         if key is not None:
             h.append(
                 line_chart(
-                    {pol: r.cost_per_call.get(key, []) for pol, r in t.runs.items()},
+                    {pol: r.cost_per_call.get(key, []) for pol, r in t.runs.items() if pol != "no_compaction"},
                     title=f"{name}: billed input per call ({report.prices[key].name})",
                     y_label="dollars",
                     fmt="dollars",

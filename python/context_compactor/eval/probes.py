@@ -337,9 +337,13 @@ def artifact_trail(messages: Sequence[Any]) -> list[Artifact]:
             open_file = _clean_path(p) if p else open_file
             if name == "create" and open_file:
                 args = {"path": open_file}
-        elif name in ("edit", "insert") and isinstance(args, dict) and open_file:
-            if not any(isinstance(args.get(k), str) for k in _PATH_KEYS):
-                args = {**args, "path": open_file}
+        elif (
+            name in ("edit", "insert")
+            and isinstance(args, dict)
+            and open_file
+            and not any(isinstance(args.get(k), str) for k in _PATH_KEYS)
+        ):
+            args = {**args, "path": open_file}
         if _SHELL_TOOLS.match(call.name):
             cmd = _shell_command(args)
             ops = list(shell_ops(cmd)) if cmd else []
