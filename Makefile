@@ -86,11 +86,12 @@ EVAL_FILES = $(wildcard $(CORPUS_DIR)/openai/*.json) $(wildcard $(CORPUS_DIR)/cl
 .PHONY: eval
 eval: ## the eval over the whole corpus at 10% and 30% windows, policy vs benches/baseline-0.1.toml (JSON + HTML in target/)
 	@mkdir -p target
+	@# Exit status 1 means a context over the window was sent (reported, not a crash): go on.
 	for r in 0.1 0.3; do \
 	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
-	    --baseline benches/baseline-0.1.toml --html target/eval-$$r.html || exit 1; \
+	    --baseline benches/baseline-0.1.toml --html target/eval-$$r.html; [ $$? -le 1 ] || exit 1; \
 	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
-	    --baseline benches/baseline-0.1.toml --json > target/eval-$$r.json || exit 1; done
+	    --baseline benches/baseline-0.1.toml --json > target/eval-$$r.json; [ $$? -le 1 ] || exit 1; done
 
 .PHONY: report
 report: ## the eval's HTML report opened in headless Chromium: target/eval-report.png (a screenshot)

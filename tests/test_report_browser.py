@@ -61,12 +61,7 @@ def test_the_html_report_renders_with_its_charts_and_no_console_error(chrome, tm
         # Drawn, not just present: laid out at its size, with one line per policy.
         assert chart.size["width"] >= 800 and chart.size["height"] >= 250
         lines = chart.find_elements(By.CSS_SELECTOR, "polyline.series")
-        assert {ln.get_attribute("data-series") for ln in lines} == {
-            "policy",
-            "baseline",
-            "truncation",
-            "no_compaction",
-        }
+        assert {ln.get_attribute("data-series") for ln in lines} == {"policy", "baseline", "truncation"}
         assert all(len((ln.get_attribute("points") or "").split()) >= 2 for ln in lines)
     errors = [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []

@@ -434,6 +434,14 @@ impl Trail {
                 None => old.entries.push((p, ops, to)),
             }
         }
+        // SWE-agent's `edit`/`insert` change the open file; after a summary the file last
+        // changed is the best guess until an `open` says otherwise.
+        let open_file = self
+            .open_file
+            .take()
+            .or_else(|| old.entries.last().map(|e| e.0.clone()));
+        old.seen = std::mem::take(&mut self.seen);
+        old.open_file = open_file;
         *self = old;
     }
 }
