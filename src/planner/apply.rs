@@ -12,7 +12,7 @@ use crate::structure::analyze;
 use crate::summary::artifacts::Trail;
 use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
-use crate::summary::text::{cap_to_tokens, extract_summary};
+use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
 
