@@ -39,7 +39,15 @@ install: $(BIN)/python ## create .venv with maturin, the pinned test and lint to
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2"
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(MAKE) browser
 	$(MAKE) build
+
+.PHONY: browser
+browser: ## Debian's chromium + chromium-driver for the HTML report's browser test (installed when absent and root)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "chromium/chromedriver missing and not root: the browser test will skip (fail under CI=true)"; fi
 
 .PHONY: build
 build: ## build the extension in release mode into .venv (editable)
@@ -76,6 +84,23 @@ bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text 
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
+
+CORPUS_DIR ?= $(abspath ../shared/corpus)
+EVAL_FILES = $(wildcard $(CORPUS_DIR)/openai/*.json) $(wildcard $(CORPUS_DIR)/claude-code/*.jsonl)
+
+.PHONY: eval
+eval: ## the eval over the whole corpus at 10% and 30% windows, policy vs benches/baseline-0.1.toml (JSON + HTML in target/)
+	@mkdir -p target
+	@# Exit status 1 means a context over the window was sent (reported, not a crash): go on.
+	for r in 0.1 0.3; do \
+	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
+	    --baseline benches/baseline-0.1.toml --html target/eval-$$r.html; [ $$? -le 1 ] || exit 1; \
+	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
+	    --baseline benches/baseline-0.1.toml --json > target/eval-$$r.json; [ $$? -le 1 ] || exit 1; done
+
+.PHONY: report
+report: ## the eval's HTML report opened in headless Chromium: target/eval-report.png (a screenshot)
+	CORPUS_DIR=$(CORPUS_DIR) $(BIN)/python benches/report_screenshot.py
 
 .PHONY: sweep
 sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py; again with the OpenAI files as Responses items

@@ -433,12 +433,13 @@ def test_compaction_uses_the_summary(server: StubServer, kind: str, mode: str) -
     assert len(bodies) == 4
     body = bodies[0]
     if kind == "anthropic":
-        assert body["max_tokens"] == 2000 and "tools" not in body
+        # The summary growth bound: a quarter of the target (summary_token_limit).
+        assert body["max_tokens"] == compactor().config.summary_token_limit == 1375 and "tools" not in body
         assert isinstance(body["system"], str) and body["system"]
         assert len(body["messages"]) == 1 and "f5.py" in body["messages"][0]["content"]
     else:
         limit = "max_completion_tokens" if kind == "openai" else "max_tokens"
-        assert body[limit] == 2000 and "tools" not in body
+        assert body[limit] == compactor().config.summary_token_limit and "tools" not in body
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert "f5.py" in body["messages"][1]["content"]
 

@@ -1,4 +1,6 @@
-"""The replay chart: an SVG line chart of the context size over the model calls.
+"""The charts: the replay's SVG line chart of the context size over the model calls
+(:func:`render_svg`), and a plain multi-series line chart (:func:`line_chart`) the eval's HTML
+report draws context size and cost per call with.
 
 Drawn by hand (a few SVG elements) rather than with a plotting library: matplotlib would be a
 heavy dependency for one CLI chart (LAYOUT-REVIEW). Used by ``context-compactor replay --chart``
@@ -15,7 +17,7 @@ from xml.sax.saxutils import escape
 if TYPE_CHECKING:
     from context_compactor.replay import ReplayReport
 
-__all__ = ["render_svg"]
+__all__ = ["line_chart", "render_svg"]
 
 
 def _nice_step(span: float, ticks: int = 5) -> float:
@@ -217,3 +219,99 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
     out.append(f"<desc>{escape(json.dumps(desc))}</desc>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+#: Colours of the series of :func:`line_chart` (Okabe-Ito, readable by the colour-blind).
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+
+
+def line_chart(
+    series: dict[str, list[float]],
+    *,
+    title: str,
+    y_label: str,
+    x_label: str = "model call",
+    fmt: str = "tokens",
+    hlines: dict[str, float] | None = None,
+    width: int = 900,
+    height: int = 300,
+) -> str:
+    """An SVG chart of one line per series over the same x (the index), with a legend.
+
+    Args:
+        series: Name → values (one per x).
+        title: The chart's title.
+        y_label: The y axis' label.
+        x_label: The x axis' label.
+        fmt: ``"tokens"`` (12k) or ``"dollars"`` ($0.012) for the y ticks.
+        hlines: Dashed horizontal lines, name → value (a window, a threshold).
+        width: Width in pixels.
+        height: Height in pixels.
+
+    Returns:
+        The SVG element as a string (no XML declaration: it goes inline in HTML).
+    """
+    left, right, top, bottom = 78, 24, 44, 42
+    pw, ph = width - left - right, height - top - bottom
+    hl = hlines or {}
+    values = [v for vs in series.values() for v in vs] + list(hl.values())
+    peak = max(values, default=1.0) or 1.0
+    step = _nice_step(peak * 1.05)
+    y_max = step * (int(peak * 1.05 / step) + 1)
+    n = max(max((len(v) for v in series.values()), default=1) - 1, 1)
+
+    def x(k: float) -> float:
+        return left + pw * k / n
+
+    def y(v: float) -> float:
+        return top + ph * (1 - v / y_max)
+
+    def tick(v: float) -> str:
+        return _fmt_tokens(v) if fmt == "tokens" else f"${v:.4g}"
+
+    out = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="20" font-size="14" font-weight="bold">{escape(_wrap(title, 90, 1)[0])}</text>',
+    ]
+    v = 0.0
+    while v <= y_max + 1e-12:
+        yy = y(v)
+        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{tick(v)}</text>')
+        v += step
+    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
+    xstep = max(1, int(_nice_step(n, 8)))
+    for k in range(0, n + 1, xstep):
+        out.append(f'<text x="{x(k):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">{k}</text>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="#333">{x_label}</text>')
+    out.append(
+        f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" fill="#333" '
+        f'transform="rotate(-90 14 {top + ph / 2:.1f})">{escape(y_label)}</text>'
+    )
+    for name, value in hl.items():
+        yy = y(value)
+        out.append(
+            f'<line class="hline" x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#a50026" '
+            f'stroke-dasharray="6 4"/>'
+        )
+        out.append(f'<text x="{left + pw - 4}" y="{yy - 4:.1f}" text-anchor="end" fill="#a50026">{escape(name)}</text>')
+    lx = left + 8
+    for i, (name, vs) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        pts = " ".join(f"{x(k):.1f},{y(val):.1f}" for k, val in enumerate(vs))
+        if pts:
+            out.append(
+                f'<polyline class="series" data-series="{escape(name)}" fill="none" stroke="{color}" '
+                f'stroke-width="1.6" points="{pts}"/>'
+            )
+        out.append(
+            f'<line x1="{lx}" y1="{top - 10}" x2="{lx + 18}" y2="{top - 10}" stroke="{color}" stroke-width="2"/>'
+        )
+        out.append(f'<text x="{lx + 22}" y="{top - 6}">{escape(name)}</text>')
+        lx += 30 + 7 * len(name)
+    out.append("</svg>")
+    return "\n".join(out)

@@ -156,6 +156,12 @@ class CompactionConfig:
     repair: bool = True
     profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless"] | None = None
     log_content: bool = False
+    #: The summary growth bound: the summary's cap is at most this share of the target (and
+    #: ``summary_max_tokens``, never under 256 tokens; :attr:`summary_token_limit`). A summary as
+    #: large as a small window allows leaves the context near the threshold after every
+    #: compaction, and the next call compacts again. ``None`` or 0: ``summary_max_tokens`` alone
+    #: (as in 0.1).
+    summary_target_share: float | None = 0.25
 
     def __post_init__(self) -> None:
         # Normalise sequences given as lists (so the config stays hashable and immutable).
@@ -206,6 +212,8 @@ class CompactionConfig:
         ratio("target_ratio")
         ratio("micro_trigger_ratio", low_open=False)
         ratio("min_savings_ratio", low_open=False)
+        if self.summary_target_share is not None:
+            ratio("summary_target_share", low_open=False)
         integer("soft_threshold_tokens", minimum=1, optional=True)
         integer("hard_threshold_tokens", minimum=1, optional=True)
         if self.soft_threshold > self.hard_threshold:
@@ -311,6 +319,15 @@ class CompactionConfig:
         if self.task_max_tokens is not None:
             return self.task_max_tokens
         return min(2_000, self.budget // 4)
+
+    @property
+    def summary_token_limit(self) -> int:
+        """The summary's cap: ``summary_max_tokens``, at most ``summary_target_share`` of the
+        target (never under 256 tokens)."""
+        if not self.summary_target_share:
+            return self.summary_max_tokens
+        bound = max(256, int(self.target_tokens * self.summary_target_share))
+        return min(self.summary_max_tokens, bound)
 
     @property
     def micro_threshold(self) -> int:

@@ -23,10 +23,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -36,14 +33,14 @@ from context_compactor import _core
 from context_compactor._chart import render_svg
 from context_compactor.compactor import ContextCompactor
 from context_compactor.io import Transcript, load
+from context_compactor.results import CompactResult
 from context_compactor.session import Session, SessionStore
 
 __all__ = [
+    "ReplayCall",
     "ReplayCompaction",
     "ReplayReport",
     "ReplayTurn",
-    "add_replay_parser",
-    "cmd_replay",
     "render_svg",
     "replay",
 ]
@@ -108,6 +105,31 @@ class ReplayTurn:
     inherited: bool = False
     over_by: int = 0
     over_budget: bool = False
+
+
+@dataclass(frozen=True)
+class ReplayCall:
+    """What :func:`replay` hands ``on_call`` at each model call: the context that would be sent.
+
+    Attributes:
+        turn: The model call (0-based).
+        message_index: Index in the transcript of the assistant message about to be generated.
+        messages: The context's messages (the Session's, as sent).
+        system: The system prompt sent with them.
+        tools: The tool definitions sent with them.
+        ids: The Session's row ids of the context's messages (a summary row included).
+        tokens: Tokens of the context (the compactor's count).
+        result: The compaction that ran just before, when one did.
+    """
+
+    turn: int
+    message_index: int
+    messages: list[Any]
+    system: Any
+    tools: Any
+    ids: list[int]
+    tokens: int
+    result: CompactResult | None
 
 
 @dataclass
@@ -267,6 +289,7 @@ def replay(
     validate: bool = True,
     progress: TextIO | None = None,
     on_compaction: Callable[[ReplayCompaction], None] | None = None,
+    on_call: Callable[[ReplayCall], None] | None = None,
 ) -> ReplayReport:
     """Feed a transcript into a new :class:`Session` message by message, as an agent would.
 
@@ -282,6 +305,7 @@ def replay(
         validate: Validate every context sent.
         progress: A stream for a progress bar (drawn only when it is a TTY).
         on_compaction: Called with each :class:`ReplayCompaction` as it happens.
+        on_call: Called with each :class:`ReplayCall` (the context about to be sent).
 
     Returns:
         The :class:`ReplayReport`.
@@ -380,6 +404,19 @@ def replay(
                         over_budget=result is not None and result.over_budget,
                     )
                 )
+                if on_call is not None:
+                    on_call(
+                        ReplayCall(
+                            turn=len(report.turns) - 1,
+                            message_index=i,
+                            messages=context,
+                            system=system,
+                            tools=session.tools,
+                            ids=ids,
+                            tokens=check.current_tokens,
+                            result=result if compacted else None,
+                        )
+                    )
                 previous = (ids, system)
             session.append(message)
             bar.update(i + 1, f"{len(report.compactions)} compactions")
@@ -389,153 +426,3 @@ def replay(
         session.close()
     report.seconds = time.perf_counter() - t0
     return report
-
-
-# -- the command ------------------------------------------------------------------------------------------------
-
-
-def add_replay_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the ``replay`` subcommand to the CLI's subparsers.
-
-    Example:
-        >>> parser = argparse.ArgumentParser()
-        >>> add_replay_parser(parser.add_subparsers(dest="command"))   # doctest: +ELLIPSIS
-        ArgumentParser(...)
-    """
-    p: argparse.ArgumentParser = sub.add_parser(
-        "replay", help="feed a transcript into a Session as an agent would and report each compaction"
-    )
-    p.add_argument("file", help="OpenAI JSON, Anthropic JSON, or Claude Code session JSONL")
-    p.add_argument("--max-tokens", type=int, default=None, help="the model's window (max_context_tokens)")
-    p.add_argument("--config", default=None, help="a TOML file of CompactionConfig fields (or a preset = ...)")
-    p.add_argument("--format", choices=["openai", "anthropic"], default=None, help="force the message format")
-    p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
-    p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
-    p.add_argument(
-        "--summarizer", default=None, help="module:function taking a SummaryRequest (default: the rule summary)"
-    )
-    p.add_argument("--summarizer-url", default=None, help="an OpenAI-compatible server's base URL (…/v1)")
-    p.add_argument("--model", default=None, help="the model to summarise with (with --summarizer-url)")
-    p.add_argument(
-        "--api-key-env", default=None, metavar="VAR", help="environment variable holding the server's API key"
-    )
-    p.add_argument("--chart", default=None, metavar="OUT.svg", help="write an SVG chart of the context size")
-    p.add_argument("--store", default=":memory:", help="SQLite file to keep the replayed session in")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=cmd_replay)
-    return p
-
-
-def _summarizer(args: argparse.Namespace) -> Callable[..., Any] | None:
-    if args.summarizer_url and args.summarizer:
-        raise ValueError("give either --summarizer or --summarizer-url, not both")
-    if args.summarizer_url:
-        if not args.model:
-            raise ValueError("--summarizer-url needs --model")
-        from context_compactor.summarizers import openai_compatible
-
-        key = os.environ.get(args.api_key_env) if args.api_key_env else None
-        if args.api_key_env and not key:
-            raise ValueError(f"--api-key-env: the environment variable {args.api_key_env} is not set")
-        return openai_compatible(args.summarizer_url, args.model, api_key=key)
-    if args.summarizer:
-        from context_compactor.cli import _import_summarizer
-
-        return _import_summarizer(args.summarizer)
-    return None
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    """Run ``context-compactor replay``; exit status 0 when every context was valid and inside the
-    window, else 1."""
-    from context_compactor.cli import _load_config
-
-    transcript = load(args.file, format=args.format)
-    config = _load_config(args)
-    compactor = ContextCompactor(config, summarizer=_summarizer(args))
-    out = sys.stdout
-    if not args.json:
-        summ = f"{args.model} at {args.summarizer_url}" if args.summarizer_url else args.summarizer or "rule summary"
-        out.write(
-            f"{args.file}: {transcript.format}, {len(transcript.messages)} messages\n"
-            f"window {config.max_context_tokens:,} tokens (reserve {config.reserve:,}, budget {config.budget:,}, "
-            f"soft threshold {config.soft_threshold:,}, hard {config.hard_threshold:,}), "
-            f"tokenizer {compactor.counter.name}, summarizer {summ}\n\n"
-            f"{'#':>3}  {'message':>7}  {'tokens before → after':>24}  {'strategy':<13}{'facts kept':>10}\n"
-        )
-        out.flush()
-    count = 0
-
-    def show(c: ReplayCompaction) -> None:
-        nonlocal count
-        count += 1
-        if args.json:
-            return
-        facts = f"{c.facts_kept}/{c.facts_total}" if c.facts_total else "-"
-        flags = "  OVER BUDGET" if c.over_budget else ""
-        flags += f"  fallback: {c.fallback_reason}" if c.fallback_reason else ""
-        line = f"{count:>3}  {c.message_index:>7}  {c.tokens_before:>11,} → {c.tokens_after:<10,}  "
-        # Clear a progress bar line before printing.
-        if sys.stderr.isatty():
-            sys.stderr.write("\r" + " " * 79 + "\r")
-        out.write(f"{line}{c.strategy:<13}{facts:>10}{flags}\n")
-        out.flush()
-
-    report = replay(transcript, compactor, store=args.store, progress=sys.stderr, on_compaction=show)
-    if args.chart:
-        with open(args.chart, "w", encoding="utf-8") as f:
-            f.write(render_svg(report))
-    if args.json:
-        d = report.to_dict()
-        d["turns"] = len(report.turns)
-        d["invalid_turns"] = [asdict(t) for t in report.invalid_turns]
-        d["inherited_turns"] = [asdict(t) for t in report.inherited_turns]
-        d["over_window_turns"] = [
-            {"message_index": t.message_index, "tokens": t.tokens, "over_by": t.over_by}
-            for t in report.over_window_turns
-        ]
-        d["chart"] = args.chart
-        print(json.dumps(d, ensure_ascii=False, indent=2))
-        return 0 if report.valid else 1
-    if not report.compactions:
-        out.write("  (no compaction was needed)\n")
-    ratio, stab, final = report.compaction_ratio, report.prefix_stability, report.final_ratio
-    out.write("\n")
-    out.write(
-        f"compactions       {report.compaction_count} over {len(report.turns)} model calls"
-        + (f", compaction ratio {ratio:.2f} (tokens after / before)" if ratio is not None else "")
-        + "\n"
-    )
-    out.write(
-        f"final context     {report.final_tokens:,} tokens"
-        + (f" ({final:.1%} of the whole transcript's {report.transcript_tokens:,})" if final is not None else "")
-        + "\n"
-    )
-    if stab is not None:
-        out.write(
-            f"cache-prefix      {stab:.1%} ({report.stable_turns}/{len(report.turns) - 1} calls start with "
-            "the previous call's context unchanged)\n"
-        )
-    invalid, inherited = report.invalid_turns, report.inherited_turns
-    out.write(
-        f"valid contexts    {len(report.turns) - len(invalid) - len(inherited)}/{len(report.turns)}"
-        + (f"; first problem at message {invalid[0].message_index}: {invalid[0].problems[0]}" if invalid else "")
-        + "\n"
-    )
-    if inherited:
-        out.write(
-            f"                  {len(inherited)} invalid as in the transcript itself (uncompacted), e.g. before "
-            f"message {inherited[0].message_index}: {inherited[0].problems[0]}\n"
-        )
-    over = report.over_window_turns
-    if over:
-        worst = max(over, key=lambda t: t.over_by)
-        out.write(
-            f"over the window   {len(over)} of {len(report.turns)} calls over the budget {config.budget:,} "
-            f"(first before message {over[0].message_index}; worst {worst.tokens:,} tokens, +{worst.over_by:,}, "
-            f"before message {worst.message_index})\n"
-        )
-    out.write(f"time              {report.seconds:.2f} s\n")
-    if args.chart:
-        out.write(f"chart             {args.chart}\n")
-    return 0 if report.valid else 1

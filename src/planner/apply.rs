@@ -9,10 +9,11 @@ use super::shorten::{shorten_results, shorten_task};
 use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
+use crate::summary::artifacts::Trail;
 use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
 use crate::summary::reply::{cap_to_tokens, extract_summary};
-use crate::summary::{rule_summary, truncation_summary};
+use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
 
 /// Who wrote a summary (`CompactResult.summary_source`).
@@ -55,7 +56,8 @@ impl<'a> Planned<'a> {
         let (mut body, strategy, source, mut cut) = match summary {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
-                let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
+                let cap = cfg.summary_cap;
+                let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (
                     text,
                     Strategy::Summary,
@@ -64,15 +66,30 @@ impl<'a> Planned<'a> {
                 )
             }
             None => {
-                let max_chars = cfg.summary_max_tokens * 3;
-                let rule = rule_summary(&self.replaced, self.language, max_chars);
-                let text = match &self.previous_summary {
-                    // A summary is never re-summarised from scratch: the rule summary of the
-                    // new messages is added to the previous one.
-                    Some(prev) => format!("{prev}\n\n{rule}"),
-                    None => rule,
-                };
-                let (text, cut) = cap_to_tokens(&text, cfg.summary_max_tokens, count_str);
+                let cap = cfg.summary_cap;
+                // A summary is never re-summarised from scratch: the earlier rule summary's
+                // lines compete with the new ones by priority within one bound, newest first
+                // (appending them made each chained summary longer until the cap cut the new
+                // part off). The bound is in characters: when the text counts over the cap
+                // (CJK text is about one token a character, English about four characters a
+                // token), it is built again smaller, so lines drop by priority rather than the
+                // cap cutting the last sections off.
+                let mut max_chars = cap * 3;
+                let mut text = String::new();
+                for _ in 0..4 {
+                    text = rule_summary_chained(
+                        self.previous_summary.as_deref(),
+                        &self.replaced,
+                        self.language,
+                        max_chars,
+                    );
+                    let n = count_str(&text);
+                    if n <= cap {
+                        break;
+                    }
+                    max_chars = max_chars * cap / n * 9 / 10;
+                }
+                let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (text, Strategy::RuleSummary, SummarySource::Rule, cut)
             }
         };
@@ -143,8 +160,17 @@ impl<'a> Planned<'a> {
         self.fit(&mut d, soft, counter);
         // Step 6, the last resort: the shorter truncation summary instead of the summary.
         if d.tokens() > soft {
-            let short =
+            // The rule summary at the truncation summary's size first: by priority it keeps the
+            // constraints and the artifact trail, which the truncation summary has no room for.
+            let trunc =
                 truncation_summary(&self.replaced, self.language, 60, cfg.summary_max_tokens);
+            let rule = rule_summary_chained(
+                self.previous_summary.as_deref(),
+                &self.replaced,
+                self.language,
+                trunc.chars().count(),
+            );
+            let short = if rule.trim().is_empty() { trunc } else { rule };
             let alt_shape = Shape {
                 body: short,
                 ..d.shape.clone()
@@ -246,16 +272,26 @@ impl<'a> Planned<'a> {
             });
             // Facts are short; cap the section at the summary budget so a session that touched
             // thousands of files cannot blow the summary up.
+            // A changed file says how it changed (`- path: created → edited`), as the artifact
+            // trail would: the summary's own trail may have had no room.
+            let trail = Trail::of(self.previous_summary.as_deref(), &self.replaced);
+            // The whole summary (body and details) stays within summary_max_tokens: the growth
+            // bound the eval checks. The body is capped first, at the (smaller) summary cap.
+            let room = cfg.summary_max_tokens.saturating_sub(count_str(&text));
             let mut used = 0;
             for f in missing {
-                let t = count_str(f) + 2;
-                if used + t > cfg.summary_max_tokens {
+                let line = match trail.ops_of(f, zh) {
+                    Some(ops) => format!("{f}: {ops}"),
+                    None => f.clone(),
+                };
+                let t = count_str(&line) + 2;
+                if used + t > room {
                     dropped.push(f.clone());
                     continue;
                 }
                 used += t;
                 text.push_str("- ");
-                text.push_str(f);
+                text.push_str(&line);
                 text.push('\n');
             }
         }

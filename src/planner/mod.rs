@@ -125,6 +125,9 @@ pub struct PlanConfig {
     pub offload_dir: Option<String>,
     pub selective_rules: Vec<(Item, Action, i64)>,
     pub summary_max_tokens: usize,
+    /// The summary's cap after the growth bound (`summary_token_limit`): the body of a summary
+    /// is capped to it, the request asks for at most it.
+    pub summary_cap: usize,
     /// Put the summary in the system prompt (`summary_role="system"`).
     pub summary_in_system: bool,
     pub user_messages_budget_tokens: usize,
@@ -160,6 +163,7 @@ impl Default for PlanConfig {
                 (Item::UserText, Action::Never, 50),
             ],
             summary_max_tokens: 2_000,
+            summary_cap: 2_000,
             summary_in_system: false,
             user_messages_budget_tokens: 2_000,
             summarizer_max_input_tokens: None,

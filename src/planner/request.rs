@@ -80,12 +80,13 @@ impl<'a> Planned<'a> {
         let t = self.transcript(counter);
         let chunk = t.chunks.get(self.chunk_index)?;
         let transcript = t.entries[chunk.clone()].join("\n\n");
+        let cap = self.cfg.summary_cap;
         let (system_prompt, user_prompt) = summary_prompts(
             self.language,
             self.previous_summary.as_deref(),
             self.instructions.as_deref(),
             &transcript,
-            self.cfg.summary_max_tokens,
+            cap,
         );
         let user_prompt = match &self.task_text {
             Some(task) => with_task_context(self.language, task, &user_prompt),
@@ -96,7 +97,7 @@ impl<'a> Planned<'a> {
             user_prompt,
             previous_summary: self.previous_summary.clone(),
             instructions: self.instructions.clone(),
-            max_tokens: self.cfg.summary_max_tokens,
+            max_tokens: cap,
             must_keep: self.facts.clone(),
             language: self.language,
             replaced_count: self.span.len(),

@@ -18,6 +18,7 @@ use super::PlanConfig;
 use crate::cut::head_tail_text;
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
+use crate::summary::constraints::constraint_sentences;
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::text::Text;
 use rustc_hash::FxHashMap;
@@ -50,6 +51,54 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
             }
         }
         if more {
+            continue;
+        }
+        if list.is_empty() {
+            return Some(cut);
+        }
+        let at = cut_marker_end(&cut)?;
+        let mut out = String::with_capacity(cut.len() + list.len());
+        out.push_str(&cut[..at]);
+        out.push_str(&list);
+        out.push_str(&cut[at..]);
+        return Some(out);
+    }
+}
+
+/// [`cut_keeping_facts`] for the task: the user's constraint sentences the cut removed are also
+/// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
+/// modify the tests" must not go with the middle of a long task.
+pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
+    let constraints = constraint_sentences(text);
+    if constraints.is_empty() {
+        return cut_keeping_facts(text, max_chars);
+    }
+    let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut lost: Vec<&String> = Vec::new();
+    loop {
+        let mut list = String::new();
+        if !lost.is_empty() {
+            list.push_str(" (the user's constraints, verbatim: ");
+            list.push_str(
+                &lost
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            list.push_str(") ");
+        }
+        let room = max_chars
+            .saturating_sub(list.chars().count())
+            .max(MIN_CHARS);
+        let cut = cut_keeping_facts(text, room)?;
+        let flat = collapse(&cut);
+        let more: Vec<&String> = constraints
+            .iter()
+            .filter(|c| !lost.contains(c) && !flat.contains(c.as_str()))
+            .collect();
+        if !more.is_empty() {
+            lost.extend(more);
             continue;
         }
         if list.is_empty() {
@@ -164,7 +213,7 @@ fn cut_block(
     // Counting is not linear in characters: shrink until the cut text is within the goal.
     for _ in 0..6 {
         let cut = if keep_facts {
-            cut_keeping_facts(&text, max_chars)
+            cut_task_keeping_constraints(&text, max_chars)
         } else {
             head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))
         };

@@ -66,6 +66,7 @@ fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         offload_dir: attr(cfg, "offload_dir")?,
         selective_rules: rules,
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,
+        summary_cap: attr(cfg, "summary_token_limit")?,
         summary_in_system: role == "system" || role == "developer",
         user_messages_budget_tokens: attr(cfg, "user_messages_budget_tokens")?,
         summarizer_max_input_tokens: attr(cfg, "summarizer_max_input_tokens")?,

@@ -31,6 +31,12 @@ pub enum Label {
     Technical,
     /// Rule summary: files named in tool calls.
     Files,
+    /// Rule summary: files created, edited, moved or deleted, with their operations.
+    ArtifactTrail,
+    /// Rule summary: the user's imperatives, verbatim.
+    Constraints,
+    /// Rule summary: the open items of the latest plan or to-do list.
+    Todos,
     /// Rule summary: shell commands run.
     Commands,
     /// Rule summary: errors seen.
@@ -96,6 +102,9 @@ impl Language {
             (Language::En, Conclusions) => "Key conclusions",
             (Language::En, Technical) => "Technical context",
             (Language::En, Files) => "Files touched",
+            (Language::En, ArtifactTrail) => "Artifact trail (files changed, in order)",
+            (Language::En, Constraints) => "The user's constraints (verbatim)",
+            (Language::En, Todos) => "Open to-do items",
             (Language::En, Commands) => "Commands run",
             (Language::En, Errors) => "Errors seen",
             (Language::En, Counts) => "Replaced",
@@ -109,6 +118,9 @@ impl Language {
             (Language::Zh, Conclusions) => "关键结论",
             (Language::Zh, Technical) => "技术上下文",
             (Language::Zh, Files) => "涉及文件",
+            (Language::Zh, ArtifactTrail) => "文件变更记录（按顺序）",
+            (Language::Zh, Constraints) => "用户的约束（原文）",
+            (Language::Zh, Todos) => "未完成的待办事项",
             (Language::Zh, Commands) => "执行的命令",
             (Language::Zh, Errors) => "遇到的错误",
             (Language::Zh, Counts) => "已压缩",

@@ -41,6 +41,8 @@
 //!   0.1 s, rule summary 1.1 s, truncation summary 2.5 ms — linear, no quadratic step (the
 //!   truncation summary reads only the messages it shows).
 
+pub mod artifacts;
+pub mod constraints;
 pub mod facts;
 pub mod language;
 pub mod prompts;
@@ -54,7 +56,7 @@ pub use facts::{fact_present, must_keep_facts, FactKind};
 pub use language::{detect_language, Label, Language};
 pub use prompts::{summary_prompts, with_task_context};
 pub use reply::{cap_to_tokens, extract_summary, looks_like_error};
-pub use rule::rule_summary;
+pub use rule::{rule_summary, rule_summary_chained};
 pub use transcript::{chunk_transcript, fit_entries, render_transcript};
 pub use truncation::truncation_summary;
 

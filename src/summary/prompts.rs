@@ -32,9 +32,10 @@ const FORMAT_ZH: &str = "每条记录以说话方开头：[user] 为用户，[as
 
 const SECTIONS_EN: &[(&str, &str)] = &[
     ("Goal and user requests", "the user's overall goal and every explicit request, in order; quote the user's own words where the wording matters"),
-    ("Constraints and preferences", "requirements, limits, conventions and preferences the user stated, and anything the user said not to do"),
+    ("Constraints and preferences", "requirements, limits, conventions and preferences the user stated, and anything the user said not to do; copy each of the user's imperatives (\"don't\", \"never\", \"always\", \"must\", \"only\") word for word"),
     ("Progress", "what is done, with its results, and what was in progress when the transcript ends"),
     ("Decisions", "choices made and why; approaches tried and rejected"),
+    ("Artifact trail", "every file created, edited, moved or deleted, in the order first touched, one line each as `path: created → edited` (its operations in order, the last one last), including files changed in the previous summary's trail"),
     ("Files and artifacts", "exact paths of the files read, created or changed, and what changed in each; other artifacts such as branches, commits, URLs and ids"),
     ("Errors and fixes", "each error met, with its exact name and message, and how it was fixed, or that it is still open"),
     ("Language", "the language the user writes in, which replies must keep using"),
@@ -50,13 +51,17 @@ const SECTIONS_ZH: &[(&str, &str)] = &[
     ),
     (
         "约束与偏好",
-        "用户提出的要求、限制、约定和偏好，以及用户明确不希望做的事",
+        "用户提出的要求、限制、约定和偏好，以及用户明确不希望做的事；用户的每条指令（不要、别、必须、只、总是、永远不……）逐字照抄",
     ),
     (
         "进展",
         "已完成的工作及其结果，以及对话记录结束时正在进行的工作",
     ),
     ("决策", "做出的选择及原因；尝试过但被放弃的方案"),
+    (
+        "文件变更记录",
+        "按首次改动的顺序列出每个被创建、修改、移动或删除的文件，每行一个，格式为 `路径: 创建 → 修改`（按顺序列出操作，最后一个为最终操作），包括之前摘要中记录的文件",
+    ),
     (
         "文件与产物",
         "读取、创建或修改过的文件的准确路径，以及每个文件的改动；分支、提交、URL、ID 等其他产物",
@@ -214,6 +219,7 @@ mod tests {
             "Constraints and preferences",
             "Progress",
             "Decisions",
+            "Artifact trail",
             "Files and artifacts",
             "Errors and fixes",
             "Language",

@@ -14,6 +14,8 @@
 //! by `tools.rs`), the candidate lines with their priorities (`RuleScan::items`), and the pick
 //! within `max_chars` (`assemble`).
 
+use super::artifacts::Trail;
+use super::constraints::constraint_sentences;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
 use super::language::{Label, Language};
 use super::tools::{
@@ -169,19 +171,62 @@ fn recency(base: u32, span: u32, i: usize, n: usize) -> u32 {
     }
 }
 
-const SECTIONS: [Label; 6] = [
+const SECTIONS: [Label; 9] = [
     Label::Topics,
+    Label::Constraints,
+    Label::Todos,
     Label::Conclusions,
     Label::Technical,
+    Label::ArtifactTrail,
     Label::Files,
     Label::Commands,
     Label::Errors,
 ];
+// Indices into SECTIONS.
+const S_TOPICS: usize = 0;
+const S_CONSTRAINTS: usize = 1;
+const S_TODOS: usize = 2;
+const S_CONCLUSIONS: usize = 3;
+const S_TECHNICAL: usize = 4;
+const S_TRAIL: usize = 5;
+const S_FILES: usize = 6;
+const S_COMMANDS: usize = 7;
+const S_ERRORS: usize = 8;
 
 /// The rule summary of `messages` in `lang`, at most `max_chars` characters (see the module
 /// note for its sections and how it is bounded).
 pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) -> String {
+    rule_summary_chained(None, messages, lang, max_chars)
+}
+
+/// The rule summary of `messages` after an earlier summary (`previous`, the body of the summary
+/// they follow): when that is a rule summary, its lines are read back by section and compete
+/// with the new ones by priority (older ones rank lower), so a chain of compactions keeps one
+/// summary of bounded size, newest first, instead of appending. The artifact trail and the
+/// constraints of the earlier summary are merged, not ranked: they are kept whole while they fit.
+/// An earlier summary that is not a rule summary (an LLM's) is kept in front of the new one.
+pub fn rule_summary_chained(
+    previous: Option<&str>,
+    messages: &[Message<'_>],
+    lang: Language,
+    max_chars: usize,
+) -> String {
+    if messages.is_empty() {
+        // Nothing new: the earlier summary stands (within the bound).
+        if let Some(prev) = previous {
+            return shorten(prev.trim(), max_chars).into_owned();
+        }
+    }
     let mut scan = RuleScan::new(messages);
+    let mut prefix = None;
+    if let Some(prev) = previous {
+        let sections = parse_sections(prev);
+        if sections.is_empty() {
+            prefix = Some(prev.trim().to_owned());
+        } else {
+            scan.seed(sections);
+        }
+    }
     for m in messages {
         scan.visit(m);
     }
@@ -191,7 +236,45 @@ pub fn rule_summary(messages: &[Message<'_>], lang: Language, max_chars: usize) 
         scan.n_assistant,
         scan.n_results,
     );
-    assemble(scan.items(lang), &counts, lang, max_chars)
+    match prefix {
+        Some(prev) => {
+            let own = assemble(scan.items(lang), &counts, lang, max_chars / 2);
+            let room = max_chars.saturating_sub(own.chars().count() + 2);
+            format!("{}\n\n{own}", shorten(&prev, room))
+        }
+        None => assemble(scan.items(lang), &counts, lang, max_chars),
+    }
+}
+
+/// The sections of an earlier rule summary: (section index, its lines), for every heading of
+/// [`SECTIONS`] in either language. Empty when the text has none (not a rule summary).
+fn parse_sections(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in text.lines() {
+        if let Some(item) = line.strip_prefix("- ") {
+            if let Some(sec) = current {
+                if let Some(last) = out.last_mut().filter(|(s, _)| *s == sec) {
+                    last.1.push(item.trim().to_owned());
+                }
+            }
+            continue;
+        }
+        let heading = line.trim_end().trim_end_matches([':', '：']);
+        current = SECTIONS.iter().position(|l| {
+            [Language::En, Language::Zh].iter().any(|lang| {
+                let label = lang.label(*l);
+                heading == label
+                    || heading
+                        .strip_prefix(label)
+                        .is_some_and(|r| r.starts_with(" (") || r.starts_with('（'))
+            })
+        });
+        if let Some(sec) = current {
+            out.push((sec, Vec::new()));
+        }
+    }
+    out
 }
 
 /// What one pass over the messages gathers for the summary, in the order it was seen.
@@ -216,6 +299,16 @@ struct RuleScan<'m> {
     uses: HashMap<String, usize>,
     /// Shell commands run (consecutive repeats once).
     commands: Vec<String>,
+    /// Files created, edited, moved or deleted.
+    trail: Trail,
+    /// The user's imperative sentences, verbatim (no repeats).
+    constraints: Vec<String>,
+    /// The open items of the latest to-do list (`TodoWrite`, `update_plan`, `TaskCreate`…).
+    todos: Todos,
+    /// Lines of an earlier summary's sections with no structure of their own here (files).
+    earlier_files: Vec<String>,
+    /// An earlier summary's technical-context lines.
+    earlier_technical: Vec<String>,
     /// Error names seen, with counts, in first-seen order (`error_index` finds them).
     error_names: Vec<(String, usize)>,
     error_index: HashMap<String, usize>,
@@ -240,6 +333,11 @@ impl<'m> RuleScan<'m> {
             edited: HashSet::new(),
             uses: HashMap::new(),
             commands: Vec::new(),
+            trail: Trail::new(),
+            constraints: Vec::new(),
+            todos: Todos::default(),
+            earlier_files: Vec::new(),
+            earlier_technical: Vec::new(),
             error_names: Vec::new(),
             error_index: HashMap::new(),
             error_lines: VecDeque::new(),
@@ -248,6 +346,32 @@ impl<'m> RuleScan<'m> {
             n_assistant: 0,
             n_results: 0,
         }
+    }
+
+    /// Takes in an earlier summary's sections: its lines come before this span's own.
+    fn seed(&mut self, sections: Vec<(usize, Vec<String>)>) {
+        for (sec, lines) in sections {
+            match sec {
+                S_TOPICS => self.topics.extend(lines),
+                S_CONSTRAINTS => self.constraints.extend(lines),
+                S_TODOS => self.todos.seed(lines),
+                S_CONCLUSIONS => self.conclusions.extend(lines),
+                S_TECHNICAL => self.earlier_technical.extend(lines),
+                S_TRAIL => self.trail.absorb(&lines),
+                S_FILES => self.earlier_files.extend(lines),
+                S_COMMANDS => self.commands.extend(lines),
+                S_ERRORS => {
+                    for l in lines {
+                        if self.error_lines_seen.insert(l.clone()) {
+                            self.error_lines.push_back(l);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.topics.dedup();
+        self.conclusions.dedup();
     }
 
     /// Takes in one message: its prose (errors named, code languages, the user's request or
@@ -266,6 +390,13 @@ impl<'m> RuleScan<'m> {
         if !text.is_empty() {
             scan_text(&text, FactKinds::ERRORS, &mut |_, f| self.count_error(f));
             self.code_languages(&text);
+        }
+        if m.is_user_text() && topic(&text).is_some() {
+            for c in constraint_sentences(&text) {
+                if !self.constraints.contains(&c) {
+                    self.constraints.push(c);
+                }
+            }
         }
         if m.is_user_text() {
             let t = topic(&text).or_else(|| {
@@ -325,6 +456,8 @@ impl<'m> RuleScan<'m> {
         let name = b.name.as_deref().unwrap_or("tool");
         bump(&mut self.tools, name);
         let args = joined(b);
+        self.trail.call(name, &args);
+        self.todos.call(name, &args);
         let mut fs = FactSet::new();
         fs.scan_args(&args, FactKinds::PATHS);
         let edit = is_edit_tool(name) && !is_view_only(&args);
@@ -404,9 +537,43 @@ impl<'m> RuleScan<'m> {
                 recency(300, 200, i, n)
             };
             items.push(Item {
-                section: 0,
+                section: S_TOPICS,
                 priority: p,
                 text: t,
+            });
+        }
+        // The user's constraints: kept verbatim, above everything but the task's topic.
+        let n = self.constraints.len();
+        for (i, c) in self.constraints.into_iter().enumerate() {
+            items.push(Item {
+                section: S_CONSTRAINTS,
+                priority: recency(890, 9, i, n),
+                text: c,
+            });
+        }
+        // The open to-do items of the latest list, in its order.
+        let todos = self.todos.open();
+        let n = todos.len();
+        for (i, t) in todos.into_iter().enumerate() {
+            items.push(Item {
+                section: S_TODOS,
+                priority: recency(870, 8, n - 1 - i, n),
+                text: shorten(&t, LINE_CHARS).into_owned(),
+            });
+        }
+        // The artifact trail: every changed file with its operations, oldest first.
+        let zh = lang == Language::Zh;
+        let trail_lines = self.trail.lines(zh);
+        let changed: HashSet<String> = trail_lines
+            .iter()
+            .filter_map(|l| l.rsplit_once(": ").map(|(p, _)| p.to_owned()))
+            .collect();
+        let n = trail_lines.len();
+        for (i, l) in trail_lines.into_iter().enumerate() {
+            items.push(Item {
+                section: S_TRAIL,
+                priority: recency(881, 8, i, n),
+                text: shorten(&l, LINE_CHARS * 2).into_owned(),
             });
         }
         // The latest assistant text is the current state even when it came with calls.
@@ -425,7 +592,7 @@ impl<'m> RuleScan<'m> {
                 recency(400, 250, i, n)
             };
             items.push(Item {
-                section: 1,
+                section: S_CONCLUSIONS,
                 priority: p,
                 text: c,
             });
@@ -447,7 +614,7 @@ impl<'m> RuleScan<'m> {
             t.sort_by_key(|x| std::cmp::Reverse(x.1));
             let line = format!("{}{}{}", lang.label(Label::Tools), lang.colon(), list(&t));
             items.push(Item {
-                section: 2,
+                section: S_TECHNICAL,
                 priority: 720,
                 text: shorten(&line, LINE_CHARS * 2).into_owned(),
             });
@@ -457,12 +624,43 @@ impl<'m> RuleScan<'m> {
             c.sort_by_key(|x| std::cmp::Reverse(x.1));
             let line = format!("{}{}{}", lang.label(Label::Code), lang.colon(), list(&c));
             items.push(Item {
-                section: 2,
+                section: S_TECHNICAL,
                 priority: 600,
                 text: shorten(&line, LINE_CHARS).into_owned(),
             });
         }
-        let files = without_parents(self.files.finish());
+        let new_keys: Vec<String> = items
+            .iter()
+            .filter(|it| it.section == S_TECHNICAL)
+            .filter_map(|it| it.text.split_once([':', '：']).map(|(k, _)| k.to_owned()))
+            .collect();
+        for l in self.earlier_technical {
+            let key = l.split_once([':', '：']).map_or(l.as_str(), |(k, _)| k);
+            if !new_keys.iter().any(|k| k == key) {
+                items.push(Item {
+                    section: S_TECHNICAL,
+                    priority: 300,
+                    text: l,
+                });
+            }
+        }
+        // Files the trail lists are not listed again.
+        let files: Vec<String> = without_parents(self.files.finish())
+            .into_iter()
+            .filter(|f| !changed.contains(f))
+            .collect();
+        let n = self.earlier_files.len();
+        for (i, f) in self.earlier_files.into_iter().enumerate() {
+            let path = f.split([' ', '（']).next().unwrap_or(&f);
+            if changed.contains(path) || files.iter().any(|x| x == path) {
+                continue;
+            }
+            items.push(Item {
+                section: S_FILES,
+                priority: recency(380, 60, i, n),
+                text: f,
+            });
+        }
         let n = files.len();
         for (i, f) in files.into_iter().enumerate() {
             let is_edit = self.edited.contains(&f);
@@ -481,7 +679,7 @@ impl<'m> RuleScan<'m> {
             // How often the file was named (`used`, counting the shorter spellings it contains).
             let p = recency(if is_edit { 600 } else { 450 }, 40, i, n) + 12 * used.min(10) as u32;
             items.push(Item {
-                section: 3,
+                section: S_FILES,
                 priority: p,
                 text: shorten(&text, LINE_CHARS).into_owned(),
             });
@@ -489,7 +687,7 @@ impl<'m> RuleScan<'m> {
         let n = self.commands.len();
         for (i, c) in self.commands.into_iter().enumerate() {
             items.push(Item {
-                section: 4,
+                section: S_COMMANDS,
                 priority: recency(300, 250, i, n),
                 text: c,
             });
@@ -509,20 +707,116 @@ impl<'m> RuleScan<'m> {
                 .collect();
             e.sort_by_key(|x| std::cmp::Reverse(x.1));
             items.push(Item {
-                section: 5,
+                section: S_ERRORS,
                 priority: 700,
                 text: shorten(&list(&e), LINE_CHARS * 2).into_owned(),
             });
         }
         let n = self.error_lines.len();
         for (i, l) in self.error_lines.into_iter().enumerate() {
+            // The latest error is what the agent is in the middle of: next to the latest
+            // conclusion in rank.
+            let priority = if i + 1 == n {
+                878
+            } else {
+                recency(350, 250, i, n)
+            };
             items.push(Item {
-                section: 5,
-                priority: recency(350, 250, i, n),
+                section: S_ERRORS,
+                priority,
                 text: l,
             });
         }
         items
+    }
+}
+
+/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
+/// item, `TaskUpdate` sets one's status. Items are (text, done).
+#[derive(Default)]
+struct Todos {
+    items: Vec<(String, bool)>,
+}
+
+impl Todos {
+    fn call(&mut self, name: &str, args: &str) {
+        let n = name.to_ascii_lowercase();
+        if !matches!(
+            n.as_str(),
+            "todowrite"
+                | "todo_write"
+                | "update_plan"
+                | "write_todos"
+                | "taskcreate"
+                | "taskupdate"
+        ) {
+            return;
+        }
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
+        else {
+            return;
+        };
+        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
+            ["content", "step", "subject", "title", "text", "description"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|s| !s.is_empty())
+        };
+        let done = |v: &serde_json::Map<String, serde_json::Value>| {
+            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
+                matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
+                )
+            })
+        };
+        match n.as_str() {
+            "taskcreate" => {
+                if let Some(t) = text_of(&o) {
+                    self.items.push((t, false));
+                }
+            }
+            "taskupdate" => {
+                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .or_else(|| x.as_u64().map(|n| n.to_string()))
+                });
+                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
+                    if o.contains_key("status") {
+                        if let Some(item) = self.items.get_mut(k - 1) {
+                            item.1 = done(&o);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let list = ["todos", "plan", "items"]
+                    .iter()
+                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
+                if let Some(list) = list {
+                    self.items = list
+                        .iter()
+                        .filter_map(|v| v.as_object())
+                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
+                        .collect();
+                }
+            }
+        }
+    }
+
+    /// An earlier summary's open items (done ones were never written).
+    fn seed(&mut self, lines: Vec<String>) {
+        self.items = lines.into_iter().map(|l| (l, false)).collect();
+    }
+
+    fn open(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter(|(_, d)| !d)
+            .map(|(t, _)| t.clone())
+            .collect()
     }
 }
 

@@ -54,7 +54,13 @@ fn english_rule_summary_has_every_section() {
     ));
     assert!(s.contains("tools: str_replace_editor ×2, bash"));
     assert!(s.contains("code: python"));
-    assert!(s.contains("- /srv/app/billing/tax.py (edited)"));
+    assert!(s.contains(
+        "Artifact trail (files changed, in order):\n- /srv/app/billing/tax.py: edited\n"
+    ));
+    assert!(
+        !s.contains("- /srv/app/billing/tax.py\n"),
+        "a changed file is not listed again"
+    );
     assert!(
         !s.contains("- /srv/app\n"),
         "a parent directory is not listed"
@@ -180,4 +186,82 @@ fn topics() {
     );
     assert_eq!(topic("<pr_description>\nConsider the following PR description:\nModeling's `separability_matrix` is wrong. More text.").unwrap(),
         "Consider the following PR description: Modeling's `separability_matrix` is wrong.");
+}
+
+#[test]
+fn constraints_todos_and_a_chain_that_merges() {
+    let first = vec![
+        Message::text(
+            Role::User,
+            "Fix the parser. Never edit the tests. 只修改 src 目录。",
+        ),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Block::tool_call(
+                    Some("t1"),
+                    "TodoWrite",
+                    r#"{"todos": [{"content": "Reproduce the bug", "status": "completed"}, {"content": "Patch parse()", "status": "in_progress"}]}"#,
+                ),
+                Block::tool_call(
+                    Some("w1"),
+                    "Write",
+                    r#"{"file_path": "src/parse.py", "content": "x"}"#,
+                ),
+            ],
+        ),
+    ];
+    let s1 = rule_summary(&first, Language::En, 4000);
+    assert!(
+        s1.contains(
+            "The user's constraints (verbatim):\n- Never edit the tests.\n- 只修改 src 目录。\n"
+        ),
+        "{s1}"
+    );
+    assert!(s1.contains("Open to-do items:\n- Patch parse()\n"), "{s1}");
+    assert!(
+        !s1.contains("Reproduce the bug"),
+        "done items are not open: {s1}"
+    );
+    assert!(s1.contains("- src/parse.py: created\n"), "{s1}");
+    let second = vec![Message::new(
+        Role::Assistant,
+        vec![
+            Block::tool_call(
+                Some("e1"),
+                "Edit",
+                r#"{"file_path": "src/parse.py", "old_string": "x", "new_string": "y"}"#,
+            ),
+            Block::tool_call(
+                Some("b1"),
+                "bash",
+                r#"{"command": "git mv src/old.py src/new.py"}"#,
+            ),
+        ],
+    )];
+    let s2 = rule_summary_chained(Some(&s1), &second, Language::En, 4000);
+    assert!(
+        s2.contains("- src/parse.py: created → edited\n- src/old.py: moved (src/new.py)\n"),
+        "{s2}"
+    );
+    assert!(
+        s2.contains("- Never edit the tests."),
+        "the earlier constraints stay: {s2}"
+    );
+    assert!(s2.contains("- Patch parse()"), "{s2}");
+    assert_eq!(
+        s2.matches("Artifact trail").count(),
+        1,
+        "one summary, not two: {s2}"
+    );
+    // Chained again and again: the size stays within the bound.
+    let mut s = s2.clone();
+    for _ in 0..5 {
+        s = rule_summary_chained(Some(&s), &second, Language::En, 600);
+        assert!(s.chars().count() <= 600, "{}", s.chars().count());
+        assert!(s.contains("src/parse.py: created → edited"), "{s}");
+    }
+    // An earlier summary that is not a rule summary is kept in front.
+    let s3 = rule_summary_chained(Some("The LLM summary."), &second, Language::En, 4000);
+    assert!(s3.starts_with("The LLM summary.\n\n"), "{s3}");
 }

@@ -1,0 +1,120 @@
+"""``context-compactor eval FILES... [--max-tokens N | --window-ratio R] [--summarizer ...]
+[--baseline CONFIG.toml] [--json] [--html report.html]``: what the agent keeps through
+compaction and what it pays (:func:`context_compactor.eval.evaluate` does the work; the HTML
+report is :mod:`context_compactor._html_report`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from context_compactor.cli.common import add_summarizer_args, load_config, read_toml, summarizer_from_args
+from context_compactor.config import CompactionConfig
+from context_compactor.eval import PROBES, EvalReport, evaluate
+
+__all__ = ["add_parser", "print_table", "run"]
+
+_SHORT = {"recall": "recall", "artifact_trail": "artifacts", "constraints": "constraints",
+          "continuation": "continue", "growth": "growth"}  # fmt: skip
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add ``eval`` to the CLI's subparsers."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "eval", help="score what compaction keeps (recall, artifacts, constraints, …) and what the calls cost"
+    )
+    p.add_argument("files", nargs="+", help="transcripts (OpenAI JSON, Anthropic JSON, Claude Code JSONL)")
+    window = p.add_mutually_exclusive_group()
+    window.add_argument("--max-tokens", type=int, default=None, help="the window (max_context_tokens) for every file")
+    window.add_argument(
+        "--window-ratio", type=float, default=None, help="the window as a share of each transcript's tokens (0.1)"
+    )
+    p.add_argument("--config", default=None, help="the policy's TOML config (default: the library's defaults)")
+    p.add_argument("--baseline", default=None, metavar="CONFIG.toml", help="a config to compare with, run the same way")
+    p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
+    add_summarizer_args(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--html", default=None, metavar="REPORT.html", help="write a static HTML report with charts")
+    p.set_defaults(func=run)
+    return p
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def print_table(report: EvalReport, out: TextIO) -> None:
+    """The per-transcript and overall tables."""
+    pols = [p for p in report.policies if p in ("policy", "baseline")]
+    head = f"{'transcript':<44}{'policy':<10}" + "".join(f"{_SHORT[p]:>12}" for p in PROBES)
+    head += f"{'calls':>7}{'compact':>8}{'prefix':>8}" + "".join(f"{'$ ' + k:>12}" for k in report.prices)
+    out.write(head + "\n")
+    for t in report.transcripts:
+        name = t.file.rsplit("/", 1)[-1][:42]
+        for pol in report.policies:
+            r = t.runs.get(pol)
+            if r is None:
+                continue
+            row = f"{name:<44}{pol[:9]:<10}"
+            for p in PROBES:
+                s = r.probes[p]
+                cell = (_pct(s.share) + f" {s.kept}/{s.total}") if s.total else "-"
+                row += f"{cell if pol in pols else '':>12}"
+            row += f"{len(r.tokens):>7}{r.compactions:>8}{_pct(r.prefix_stability):>8}"
+            row += "".join(f"{r.cost.get(k, 0.0):>12.4f}" for k in report.prices)
+            if not r.fits:
+                row += "  (over the window)"
+            out.write(row + "\n")
+            name = ""
+    out.write("\noverall\n")
+    for pol in report.policies:
+        o = report.overall(pol)
+        row = f"{'':<44}{pol[:9]:<10}"
+        row += "".join(f"{_pct(o[p]) if pol in pols else '':>12}" for p in PROBES)
+        row += f"{'':>7}{o['compactions']:>8}{_pct(o['prefix_stability']) if pol in pols else '':>8}"
+        row += "".join(f"{o['cost'][k]:>12.4f}" for k in report.prices)
+        out.write(row + "\n")
+    if "baseline" in report.policies:
+        a, b = report.overall("policy"), report.overall("baseline")
+        for k in report.prices:
+            if b["cost"][k]:
+                out.write(f"cost vs baseline ({k}): {a['cost'][k] / b['cost'][k] - 1:+.1%}\n")
+    for f, why in report.skipped:
+        out.write(f"skipped {f}: {why}\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``context-compactor eval``: 0 when every context sent was valid, else 1."""
+    config = load_config(args, max_tokens=args.max_tokens)
+    baseline: CompactionConfig | None = None
+    if args.baseline:
+        data = read_toml(args.baseline)
+        if args.tokenizer is not None:
+            data["tokenizer"] = args.tokenizer
+        baseline = CompactionConfig.from_dict(data)
+    report = evaluate(
+        args.files,
+        max_tokens=args.max_tokens,
+        window_ratio=args.window_ratio,
+        config=config,
+        baseline=baseline,
+        summarizer=summarizer_from_args(args),
+        progress=sys.stderr if sys.stderr.isatty() else None,
+    )
+    if args.html:
+        from context_compactor._html_report import render_html
+
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(render_html(report))
+    if args.json:
+        d = report.to_dict()
+        d["html"] = args.html
+        print(json.dumps(d, ensure_ascii=False, indent=2))
+    else:
+        print_table(report, sys.stdout)
+        if args.html:
+            print(f"\nwrote {args.html}")
+    ok = all(r.valid is not False for t in report.transcripts for k, r in t.runs.items() if k in ("policy", "baseline"))
+    return 0 if ok else 1
