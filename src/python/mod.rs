@@ -2,6 +2,7 @@
 //! of its arguments while attached, runs the core with the GIL released, and builds Python
 //! objects after (tiktoken's shape).
 
+mod batch;
 mod errors;
 mod extract;
 mod fingerprint;
@@ -23,6 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tokens::register(m)?;
     state::register(m)?;
     plan::register(m)?;
+    batch::register(m)?;
     m.add_function(wrap_pyfunction!(looks_like_error, m)?)?;
     Ok(())
 }
