@@ -40,6 +40,9 @@ __all__ = ["BatchError", "BatchMethods"]
 
 Conversation = tuple[Any, Any, Any, "str | None"]
 
+#: Conversations planned and finished together by ``compact_many`` without a summarizer.
+CHUNK = 64
+
 
 class BatchError(CompactorError):
     """Some conversations of a batch failed (``return_exceptions=False``); the others were done.
@@ -184,19 +187,26 @@ class BatchMethods:
                     f"{getattr(fn, '__name__', 'an async callable')} is async: use `await compactor.acompact_many(...)`"
                 )
         items, results = self._batch_items(conversations, system, tools, format)
-        plans = self._plan_many(items, results, force, instructions)
-        todo = [i for i, p in enumerate(plans) if p is not None]
         plain = self.summarizer is None and self.on_before_compact is None and self.on_compacted is None
         if plain and not callable(self._config.tokenizer):
-            # Rule summaries only: finish every plan on the pool, GIL released.
-            done = _core.apply_many(
-                [plans[i]._core_plan for i in todo],  # type: ignore[union-attr]
-                [None] * len(todo),
-                tokenizer=self._config.tokenizer,
-            )
-            for i, d in zip(todo, done, strict=True):
-                results[i] = d if isinstance(d, BaseException) else self._done(CompactResult._from_core(d))
+            # Rule summaries only: plan and finish on the pool, GIL released, CHUNK conversations
+            # at a time (the views of a chunk stay in the CPU's caches and memory stays bounded).
+            for start in range(0, len(items), CHUNK):
+                part = items[start : start + CHUNK]
+                part_results = results[start : start + CHUNK]
+                plans = self._plan_many(part, part_results, force, instructions)
+                todo = [i for i, p in enumerate(plans) if p is not None]
+                done = _core.apply_many(
+                    [plans[i]._core_plan for i in todo],  # type: ignore[union-attr]
+                    [None] * len(todo),
+                    tokenizer=self._config.tokenizer,
+                )
+                for i, d in zip(todo, done, strict=True):
+                    part_results[i] = d if isinstance(d, BaseException) else self._done(CompactResult._from_core(d))
+                results[start : start + CHUNK] = part_results
             return _finish(results, return_exceptions)
+        plans = self._plan_many(items, results, force, instructions)
+        todo = [i for i, p in enumerate(plans) if p is not None]
 
         def one(i: int) -> Any:
             try:

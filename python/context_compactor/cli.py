@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from context_compactor import _core
+from context_compactor.batch_command import add_batch_parser
 from context_compactor.compactor import ContextCompactor
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import CompactorError, ConfigError
@@ -302,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_compact)
     add_replay_parser(sub)
+    add_batch_parser(sub)
     return parser
 
 

@@ -138,6 +138,10 @@ class CompactionCheck:
         return self.current_tokens / self.budget if self.budget else 0.0
 
 
+def _rebuild(config: CompactionConfig, summarizer: Any, before: Any, after: Any) -> ContextCompactor:
+    return ContextCompactor(config, summarizer=summarizer, on_before_compact=before, on_compacted=after)
+
+
 class ContextCompactor(BatchMethods):
     """Keeps a conversation inside the model's window. Immutable and thread-safe: anything that
     remembers between calls lives in a :class:`ConversationState` you pass as ``state=``.
@@ -201,6 +205,11 @@ class ContextCompactor(BatchMethods):
         object.__setattr__(self, "summarizer", summarizer)
         object.__setattr__(self, "on_before_compact", on_before_compact)
         object.__setattr__(self, "on_compacted", on_compacted)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles (Ray, process pools) as its config and callables: a summarizer or hook given
+        # must pickle too (a module-level function does; a lambda does not).
+        return (_rebuild, (self._config, self.summarizer, self.on_before_compact, self.on_compacted))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ContextCompactor is immutable; use .with_config(...) (tried to set {name!r})")
