@@ -95,6 +95,7 @@ def _compact_file(path: str, out: str) -> dict[str, Any]:
             tokens_before=result.tokens_before,
             tokens_after=result.tokens_after,
             over_budget=result.over_budget,
+            repairs=len(result.repairs),
             fallback_reason=result.fallback_reason,
             valid=not problems,
         )
