@@ -39,7 +39,17 @@ install: $(BIN)/python ## create .venv with maturin, the pinned test and lint to
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2"
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(MAKE) --no-print-directory postgres
 	$(MAKE) build
+
+.PHONY: postgres
+postgres: ## PostgreSQL server binaries for the store tests: Debian's package when absent (as root; CI=true fails without)
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql || exit 1; \
+	elif [ "$$CI" = true ]; then \
+	  echo "PostgreSQL is not installed and cannot be installed here (needs root and apt-get); CI=true: failing"; exit 1; \
+	else echo "PostgreSQL not installed: the PostgreSQL store tests will be skipped (as root: apt-get install postgresql)"; fi
 
 .PHONY: build
 build: ## build the extension in release mode into .venv (editable)

@@ -92,3 +92,7 @@ def tiktoken_encoding(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
         os.environ.pop("TIKTOKEN_CACHE_DIR", None)
     else:
         os.environ["TIKTOKEN_CACHE_DIR"] = old
+
+
+# The throwaway PostgreSQL server (tests/_postgres.py): fixtures postgres_server, postgres_url.
+from _postgres import postgres_server, postgres_url  # noqa: E402, F401
