@@ -23,8 +23,8 @@ def test_session_store_opens_the_backend_its_argument_names(tmp_path: Path) -> N
         SessionStore(42)  # type: ignore[arg-type]
 
 
-def test_operations_round_trip() -> None:
-    store = SessionStore(":memory:")
+def test_operations_round_trip(store_target: str) -> None:
+    store = SessionStore(store_target)
     info = store.open_session("a", system='"Be brief."', tools=None, format="openai")
     assert info.system == '"Be brief."' and info.context.rows == () and info.context.head is None
     done = store.append_rows(
@@ -68,9 +68,9 @@ def test_operations_round_trip() -> None:
         store.load_context("a")
 
 
-def test_a_compaction_applies_over_appends_made_while_it_ran(tmp_path: Path) -> None:
+def test_a_compaction_applies_over_appends_made_while_it_ran(store_target: str) -> None:
     """Another connection appends while this one's summarizer runs: the delta stays verbatim."""
-    path = tmp_path / "d.db"
+    path = store_target
     other = Session(ContextCompactor(), path, "d")
 
     def summarize(request: object) -> str:

@@ -52,10 +52,21 @@ class PostgresServer:
     bindir: str
     root: Path
     port: int
+    databases: int = 0
 
     @property
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def new_database(self) -> str:
+        """A fresh, empty database on this server (one per test): its connection string."""
+        import psycopg
+
+        self.databases += 1
+        name = f"t{os.getpid()}_{self.databases}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         cmd = [os.path.join(self.bindir, args[0]), *args[1:]]
@@ -125,3 +136,13 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """What ``SessionStore(...)``/``Session(...)`` open, once per backend: a SQLite file path, or
+    the URL of a fresh database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.new_database()
