@@ -78,6 +78,14 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)
 	$(BIN)/python benches/bench_pathological.py --check
 
+.PHONY: bench-batch
+bench-batch: ## batch --workers 2 vs 1 over the corpus x100 (median of 3; fails under 1.6x), peak memory, compact_many vs a loop
+	$(BIN)/python benches/bench_batch.py --check
+
+.PHONY: store-stress
+store-stress: ## the stores' full durability runs on SQLite and PostgreSQL: 30 SIGKILLs; 4 processes x 500 appends
+	CC_STORE_KILLS=30 CC_STORE_APPENDS=500 $(BIN)/python -m pytest -q tests/test_store_durability.py
+
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
