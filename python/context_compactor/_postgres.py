@@ -154,6 +154,21 @@ def _wrap(e: Exception, what: str, timeout: float) -> StoreError:
     return StoreError(f"{what}: {type(e).__name__}: {text}")
 
 
+def _insert_returning(conn: psycopg.Connection[Any], statement: str, params: list[tuple[Any, ...]]) -> list[int]:
+    """Run an ``INSERT ... RETURNING id`` for each parameter tuple in one pipelined batch (one
+    round trip, not one per row) and return the ids in order."""
+    if not params:
+        return []
+    ids: list[int] = []
+    with conn.cursor() as cur:
+        cur.executemany(statement, params, returning=True)  # type: ignore[call-overload]
+        while True:
+            ids.append(int(cur.fetchone()[0]))  # type: ignore[index]
+            if not cur.nextset():
+                break
+    return ids
+
+
 class PostgresStore(SessionStore):
     """Sessions in a PostgreSQL database (``SessionStore("postgresql://...")`` opens one).
 
@@ -344,15 +359,13 @@ class PostgresStore(SessionStore):
                 raise StoreError(f"session {session_id!r} was deleted from the store")
             seq, head = int(row[0]), row[1]
             first = seq + 1
-            ids: list[int] = []
-            for role, text in rows:
-                seq += 1
-                cur = conn.execute(
-                    "INSERT INTO messages (session, seq, kind, role, json, created_at) "
-                    "VALUES (%s, %s, 'original', %s, %s, %s) RETURNING id",
-                    (session_id, seq, role, text, t),
-                )
-                ids.append(int(cur.fetchone()[0]))  # type: ignore[index]
+            ids = _insert_returning(
+                conn,
+                "INSERT INTO messages (session, seq, kind, role, json, created_at) "
+                "VALUES (%s, %s, 'original', %s, %s, %s) RETURNING id",
+                [(session_id, first + k, role, text, t) for k, (role, text) in enumerate(rows)],
+            )
+            seq = first + len(rows) - 1
             conn.execute("UPDATE sessions SET last_seq = %s, updated_at = %s WHERE id = %s", (seq, t, session_id))
         return Appended(tuple(ids), first, head, None)
 
@@ -380,17 +393,19 @@ class PostgresStore(SessionStore):
                     ),
                 ).fetchone()[0]  # type: ignore[index]
             )
-            ids: list[int] = []
-            for rid, kind, role, text, source in c.context:
-                if rid is None:
-                    rid = int(
-                        conn.execute(
-                            "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
-                            "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                            (session_id, kind, role, text, source, comp, t),
-                        ).fetchone()[0]  # type: ignore[index]
-                    )
-                ids.append(rid)
+            derived = iter(
+                _insert_returning(
+                    conn,
+                    "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    [
+                        (session_id, kind, role, text, source, comp, t)
+                        for rid, kind, role, text, source in c.context
+                        if rid is None
+                    ],
+                )
+            )
+            ids = [rid if rid is not None else next(derived) for rid, *_ in c.context]
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO context_items (compaction, pos, message) VALUES (%s, %s, %s)",
