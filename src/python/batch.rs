@@ -59,6 +59,14 @@ fn map_batch<T: Sync, R: Send>(
     items.iter().map(f).collect()
 }
 
+/// One batch item as Python passes it: `(messages, system, tools, format)`.
+type Item<'py> = (
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+    Option<String>,
+);
+
 /// One conversation as read while attached.
 struct Read {
     ex: Arc<Extracted>,
@@ -68,12 +76,7 @@ struct Read {
 }
 
 fn read_one(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Read> {
-    let (messages, system, tools, format): (
-        Bound<'_, PyAny>,
-        Option<Bound<'_, PyAny>>,
-        Option<Bound<'_, PyAny>>,
-        Option<String>,
-    ) = item.extract()?;
+    let (messages, system, tools, format): Item<'_> = item.extract()?;
     let format = parse_format(py, format.as_deref())?;
     let system = system.filter(|s| !s.is_none());
     let tools = tools.filter(|t| !t.is_none());
