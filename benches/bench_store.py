@@ -22,10 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _pg_server import start_server  # noqa: E402
-
-from context_compactor import ContextCompactor  # noqa: E402
-from context_compactor.session import Session  # noqa: E402
+from _pg_server import start_server
+from context_compactor import ContextCompactor
+from context_compactor.session import Session
 
 
 def tool_round(i: int) -> list[dict[str, object]]:
