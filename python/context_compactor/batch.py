@@ -84,6 +84,11 @@ def _conversation(item: Any, index: int, system: Any, tools: Any, format: str | 
     return (item, system, tools, format)
 
 
+def _check_concurrency(max_concurrency: Any) -> None:
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+        raise ConfigError(f"max_concurrency: expected an int >= 1, got {max_concurrency!r}", "max_concurrency")
+
+
 def _finish(results: list[Any], return_exceptions: bool) -> list[Any]:
     if not return_exceptions and any(isinstance(r, BaseException) for r in results):
         raise BatchError(results)
@@ -179,8 +184,7 @@ class BatchMethods:
 
         An async summarizer or hook needs :meth:`acompact_many` (no event loop is run here).
         """
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ConfigError(f"max_concurrency: expected an int >= 1, got {max_concurrency!r}", "max_concurrency")
+        _check_concurrency(max_concurrency)
         for fn in (self.summarizer, self.on_before_compact, self.on_compacted):
             if fn is not None and inspect.iscoroutinefunction(fn):
                 raise SummarizerError(
@@ -242,8 +246,7 @@ class BatchMethods:
         """:meth:`compact_many` for async code: async (or sync, in worker threads) summarizers and
         hooks, at most ``max_concurrency`` summaries at once (an ``asyncio.Semaphore``).
         Cancelling it cancels every running compaction and applies nothing more."""
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ConfigError(f"max_concurrency: expected an int >= 1, got {max_concurrency!r}", "max_concurrency")
+        _check_concurrency(max_concurrency)
         items, results = self._batch_items(conversations, system, tools, format)
         # Planning is CPU work with the GIL released: off the event loop.
         plans = await asyncio.to_thread(self._plan_many, items, results, force, instructions)

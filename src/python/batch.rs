@@ -90,6 +90,14 @@ fn read_one(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Read> {
     })
 }
 
+/// Read every conversation (attached): each its view or the exception reading it raised.
+fn read_all(py: Python<'_>, conversations: &Bound<'_, PyAny>) -> PyResult<Vec<PyResult<Read>>> {
+    Ok(conversations
+        .try_iter()?
+        .map(|item| item.and_then(|item| read_one(py, &item)))
+        .collect())
+}
+
 /// Plan every conversation of `conversations` (each a tuple `(messages, system, tools,
 /// format)`) with a built-in tokenizer. Returns, in input order, a `Plan` or the exception
 /// that conversation raised.
@@ -114,12 +122,9 @@ pub fn plan_many(
             ))
         }
     };
-    let reads: Vec<PyResult<Read>> = conversations
-        .try_iter()?
-        .map(|item| item.and_then(|item| read_one(py, &item)))
-        .collect();
+    let reads = read_all(py, conversations)?;
     let ok: Vec<&Read> = reads.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let weight: usize = ok
+    let weight = ok
         .iter()
         .map(|r| text_bytes(&r.ex.conv_static().messages))
         .sum();
@@ -252,12 +257,9 @@ pub fn measure_many(
         message_overhead_tokens,
         image_tokens,
     };
-    let reads: Vec<PyResult<Read>> = conversations
-        .try_iter()?
-        .map(|item| item.and_then(|item| read_one(py, &item)))
-        .collect();
+    let reads = read_all(py, conversations)?;
     let ok: Vec<&Read> = reads.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let weight: usize = ok
+    let weight = ok
         .iter()
         .map(|r| text_bytes(&r.ex.conv_static().messages))
         .sum();
