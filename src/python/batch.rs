@@ -12,12 +12,10 @@
 //! a task, so the pool wins from a few conversations of a few kB; below 64 kB in total a
 //! batch is done in well under a millisecond either way and stays on the calling thread.
 
+use super::counter::Counter;
+use super::errors::plan_error;
 use super::extract::{parse_format, Extracted, Extractor};
-use super::plan::{
-    invalid_conversation, items_of, outcome_dict, parse_mode, plan_config, system_prompt, Inner,
-    Plan,
-};
-use super::state::Counter;
+use super::plan::{items_of, outcome_dict, parse_mode, plan_config, system_prompt, Inner, Plan};
 use crate::message::Message;
 use crate::planner::{self, PlanError, Planned};
 use crate::text::Text;
@@ -165,9 +163,7 @@ pub fn plan_many(
         let value: PyResult<Py<PyAny>> = match r {
             Err(e) => Ok(e.into_value(py).into_any()),
             Ok(read) => match planned.next().expect("one plan per conversation read") {
-                Err(PlanError::Invalid(problems)) => Ok(invalid_conversation(py, &problems)?
-                    .into_value(py)
-                    .into_any()),
+                Err(e) => Ok(plan_error(py, e).into_value(py).into_any()),
                 Ok(p) => Ok(Py::new(
                     py,
                     Plan {

@@ -3,6 +3,7 @@
 //! objects after (tiktoken's shape).
 
 mod batch;
+mod counter;
 mod errors;
 mod extract;
 mod fingerprint;
@@ -33,7 +34,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// refusal rather than a summary (English and Chinese).
 #[pyfunction]
 fn looks_like_error(reply: &str) -> bool {
-    crate::summary::text::looks_like_error(reply)
+    crate::summary::reply::looks_like_error(reply)
 }
 
 /// The extension's allocator (the core's views, plans and outputs; Python objects still come
