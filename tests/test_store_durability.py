@@ -26,7 +26,7 @@ from typing import Any
 from context_compactor import ContextCompactor, SessionStore, validate_messages
 from context_compactor.session import Session
 
-KILLS = int(os.environ.get("CC_STORE_KILLS", "8"))
+KILLS = int(os.environ.get("CC_STORE_KILLS", "6"))
 APPENDS = int(os.environ.get("CC_STORE_APPENDS", "60"))
 PROCESSES = 4
 
