@@ -28,18 +28,31 @@ pytest.importorskip("ray.data", reason="the [ray] extra (ray[data]) is not insta
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     temp = tmp_path_factory.mktemp("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network call to Ray's usage server
+    env = {
+        "RAY_USAGE_STATS_ENABLED": "0",  # no call to Ray's usage server
+        "RAY_AUTH_MODE": "disabled",  # no token written to ~/.ray: a throwaway cluster on 127.0.0.1
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     ray.init(
         num_cpus=2,
         include_dashboard=False,
         _temp_dir=str(temp),
+        _node_ip_address="127.0.0.1",
         log_to_driver=False,
         configure_logging=False,
     )
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
-    yield ray
-    ray.shutdown()
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _summarize(request: Any) -> str:
