@@ -3,7 +3,9 @@ a compaction computed on a snapshot applies over the rows appended since, which 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +94,27 @@ def test_a_compaction_applies_over_appends_made_while_it_ran(store_target: str) 
     assert other.context() == ctx
     s.close()
     other.close()
+
+
+def test_postgres_lock_timeout_newer_schema_and_bad_urls(postgres_server: Any) -> None:
+    """PostgreSQL only: a session row locked by another worker past `timeout` raises StoreError
+    (never waits forever); a schema written by a newer version is refused; a dead server is a
+    StoreError naming the cause."""
+    psycopg = pytest.importorskip("psycopg")
+    url = postgres_server.new_database()
+    store = SessionStore(url, timeout=0.5)
+    store.open_session("a", system=None, tools=None, format="openai")
+    with psycopg.connect(url) as other:
+        other.execute("SELECT 1 FROM context_compactor.sessions WHERE id = 'a' FOR UPDATE")
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match="locked by another connection"):
+            store.append_rows("a", [("user", '{"role":"user","content":"x"}')])
+        assert time.monotonic() - t0 < 5
+    assert store.append_rows("a", [("user", '{"role":"user","content":"x"}')]).first_seq == 1
+    store.close()
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("UPDATE context_compactor.schema_version SET version = 99")
+    with pytest.raises(StoreError, match="newer than this package"):
+        SessionStore(url)
+    with pytest.raises(StoreError, match="cannot connect"):
+        SessionStore("postgresql://postgres@127.0.0.1:1/none", timeout=1)
