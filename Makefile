@@ -39,7 +39,8 @@ install: $(BIN)/python ## create .venv with maturin, the pinned test and lint to
 	$(BIN)/python -m pip install -q -U pip
 	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2"
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
-	$(MAKE) browser
+	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory postgres
 	$(MAKE) build
 
 .PHONY: browser
@@ -48,6 +49,15 @@ browser: ## Debian's chromium + chromium-driver for the HTML report's browser te
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "chromium/chromedriver missing and not root: the browser test will skip (fail under CI=true)"; fi
+
+.PHONY: postgres
+postgres: ## PostgreSQL server binaries for the store tests: Debian's package when absent (as root; CI=true fails without)
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql || exit 1; \
+	elif [ "$$CI" = true ]; then \
+	  echo "PostgreSQL is not installed and cannot be installed here (needs root and apt-get); CI=true: failing"; exit 1; \
+	else echo "PostgreSQL not installed: the PostgreSQL store tests will be skipped (as root: apt-get install postgresql)"; fi
 
 .PHONY: build
 build: ## build the extension in release mode into .venv (editable)
@@ -80,6 +90,14 @@ bench-background: ## background vs synchronous compaction on the corpus (2 s sum
 .PHONY: bench-runs
 bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)
 	$(BIN)/python benches/bench_pathological.py --check
+
+.PHONY: bench-batch
+bench-batch: ## batch --workers 2 vs 1 over the corpus x100 (median of 3; fails under 1.6x), peak memory, compact_many vs a loop
+	$(BIN)/python benches/bench_batch.py --check
+
+.PHONY: store-stress
+store-stress: ## the stores' full durability runs on SQLite and PostgreSQL: 30 SIGKILLs; 4 processes x 500 appends
+	CC_STORE_KILLS=30 CC_STORE_APPENDS=500 $(BIN)/python -m pytest -q tests/test_store_durability.py
 
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)

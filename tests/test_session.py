@@ -98,8 +98,8 @@ def integrity(path: Path, session_id: str = "s") -> None:
 # -- basics ------------------------------------------------------------------------------------------------
 
 
-def test_append_context_history_and_row_ids(tmp_path: Path) -> None:
-    s = Session(ContextCompactor(), tmp_path / "s.db", "a")
+def test_append_context_history_and_row_ids(store_target: str) -> None:
+    s = Session(ContextCompactor(), store_target, "a")
     r1 = s.append({"role": "user", "content": "hi"})
     r2, r3 = s.extend([{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}])
     assert r1 < r2 < r3
@@ -137,7 +137,7 @@ def test_bad_messages_are_rejected_and_nothing_is_stored(tmp_path: Path) -> None
     s.close()
 
 
-def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(tmp_path: Path) -> None:
+def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(store_target: str) -> None:
     pytest.importorskip("openai")
     pytest.importorskip("anthropic")
     from anthropic.types import TextBlock, ToolUseBlock
@@ -153,7 +153,7 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(tmp_path: Path) -
             )
         ],
     )
-    path = tmp_path / "sdk.db"
+    path = store_target
     with Session(ContextCompactor(), path, "o") as s:
         s.append({"role": "user", "content": "list files"})
         s.append(reply)
@@ -184,8 +184,8 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(tmp_path: Path) -
 # -- compaction, resume, expand ------------------------------------------------------------------------------
 
 
-def test_prepare_compacts_and_records_row_ids(tmp_path: Path) -> None:
-    s = Session(small(), tmp_path / "s.db", "s")
+def test_prepare_compacts_and_records_row_ids(store_target: str) -> None:
+    s = Session(small(), store_target, "s")
     s.append({"role": "system", "content": "You are a coding agent."})
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
     results = []
@@ -241,11 +241,11 @@ def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -
     assert [k for (k,) in kinds] == ["original", "edited"]
 
 
-def test_prepare_answers_whenever_the_context_is_over_the_window(tmp_path: Path) -> None:
+def test_prepare_answers_whenever_the_context_is_over_the_window(store_target: str) -> None:
     # A system prompt bigger than the budget: no compaction can make the context fit (the system
     # prompt is never changed), so every prepare() must say so instead of answering None.
     compactor = ContextCompactor(max_context_tokens=3000)  # reserve 750, budget 2250
-    s = Session(compactor, tmp_path / "o.db", "o", system="You are a coding agent. " + "rule " * 3000)
+    s = Session(compactor, store_target, "o", system="You are a coding agent. " + "rule " * 3000)
     r = s.prepare()  # before any message, too
     assert r is not None and r.over_budget and r.strategy == "none" and r.messages == []
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -287,8 +287,8 @@ def test_prepare_never_leaves_a_claude_code_session_over_the_window_unflagged(co
     s.close()
 
 
-def test_resume_gives_the_same_context(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+def test_resume_gives_the_same_context(store_target: str) -> None:
+    path = store_target
     s = Session(small(), path, "s")
     agent_run(s, 30)
     ctx, ids, chk, recs, hist = s.context(), s.context_ids(), s.check(), s.compactions(), s.history()
@@ -304,8 +304,8 @@ def test_resume_gives_the_same_context(tmp_path: Path) -> None:
     s2.close()
 
 
-def test_expand_returns_the_exact_originals(tmp_path: Path) -> None:
-    s = Session(small(), tmp_path / "s.db", "s")
+def test_expand_returns_the_exact_originals(store_target: str) -> None:
+    s = Session(small(), store_target, "s")
     appended: dict[int, dict[str, Any]] = {}
     s.append({"role": "system", "content": "You are a coding agent."})
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -384,8 +384,8 @@ def test_force_and_instructions(tmp_path: Path) -> None:
     s.close()
 
 
-def test_system_summary_persists_for_anthropic(tmp_path: Path) -> None:
-    path = tmp_path / "a.db"
+def test_system_summary_persists_for_anthropic(store_target: str) -> None:
+    path = store_target
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, summary_role="system")
     s = Session(c, path, "a", system="You are a coding agent.", format="anthropic")
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -414,8 +414,8 @@ def test_system_summary_persists_for_anthropic(tmp_path: Path) -> None:
 # -- usage ---------------------------------------------------------------------------------------------------
 
 
-def test_stale_usage_is_ignored_after_a_compaction(tmp_path: Path) -> None:
-    path = tmp_path / "u.db"
+def test_stale_usage_is_ignored_after_a_compaction(store_target: str) -> None:
+    path = store_target
     s = Session(ContextCompactor(max_context_tokens=20_000), path, "u")
     agent_run(s, 10)
     sent = s.context()
@@ -444,8 +444,8 @@ def test_stale_usage_is_ignored_after_a_compaction(tmp_path: Path) -> None:
 # -- store ------------------------------------------------------------------------------------------------------
 
 
-def test_memory_store_shared_between_sessions() -> None:
-    store = SessionStore(":memory:")
+def test_a_store_shared_between_sessions(store_target: str) -> None:
+    store = SessionStore(store_target)
     a = Session(ContextCompactor(), store, "a")
     b = Session(ContextCompactor(), store, "b")
     a.append({"role": "user", "content": "for a"})

@@ -3,7 +3,9 @@ a compaction computed on a snapshot applies over the rows appended since, which 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +25,8 @@ def test_session_store_opens_the_backend_its_argument_names(tmp_path: Path) -> N
         SessionStore(42)  # type: ignore[arg-type]
 
 
-def test_operations_round_trip() -> None:
-    store = SessionStore(":memory:")
+def test_operations_round_trip(store_target: str) -> None:
+    store = SessionStore(store_target)
     info = store.open_session("a", system='"Be brief."', tools=None, format="openai")
     assert info.system == '"Be brief."' and info.context.rows == () and info.context.head is None
     done = store.append_rows(
@@ -68,9 +70,9 @@ def test_operations_round_trip() -> None:
         store.load_context("a")
 
 
-def test_a_compaction_applies_over_appends_made_while_it_ran(tmp_path: Path) -> None:
+def test_a_compaction_applies_over_appends_made_while_it_ran(store_target: str) -> None:
     """Another connection appends while this one's summarizer runs: the delta stays verbatim."""
-    path = tmp_path / "d.db"
+    path = store_target
     other = Session(ContextCompactor(), path, "d")
 
     def summarize(request: object) -> str:
@@ -92,3 +94,27 @@ def test_a_compaction_applies_over_appends_made_while_it_ran(tmp_path: Path) -> 
     assert other.context() == ctx
     s.close()
     other.close()
+
+
+def test_postgres_lock_timeout_newer_schema_and_bad_urls(postgres_server: Any) -> None:
+    """PostgreSQL only: a session row locked by another worker past `timeout` raises StoreError
+    (never waits forever); a schema written by a newer version is refused; a dead server is a
+    StoreError naming the cause."""
+    psycopg = pytest.importorskip("psycopg")
+    url = postgres_server.new_database()
+    store = SessionStore(url, timeout=0.5)
+    store.open_session("a", system=None, tools=None, format="openai")
+    with psycopg.connect(url) as other:
+        other.execute("SELECT 1 FROM context_compactor.sessions WHERE id = 'a' FOR UPDATE")
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match="locked by another connection"):
+            store.append_rows("a", [("user", '{"role":"user","content":"x"}')])
+        assert time.monotonic() - t0 < 5
+    assert store.append_rows("a", [("user", '{"role":"user","content":"x"}')]).first_seq == 1
+    store.close()
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("UPDATE context_compactor.schema_version SET version = 99")
+    with pytest.raises(StoreError, match="newer than this package"):
+        SessionStore(url)
+    with pytest.raises(StoreError, match="cannot connect"):
+        SessionStore("postgresql://postgres@127.0.0.1:1/none", timeout=1)

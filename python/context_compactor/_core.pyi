@@ -1,6 +1,6 @@
 """Type stubs for the native module ``context_compactor._core`` (the Rust core's boundary)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
 
 __version__: str
@@ -254,6 +254,30 @@ def plan(
     state: ConversationState | None = None,
 ) -> Plan:
     """Plan a compaction (``mode``: ``"auto"``, ``"micro"`` or ``"force"``) under a ``CompactionConfig``."""
+
+def plan_many(
+    conversations: Iterable[tuple[Sequence[Any], Any, Sequence[Any] | None, str | None]],
+    *,
+    config: Any,
+    mode: str = "auto",
+    instructions: str | None = None,
+) -> list[Plan | BaseException]:
+    """Plan many ``(messages, system, tools, format)`` at once (read attached, planned on the pool
+    with the GIL released): a ``Plan`` or the exception of each, in input order."""
+
+def apply_many(
+    plans: Sequence[Plan], summaries: Sequence[str | None], *, tokenizer: str
+) -> list[dict[str, Any] | BaseException]:
+    """``Plan.apply`` for many plans on the pool (GIL released): result dicts in input order."""
+
+def measure_many(
+    conversations: Iterable[tuple[Sequence[Any], Any, Sequence[Any] | None, str | None]],
+    *,
+    tokenizer: str,
+    message_overhead_tokens: int = 4,
+    image_tokens: int = 1600,
+) -> list[tuple[int, int, str] | BaseException]:
+    """``(total tokens, message count, format)`` of each conversation, or its exception."""
 
 def start_cooldown(state: ConversationState, calls: int) -> None:
     """Start a cool-down of ``calls`` calls (micro/selective only) after a summarizer failure."""

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
+from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
 from context_compactor.plan import CompactionPlan
@@ -137,7 +138,11 @@ class CompactionCheck:
         return self.current_tokens / self.budget if self.budget else 0.0
 
 
-class ContextCompactor:
+def _rebuild(config: CompactionConfig, summarizer: Any, before: Any, after: Any) -> ContextCompactor:
+    return ContextCompactor(config, summarizer=summarizer, on_before_compact=before, on_compacted=after)
+
+
+class ContextCompactor(BatchMethods):
     """Keeps a conversation inside the model's window. Immutable and thread-safe: anything that
     remembers between calls lives in a :class:`ConversationState` you pass as ``state=``.
 
@@ -202,6 +207,11 @@ class ContextCompactor:
         object.__setattr__(self, "on_before_compact", on_before_compact)
         object.__setattr__(self, "on_compacted", on_compacted)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles (Ray, process pools) as its config and callables: a summarizer or hook given
+        # must pickle too (a module-level function does; a lambda does not).
+        return (_rebuild, (self._config, self.summarizer, self.on_before_compact, self.on_compacted))
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"ContextCompactor is immutable; use .with_config(...) (tried to set {name!r})")
 
@@ -240,8 +250,12 @@ class ContextCompactor:
         learned from :meth:`ConversationState.observe_usage` is applied.
         """
         counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
+        calibration = state.calibration if state is not None else 1.0
+        return self._verdict(counts.calibrated_total, counts.total, calibration, counts.message_count, counts.format)
+
+    def _verdict(self, current: int, raw: int, calibration: float, message_count: int, format: str) -> CompactionCheck:
+        """The :class:`CompactionCheck` of a request of ``current`` (calibrated) tokens."""
         soft, hard, budget, target, micro = self._limits
-        current = counts.calibrated_total
         if current >= hard:
             urgency: Urgency = "hard"
         elif current >= soft:
@@ -260,11 +274,11 @@ class ContextCompactor:
             hard_threshold=hard,
             budget=budget,
             target_tokens=target,
-            raw_tokens=counts.total,
-            calibration=state.calibration if state is not None else 1.0,
-            message_count=counts.message_count,
+            raw_tokens=raw,
+            calibration=calibration,
+            message_count=message_count,
             micro_due=current >= micro,
-            format=counts.format,
+            format=format,
         )
         return result
 
@@ -410,20 +424,22 @@ class ContextCompactor:
         instructions: str | None,
         pinned: Pinned,
         state: _core.ConversationState | None,
+        plan: CompactionPlan | None = None,
     ) -> Generator[tuple[str, Any], Any, CompactResult]:
         """The compaction, once for both drivers: yields ``("hook", (fn, arg))`` and
         ``("summarize", request)``; the sync or async driver performs them and sends back the
-        value (or throws the exception in)."""
-        plan = self.plan(
-            messages,
-            system=system,
-            tools=tools,
-            format=format,
-            force=force,
-            instructions=instructions,
-            pinned=pinned,
-            state=state,
-        )
+        value (or throws the exception in). ``plan``: already planned (``compact_many``)."""
+        if plan is None:
+            plan = self.plan(
+                messages,
+                system=system,
+                tools=tools,
+                format=format,
+                force=force,
+                instructions=instructions,
+                pinned=pinned,
+                state=state,
+            )
         # The request (and the transcript behind it) only when someone reads it: the summarizer
         # or the hook's preview. The rule summary does not need it.
         wants_request = self.summarizer is not None or self.on_before_compact is not None
@@ -527,6 +543,10 @@ class ContextCompactor:
             pinned=pinned,
             state=state,
         )
+        return self._drive(steps)
+
+    def _drive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
+        """Run :meth:`_steps` with sync hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
         while True:
@@ -569,6 +589,10 @@ class ContextCompactor:
             pinned=pinned,
             state=state,
         )
+        return await self._adrive(steps)
+
+    async def _adrive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
+        """Run :meth:`_steps` with sync or async hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
         while True:

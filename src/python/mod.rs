@@ -2,6 +2,7 @@
 //! of its arguments while attached, runs the core with the GIL released, and builds Python
 //! objects after (tiktoken's shape).
 
+mod batch;
 mod counter;
 mod errors;
 mod extract;
@@ -27,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     state::register(m)?;
     plan::register(m)?;
     image::register(m)?;
+    batch::register(m)?;
     m.add_function(wrap_pyfunction!(looks_like_error, m)?)?;
     Ok(())
 }

@@ -31,7 +31,7 @@ fn attr<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
 }
 
 /// Read a `CompactionConfig` (thresholds calibrated tokens, as the config computes them).
-fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
+pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
     let py = cfg.py();
     let mut rules = Vec::new();
     for r in cfg.getattr("selective_rules")?.try_iter()? {
@@ -135,19 +135,19 @@ fn counter_of<'py>(tokenizer: Option<&Bound<'py, PyAny>>) -> PyResult<Counter<'p
     }
 }
 
-struct Inner {
+pub(super) struct Inner {
     // Declared before `ex`: it borrows the strings `ex` keeps alive.
-    planned: Planned<'static>,
-    ex: Arc<Extracted>,
-    messages: Arc<Vec<Py<PyAny>>>,
-    system: Option<Py<PyAny>>,
-    state: Option<Py<ConversationState>>,
+    pub(super) planned: Planned<'static>,
+    pub(super) ex: Arc<Extracted>,
+    pub(super) messages: Arc<Vec<Py<PyAny>>>,
+    pub(super) system: Option<Py<PyAny>>,
+    pub(super) state: Option<Py<ConversationState>>,
 }
 
 /// A compaction waiting for its summary (see `CompactionPlan` in the Python shell).
 #[pyclass(frozen, module = "context_compactor._core")]
 pub struct Plan {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 fn language_code(l: Language) -> &'static str {
@@ -238,14 +238,27 @@ impl Plan {
         let outcome = with_counter(py, &counter, |c| {
             planned.apply(summary.as_deref(), truncated, c)
         })?;
-        let conv = self.inner.ex.conv_static();
+        outcome_dict(py, &self.inner, &outcome)
+    }
+}
+
+/// The result's fields of a finished plan (offloads written, messages rendered, the state
+/// told): `Plan.apply` and the batch's `apply_many` share it.
+pub(super) fn outcome_dict<'py>(
+    py: Python<'py>,
+    inner: &Inner,
+    outcome: &planner::Outcome<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    {
+        let planned = &inner.planned;
+        let conv = inner.ex.conv_static();
         // Offloaded tool output is written before the placeholders that name it are returned.
         for o in &outcome.offloads {
             write_offload(py, &o.path, &o.text)?;
         }
         let src = Source {
             py,
-            messages: &self.inner.messages,
+            messages: &inner.messages,
             conv,
         };
         let msgs = PyList::empty(py);
@@ -254,7 +267,7 @@ impl Plan {
         }
         let d = PyDict::new(py);
         d.set_item("messages", msgs)?;
-        let system = self.inner.system.as_ref().map(|s| s.bind(py).clone());
+        let system = inner.system.as_ref().map(|s| s.bind(py).clone());
         let system = match (&outcome.system_summary, system) {
             (Some(text), None) => Some(pyo3::types::PyString::new(py, text).into_any()),
             (Some(text), Some(s)) => {
@@ -314,7 +327,7 @@ impl Plan {
         d.set_item("language", language_code(planned.language))?;
         d.set_item("must_keep", planned.facts.clone())?;
         // The state learns that the replaced messages are gone (stale usage) and the summary.
-        if let Some(state) = &self.inner.state {
+        if let Some(state) = &inner.state {
             if outcome.strategy != planner::Strategy::None {
                 let mut present = vec![false; conv.messages.len()];
                 for s in &outcome.slots {
@@ -364,6 +377,16 @@ fn write_offload(py: Python<'_>, path: &str, text: &str) -> PyResult<()> {
     })
 }
 
+/// `"auto"`, `"micro"` or `"force"`.
+pub(super) fn parse_mode(py: Python<'_>, mode: &str) -> PyResult<Mode> {
+    match mode {
+        "auto" => Ok(Mode::Auto),
+        "micro" => Ok(Mode::Micro),
+        "force" => Ok(Mode::Force),
+        other => Err(config_error(py, "mode", &format!("unknown mode {other:?}"))),
+    }
+}
+
 /// Plan a compaction.
 #[pyfunction]
 #[pyo3(signature = (messages, *, config, system=None, tools=None, format=None, pinned=None, mode="auto", instructions=None, state=None))]
@@ -381,12 +404,7 @@ pub fn plan(
     state: Option<Bound<'_, ConversationState>>,
 ) -> PyResult<Plan> {
     let cfg = plan_config(config)?;
-    let mode = match mode {
-        "auto" => Mode::Auto,
-        "micro" => Mode::Micro,
-        "force" => Mode::Force,
-        other => return Err(config_error(py, "mode", &format!("unknown mode {other:?}"))),
-    };
+    let mode = parse_mode(py, mode)?;
     let counter = Counter::parse(&config.getattr(intern!(py, "tokenizer"))?)?;
     let format = parse_format(py, format)?;
     let mut ex = Extractor::new(py);
@@ -439,26 +457,9 @@ pub fn plan(
         Ok(p) => p,
         Err(e) => return Err(plan_error(py, e)),
     };
-    // How `apply` will return the system prompt with a summary in it (counted as returned).
     let system = system.filter(|s| !s.is_none());
-    let prompt = match system {
-        None => SystemPrompt::Absent,
-        Some(s) => match s.extract::<String>() {
-            Ok(text) => SystemPrompt::Text(text),
-            Err(_) => SystemPrompt::Blocks {
-                empty: conv.system.is_empty(),
-            },
-        },
-    };
-    planned.set_system_prompt(prompt, sys);
-    let items: Vec<Py<PyAny>> = if let Ok(l) = messages.cast::<PyList>() {
-        l.iter().map(|m| m.unbind()).collect()
-    } else {
-        messages
-            .try_iter()?
-            .map(|m| m.map(|m| m.unbind()))
-            .collect::<PyResult<_>>()?
-    };
+    planned.set_system_prompt(system_prompt(system, conv), sys);
+    let items = items_of(messages)?;
     Ok(Plan {
         inner: Arc::new(Inner {
             planned,
@@ -468,6 +469,34 @@ pub fn plan(
             state: state.map(|s| s.unbind()),
         }),
     })
+}
+
+/// How `apply` will return the system prompt with a summary in it (counted as returned).
+pub(super) fn system_prompt(
+    system: Option<&Bound<'_, PyAny>>,
+    conv: &crate::message::Conversation<'_>,
+) -> SystemPrompt {
+    match system {
+        None => SystemPrompt::Absent,
+        Some(s) => match s.extract::<String>() {
+            Ok(text) => SystemPrompt::Text(text),
+            Err(_) => SystemPrompt::Blocks {
+                empty: conv.system.is_empty(),
+            },
+        },
+    }
+}
+
+/// The messages as strong references (the plan returns kept ones as the same objects).
+pub(super) fn items_of(messages: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    if let Ok(l) = messages.cast::<PyList>() {
+        Ok(l.iter().map(|m| m.unbind()).collect())
+    } else {
+        messages
+            .try_iter()?
+            .map(|m| m.map(|m| m.unbind()))
+            .collect::<PyResult<_>>()
+    }
 }
 
 /// Content fingerprints of messages (0 for one without a cheap fingerprint): `compact()` takes

@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "compact",
     "replay",
     "eval",
+    "batch",
 )
 
 
