@@ -247,6 +247,14 @@ impl Plan {
         for s in &outcome.slots {
             msgs.append(src.render(&s.out)?)?;
         }
+        // LangChain input: new and edited messages become LangChain classes too.
+        let msgs = if self.inner.ex.langchain {
+            py.import("context_compactor.integrations.langchain")?
+                .call_method1("_from_core", (msgs,))?
+                .cast_into::<PyList>()?
+        } else {
+            msgs
+        };
         let d = PyDict::new(py);
         d.set_item("messages", msgs)?;
         let system = self.inner.system.as_ref().map(|s| s.bind(py).clone());

@@ -16,6 +16,7 @@
 
 mod access;
 mod json;
+mod langchain;
 mod loc;
 mod pipeline;
 
@@ -70,6 +71,8 @@ pub struct Extracted {
     conv: Conversation<'static>,
     /// Each message's tokens, when counted while reading (see [`Extractor::counting`]).
     counts: Option<Vec<usize>>,
+    /// The messages were LangChain objects (the output goes back as LangChain classes).
+    pub langchain: bool,
     _keep: KeepAlive,
 }
 
@@ -102,6 +105,8 @@ pub struct Extractor<'py> {
     result_depth: usize,
     /// Count the messages with this tokenizer while reading them (see [`Extractor::counting`]).
     counting: Option<(Tokenizer, Framing)>,
+    /// Read a LangChain message (see `langchain.rs`).
+    langchain: bool,
 }
 
 impl<'py> Extractor<'py> {
@@ -113,6 +118,7 @@ impl<'py> Extractor<'py> {
             fingerprints: false,
             result_depth: 0,
             counting: None,
+            langchain: false,
         }
     }
 
@@ -206,6 +212,7 @@ impl<'py> Extractor<'py> {
         Ok(Extracted {
             conv,
             counts,
+            langchain: self.langchain,
             _keep: self.keep,
         })
     }
@@ -220,7 +227,13 @@ impl<'py> Extractor<'py> {
                 let t = self.text(&r, &loc.child("role"))?;
                 Role::parse(&t.to_utf8())
             }
-            None => return Err(loc.child("role").err(py, "missing role")),
+            None => {
+                // Framework objects without a role (LangChain's `type`).
+                if let Some(m) = self.langchain_message(obj, &acc, index)? {
+                    return Ok(m);
+                }
+                return Err(loc.child("role").err(py, "missing role"));
+            }
         };
         if matches!(
             role,
