@@ -101,6 +101,11 @@ unsafe fn walk(py: Python<'_>, v: *mut ffi::PyObject, depth: usize, fp: &mut u64
         {
             // A subclass: its `__hash__` could run Python code.
             return None;
+        } else if Bound::from_borrowed_ptr(py, v).is_exact_instance_of::<pyo3::types::PyDateTime>()
+        {
+            // A timestamp (pydantic-ai's messages and parts carry one): never read by the
+            // extractor, so it cannot change a count; its value is left out.
+            *fp = mix(*fp, 9);
         } else {
             // An SDK object: its type and its fields.
             RAN_PYTHON.with(|r| r.set(true));

@@ -2,6 +2,7 @@
 //! of its arguments while attached, runs the core with the GIL released, and builds Python
 //! objects after (tiktoken's shape).
 
+mod describe;
 mod errors;
 mod extract;
 mod fingerprint;

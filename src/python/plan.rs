@@ -244,11 +244,28 @@ impl Plan {
             conv,
         };
         let msgs = PyList::empty(py);
-        for s in &outcome.slots {
-            msgs.append(src.render(&s.out)?)?;
+        if self.inner.ex.pydantic_ai {
+            // pydantic-ai: the shell builds new and edited messages as its dataclasses.
+            for s in &outcome.slots {
+                msgs.append(super::describe::describe(
+                    py,
+                    &self.inner.messages,
+                    conv,
+                    &s.out,
+                )?)?;
+            }
+        } else {
+            for s in &outcome.slots {
+                msgs.append(src.render(&s.out)?)?;
+            }
         }
-        // LangChain input: new and edited messages become LangChain classes too.
-        let msgs = if self.inner.ex.langchain {
+        // Framework input: new and edited messages become the framework's classes too.
+        let msgs = if self.inner.ex.pydantic_ai {
+            let originals = PyList::new(py, self.inner.messages.iter())?;
+            py.import("context_compactor.integrations.pydantic_ai")?
+                .call_method1("_from_core", (msgs, originals))?
+                .cast_into::<PyList>()?
+        } else if self.inner.ex.langchain {
             py.import("context_compactor.integrations.langchain")?
                 .call_method1("_from_core", (msgs,))?
                 .cast_into::<PyList>()?

@@ -39,16 +39,14 @@ fn role_of(ty: &str) -> Option<(Role, &'static str)> {
     })
 }
 
-/// Add the format detected to a `MessageTypeError` raised while reading a LangChain message.
-fn with_format(py: Python<'_>, err: PyErr, class: &str, ty: &str) -> PyErr {
+/// Add the format detected to a `MessageTypeError` raised while reading a framework's message
+/// (`note` says which and why); any other error passes through.
+pub(super) fn with_format_note(py: Python<'_>, err: PyErr, note: &str) -> PyErr {
     let value = err.value(py);
     let (Ok(index), Ok(field)) = (value.getattr("index"), value.getattr("field")) else {
         return err;
     };
-    let text = format!(
-        "{value}; read as a LangChain {class} (its type is {ty:?}; format \"openai\": tool \
-         messages and tool_calls)"
-    );
+    let text = format!("{value}; {note}");
     match value.get_type().call1((text, index, field)) {
         Ok(e) => {
             let e = PyErr::from_value(e);
@@ -96,7 +94,16 @@ impl<'py> Extractor<'py> {
         self.hints.anthropic = anthropic;
         self.hints.openai = true;
         self.langchain = true;
-        r.map(Some).map_err(|e| with_format(py, e, class, &ty))
+        r.map(Some).map_err(|e| {
+            with_format_note(
+                py,
+                e,
+                &format!(
+                    "read as a LangChain {class} (its type is {ty:?}; format \"openai\": tool \
+                     messages and tool_calls)"
+                ),
+            )
+        })
     }
 
     fn langchain_read(

@@ -19,6 +19,7 @@ mod json;
 mod langchain;
 mod loc;
 mod pipeline;
+mod pydantic_ai;
 
 use super::text::KeepAlive;
 use crate::message::{
@@ -73,6 +74,8 @@ pub struct Extracted {
     counts: Option<Vec<usize>>,
     /// The messages were LangChain objects (the output goes back as LangChain classes).
     pub langchain: bool,
+    /// The messages were pydantic-ai `ModelMessage`s (the output is built by the shell).
+    pub pydantic_ai: bool,
     _keep: KeepAlive,
 }
 
@@ -107,6 +110,8 @@ pub struct Extractor<'py> {
     counting: Option<(Tokenizer, Framing)>,
     /// Read a LangChain message (see `langchain.rs`).
     langchain: bool,
+    /// Read a pydantic-ai message (see `pydantic_ai.rs`).
+    pydantic_ai: bool,
 }
 
 impl<'py> Extractor<'py> {
@@ -119,6 +124,7 @@ impl<'py> Extractor<'py> {
             result_depth: 0,
             counting: None,
             langchain: false,
+            pydantic_ai: false,
         }
     }
 
@@ -213,6 +219,7 @@ impl<'py> Extractor<'py> {
             conv,
             counts,
             langchain: self.langchain,
+            pydantic_ai: self.pydantic_ai,
             _keep: self.keep,
         })
     }
@@ -230,6 +237,9 @@ impl<'py> Extractor<'py> {
             None => {
                 // Framework objects without a role (LangChain's `type`).
                 if let Some(m) = self.langchain_message(obj, &acc, index)? {
+                    return Ok(m);
+                }
+                if let Some(m) = self.pydantic_ai_message(obj, &acc, index)? {
                     return Ok(m);
                 }
                 return Err(loc.child("role").err(py, "missing role"));
