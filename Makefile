@@ -76,6 +76,10 @@ fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, rand
 sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py
 	$(BIN)/python tests/sweep.py --full
 
+.PHONY: sweep-frameworks
+sweep-frameworks: ## the full sweep on LangChain and pydantic-ai objects (tests/_frameworks.py), next to the same conversations as dicts
+	$(BIN)/python tests/_frameworks.py --full
+
 .PHONY: dist
 dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
 	rm -rf dist

@@ -124,8 +124,12 @@ def test_provider_blocks_and_v1_blocks_are_read() -> None:
                 {"type": "text", "text": "done", "annotations": []},
                 {"type": "non_standard", "value": {"x": "y"}},
             ],
-            invalid_tool_calls=[{"name": "bad", "args": "{oops", "id": "t2", "error": "bad json", "type": "invalid_tool_call"}],
+            invalid_tool_calls=[
+                {"name": "bad", "args": "{oops", "id": "t2", "error": "bad json", "type": "invalid_tool_call"}
+            ],
         ),
+        # ChatOpenAI sends invalid tool calls back as calls: they need their results too.
+        ToolMessage(content="could not parse the arguments", tool_call_id="t2", status="error"),
         HumanMessage(content=["plain", "strings"]),
         AIMessageChunk(content="streamed"),
     ]
@@ -134,6 +138,8 @@ def test_provider_blocks_and_v1_blocks_are_read() -> None:
     assert TokenCounter().count_messages(msgs) > 0
     structure = ContextCompactor().check(msgs)
     assert structure.message_count == len(msgs)
+    # Without the result, the invalid call is unanswered.
+    assert [p.rule for p in validate_messages(msgs[:4] + msgs[5:])]
 
 
 def test_errors_name_the_index_field_and_format() -> None:
@@ -176,7 +182,9 @@ def test_edited_messages_keep_their_class_and_id() -> None:
     lc: list[BaseMessage] = [HumanMessage("task: edit src/app.py")]
     for i in range(12):
         lc.append(
-            AIMessage(content="", id=f"ai{i}", tool_calls=[{"name": "write", "args": {"text": "y" * 3000}, "id": f"w{i}"}])
+            AIMessage(
+                content="", id=f"ai{i}", tool_calls=[{"name": "write", "args": {"text": "y" * 3000}, "id": f"w{i}"}]
+            )
         )
         lc.append(ToolMessage(content="ok " * 800, tool_call_id=f"w{i}", id=f"t{i}"))
     result = ContextCompactor(max_context_tokens=12000, keep_recent_messages=2).compact(lc, force=True)
@@ -192,7 +200,11 @@ def test_edited_messages_keep_their_class_and_id() -> None:
 def test_to_langchain_builds_each_role() -> None:
     assert isinstance(to_langchain({"role": "user", "content": "s"}), HumanMessage)
     ai = to_langchain(
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{}"}}]}
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
+        }
     )
     assert isinstance(ai, AIMessage) and ai.tool_calls[0]["args"] == {}
     assert isinstance(to_langchain({"role": "tool", "tool_call_id": "1", "content": "r"}), ToolMessage)
@@ -218,7 +230,9 @@ class ToolCallingFakeModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFakeModel:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.seen.append(list(messages))
         n = len(self.seen)
         if n > self.steps:
@@ -295,7 +309,9 @@ class _Summarizer(BaseChatModel):
     def _llm_type(self) -> str:
         return "summary-fake"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         assert isinstance(messages[0], SystemMessage)
         reply = AIMessage("<summary>The agent read many files of src/ for the user.</summary>")
         return ChatResult(generations=[ChatGeneration(message=reply)])

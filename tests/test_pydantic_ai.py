@@ -120,7 +120,7 @@ def test_parts_of_every_kind_are_read() -> None:
     ]
     assert validate_messages(msgs) == []
     assert TokenCounter().count_messages(msgs) > 0
-    assert pinned_indexes(msgs) == [0, 3]
+    assert pinned_indexes(msgs) == [0, 3]  # the system prompt (with the task), the compaction
 
 
 def test_errors_name_the_index_field_and_format() -> None:
@@ -274,3 +274,17 @@ def test_context_processor_signature_takes_run_context() -> None:
     assert takes_run_context(history_processor(compactor, with_context=True))
     assert not takes_run_context(history_processor(compactor))
     assert RunContext is not None
+
+
+def test_a_task_with_the_system_prompt_is_kept_whole() -> None:
+    """The task's request holds the system prompt: it is pinned, never shortened; when it alone
+    does not fit, the result says so (over_budget) instead of cutting the system prompt."""
+    msgs = conversation(10, size=2000)
+    msgs[0] = ModelRequest(
+        parts=[SystemPromptPart("SYSTEM PROMPT " * 300), UserPromptPart("fix src/app.py " + "task " * 800)]
+    )
+    result = ContextCompactor(max_context_tokens=3000, task_max_tokens=300).compact(
+        msgs, pinned=pinned_indexes(msgs), force=True
+    )
+    assert result.messages[0] is msgs[0]
+    assert result.over_budget and validate_messages(result.messages) == []

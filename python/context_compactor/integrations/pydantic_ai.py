@@ -17,7 +17,7 @@ edited message (which parts of which input message, which texts replaced) and
 
 Requests that hold a ``SystemPromptPart`` or a ``CompactionPart`` (a provider's own compaction,
 never split, edited or re-summarised) are pinned by the processor: kept as they are, with their
-tool block.
+tool block (the task's request, which usually holds the system prompt, is then never shortened).
 
 Example:
     >>> from pydantic_ai import Agent
@@ -108,10 +108,10 @@ def _from_core(out: list[Any], originals: list[Any]) -> list[ModelMessage]:
 
 
 def pinned_indexes(messages: Sequence[ModelMessage]) -> list[int]:
-    """Indexes of the messages that hold a system prompt or a provider compaction."""
-    return [
-        i for i, m in enumerate(messages) if any(getattr(p, "part_kind", None) in _PINNING for p in m.parts)
-    ]
+    """Indexes of the messages that hold a system prompt or a provider compaction (the task's
+    request too when it holds the system prompt: it is then kept whole, never shortened, and a
+    history whose system prompt and task alone do not fit is flagged ``over_budget``)."""
+    return [i for i, m in enumerate(messages) if any(getattr(p, "part_kind", None) in _PINNING for p in m.parts)]
 
 
 def _unmerged(messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -140,8 +140,10 @@ def _unmerged(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 def _is_summary(part: Any) -> bool:
     content = getattr(part, "content", None)
-    return getattr(part, "part_kind", None) == "user-prompt" and isinstance(content, str) and content.startswith(
-        SUMMARY_MARKER
+    return (
+        getattr(part, "part_kind", None) == "user-prompt"
+        and isinstance(content, str)
+        and content.startswith(SUMMARY_MARKER)
     )
 
 
@@ -230,4 +232,3 @@ def history_processor(
         return list(compactor.compact(messages, pinned=pinned_indexes(messages)).messages)
 
     return process
-

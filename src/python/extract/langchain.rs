@@ -10,8 +10,8 @@
 //! and v1 standard blocks (`text`, `reasoning`, `image`/`audio`/`video`/`file`, `tool_call`,
 //! `server_tool_*`, `non_standard`). A `tool_use`/`tool_call` block inside `content` repeats a
 //! call of `tool_calls`: it is counted as text and never paired (the calls are
-//! `tool_calls`). `invalid_tool_calls` (arguments the model emitted unparsable) are counted as
-//! text too: the provider classes send them back, and no result answers them.
+//! `tool_calls`). `invalid_tool_calls` (arguments the model emitted unparsable) are calls too:
+//! `ChatOpenAI` sends them back as `tool_calls`, so each needs its result.
 //!
 //! Only objects are read this way (`type` is also a Responses item's field): a dict with a
 //! `role` is read as a wire message as before. Wrong Python types raise `MessageTypeError`
@@ -156,12 +156,24 @@ impl<'py> Extractor<'py> {
                 }
             }
             if let Some(bad) = acc.get(intern!(py, "invalid_tool_calls"), loc)? {
+                // Calls whose arguments did not parse: the provider classes send them back as
+                // calls (ChatOpenAI), so they need their results like any call.
                 let bl = loc.child("invalid_tool_calls");
                 for (k, call) in self.sequence(&bad, &bl)?.iter().enumerate() {
-                    let mut b = Block::new(BlockKind::Other);
-                    self.strings(call, &mut b.texts, &bl.item(k), 0)?;
+                    let cl = bl.item(k);
+                    let cacc = Access::of(call, &cl)?;
+                    let mut b = Block::new(BlockKind::ToolCall);
+                    b.id = self.opt_str(&cacc, intern!(py, "id"), &cl)?;
+                    b.name = self.opt_str(&cacc, intern!(py, "name"), &cl)?;
+                    match cacc.get(intern!(py, "args"), &cl)? {
+                        Some(a) => b.texts.push(Piece::Borrowed(self.text(&a, &cl.child("args"))?)),
+                        None => b.texts.push(Piece::Owned(String::new())),
+                    }
+                    if b.id.is_none() || b.name.is_none() {
+                        b.kind = BlockKind::Other;
+                    }
                     // Renders as nothing: a rebuilt message keeps `invalid_tool_calls` from its
-                    // `model_dump` copy.
+                    // `model_dump` copy (so a cut of their arguments is not applied).
                     b.origin = Origin::FunctionCall;
                     empty = false;
                     blocks.push(b);
