@@ -104,7 +104,7 @@ def langchain_dict(m: Any) -> dict[str, Any]:
             {
                 "id": c["id"],
                 "type": "function",
-                "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)},
+                "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False, separators=(",", ":"))},
             }
             for c in m.tool_calls
         ]
@@ -187,7 +187,8 @@ def to_pydantic_ai(case: sweep.Case) -> list[Any]:
                 parts.append(TextPart(content))
             for c in m.get("tool_calls") or ():
                 names[c["id"]] = c["function"]["name"]
-                parts.append(ToolCallPart(c["function"]["name"], c["function"]["arguments"], tool_call_id=c["id"]))
+                args = json.loads(c["function"]["arguments"])  # as pydantic-ai's Anthropic model gives them
+                parts.append(ToolCallPart(c["function"]["name"], args, tool_call_id=c["id"]))
             if not parts:
                 parts.append(TextPart(content if isinstance(content, str) else ""))
             out.append(ModelResponse(parts=parts))

@@ -283,7 +283,7 @@ def run_agent(rewrite_state: bool, asynchronous: bool) -> tuple[ToolCallingFakeM
 
 @pytest.mark.parametrize(("rewrite_state", "asynchronous"), [(True, False), (True, True), (False, False)])
 def test_agent_runs_30_tool_steps_in_a_small_window(rewrite_state: bool, asynchronous: bool) -> None:
-    model, middleware, state = run_agent(rewrite_state, asynchronous)
+    model, _middleware, state = run_agent(rewrite_state, asynchronous)
     assert len(model.seen) == model.steps + 1  # 32 tool-calling steps and the answer
     for history in model.seen:
         assert isinstance(history[0], SystemMessage)

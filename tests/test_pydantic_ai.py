@@ -175,7 +175,7 @@ def assert_valid_history(history: list[ModelMessage], window: int) -> None:
     first = history[0]
     assert isinstance(first, ModelRequest)
     # The task first (pydantic-ai merges a summary request into the request before it).
-    assert [p.content for p in first.parts if isinstance(p, UserPromptPart)][0] == TASK
+    assert next(p.content for p in first.parts if isinstance(p, UserPromptPart)) == TASK
     assert any(isinstance(p, SystemPromptPart) for p in first.parts)
     calls: set[str] = set()
     for m in history:

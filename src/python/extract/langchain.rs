@@ -67,9 +67,6 @@ impl<'py> Extractor<'py> {
         index: usize,
     ) -> PyResult<Option<Message<'static>>> {
         let py = self.py;
-        if !matches!(acc, Access::Attrs(_)) {
-            return Ok(None);
-        }
         let loc = Loc::root(Some(index), "");
         let Some(ty) = acc.get(intern!(py, "type"), &loc)? else {
             return Ok(None);
@@ -166,7 +163,9 @@ impl<'py> Extractor<'py> {
                     b.id = self.opt_str(&cacc, intern!(py, "id"), &cl)?;
                     b.name = self.opt_str(&cacc, intern!(py, "name"), &cl)?;
                     match cacc.get(intern!(py, "args"), &cl)? {
-                        Some(a) => b.texts.push(Piece::Borrowed(self.text(&a, &cl.child("args"))?)),
+                        Some(a) => b
+                            .texts
+                            .push(Piece::Borrowed(self.text(&a, &cl.child("args"))?)),
                         None => b.texts.push(Piece::Owned(String::new())),
                     }
                     if b.id.is_none() || b.name.is_none() {

@@ -15,6 +15,7 @@
 //! while counting on the pool); this file reads messages and blocks.
 
 mod access;
+mod framework;
 mod json;
 mod langchain;
 mod loc;
@@ -35,6 +36,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 pub use super::errors::parse_format;
+pub use framework::fingerprint_fields;
 
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
@@ -229,18 +231,23 @@ impl<'py> Extractor<'py> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
+        let object = matches!(acc, Access::Attrs(_));
+        if object {
+            if let Some(m) = self.framework_message(obj, index, true)? {
+                return Ok(m);
+            }
+        }
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
                 Role::parse(&t.to_utf8())
             }
             None => {
-                // Framework objects without a role (LangChain's `type`).
-                if let Some(m) = self.langchain_message(obj, &acc, index)? {
-                    return Ok(m);
-                }
-                if let Some(m) = self.pydantic_ai_message(obj, &acc, index)? {
-                    return Ok(m);
+                // Framework objects without a role (LangChain's `type`, pydantic-ai's `kind`).
+                if object {
+                    if let Some(m) = self.framework_message(obj, index, false)? {
+                        return Ok(m);
+                    }
                 }
                 return Err(loc.child("role").err(py, "missing role"));
             }

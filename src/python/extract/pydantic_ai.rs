@@ -36,9 +36,6 @@ impl<'py> Extractor<'py> {
         index: usize,
     ) -> PyResult<Option<Message<'static>>> {
         let py = self.py;
-        if !matches!(acc, Access::Attrs(_)) {
-            return Ok(None);
-        }
         let loc = Loc::root(Some(index), "");
         let Some(kind) = acc.get(intern!(py, "kind"), &loc)? else {
             return Ok(None);
@@ -128,7 +125,15 @@ impl<'py> Extractor<'py> {
         loc: &Loc<'_>,
     ) -> PyResult<Block<'static>> {
         let py = self.py;
-        let acc = Access::of(part, loc)?;
+        // Dataclass parts: their fields from the instance dict (see `framework.rs`).
+        let dict = super::framework::instance_dict(part);
+        let acc = match &dict {
+            Some(d) => {
+                super::framework::remember_part(part);
+                Access::Dict(d)
+            }
+            None => Access::of(part, loc)?,
+        };
         let kind = match acc.get(intern!(py, "part_kind"), loc)? {
             Some(k) => self
                 .text(&k, &loc.child("part_kind"))?
