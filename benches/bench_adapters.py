@@ -33,7 +33,6 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import _data  # noqa: E402
 import _frameworks  # noqa: E402
 import sweep  # noqa: E402
-
 from context_compactor import ContextCompactor, ConversationState  # noqa: E402
 
 

@@ -86,6 +86,10 @@ def to_langchain(case: sweep.Case) -> list[Any]:
     return out
 
 
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def langchain_dict(m: Any) -> dict[str, Any]:
     """A LangChain message as the Chat Completions message ``ChatOpenAI`` would send."""
     ty = m.type
@@ -104,7 +108,7 @@ def langchain_dict(m: Any) -> dict[str, Any]:
             {
                 "id": c["id"],
                 "type": "function",
-                "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False, separators=(",", ":"))},
+                "function": {"name": c["name"], "arguments": _compact_json(c["args"])},
             }
             for c in m.tool_calls
         ]
