@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed")
-pytest.importorskip("langchain", reason="the [langchain] extra is not installed")
+pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed (its releases need Python >= 3.11)")
+pytest.importorskip("langchain", reason="the [langchain] extra is not installed (its releases need Python >= 3.11)")
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
