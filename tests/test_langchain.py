@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed (its releases need Python >= 3.11)")
-pytest.importorskip("langchain", reason="the [langchain] extra is not installed (its releases need Python >= 3.11)")
+pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed (it needs Python >= 3.11)")
+pytest.importorskip("langchain", reason="the [langchain] extra is not installed (it needs Python >= 3.11)")
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -345,3 +345,23 @@ def test_warm_check_with_a_state() -> None:
     lc2 = [*lc, HumanMessage("继续")]
     assert compactor.check(lc2, state=state).current_tokens == TokenCounter().count_messages(lc2)
     assert first.current_tokens == TokenCounter().count_messages(lc)
+
+
+def test_a_session_stores_langchain_messages() -> None:
+    """``Session.append`` takes LangChain messages (stored as the Chat Completions messages they
+    stand for); the context converts back into LangChain messages."""
+    from langchain_core.messages import convert_to_messages
+
+    from context_compactor import Session
+
+    lc, _ = conversation(30)
+    with Session(ContextCompactor(max_context_tokens=5000), ":memory:") as session:
+        session.extend(lc)
+        session.append(HumanMessage("继续"))
+        result = session.prepare(force=True)
+        assert result is not None and result.strategy != "none"
+        context = session.context()
+        assert validate_messages(context) == []
+        back = convert_to_messages(context)
+        assert isinstance(back[0], SystemMessage) and back[1].text == lc[1].text
+        assert any(isinstance(m, ToolMessage) for m in back)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pydantic_ai", reason="the [pydantic-ai] extra is not installed (its releases need Python >= 3.11)")
+pytest.importorskip("pydantic_ai", reason="the [pydantic-ai] extra is not installed (it needs Python >= 3.11)")
 
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import ProcessHistory

@@ -51,6 +51,7 @@ __all__ = [
     "chat_model_summarizer",
     "langgraph_pre_model_hook",
     "to_langchain",
+    "to_openai",
 ]
 
 #: A rebuilt message's ``type`` (its ``model_dump``) -> the class it comes back as (a streamed
@@ -121,6 +122,16 @@ def to_langchain(message: Any) -> BaseMessage:
     if role == "function":
         return FunctionMessage(content=content, name=d.get("name") or "", id=_new_id())
     raise MessageTypeError(f"cannot make a LangChain message of role {role!r}", None, "role")
+
+
+def to_openai(message: BaseMessage) -> dict[str, Any]:
+    """A LangChain message as a Chat Completions message (LangChain's own
+    ``convert_to_openai_messages``): how a :class:`~context_compactor.Session` stores one. A
+    session's ``context()`` gives such dicts back, which LangChain takes wherever it takes
+    messages."""
+    from langchain_core.messages import convert_to_openai_messages
+
+    return convert_to_openai_messages(message)  # type: ignore[return-value]
 
 
 def _from_core(messages: list[Any]) -> list[BaseMessage]:
