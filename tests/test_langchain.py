@@ -365,3 +365,17 @@ def test_a_session_stores_langchain_messages() -> None:
         back = convert_to_messages(context)
         assert isinstance(back[0], SystemMessage) and back[1].text == lc[1].text
         assert any(isinstance(m, ToolMessage) for m in back)
+
+
+def test_a_tool_use_block_repeating_a_tool_call_counts_once() -> None:
+    """ChatAnthropic keeps each call twice (a ``tool_use`` block and ``tool_calls``) and sends it
+    once: it is counted once."""
+    call = {"name": "read", "args": {"path": "src/a.py"}, "id": "t1"}
+    block = {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "src/a.py"}}
+    result = ToolMessage("print(1)", tool_call_id="t1")
+    task = HumanMessage("read src/a.py")
+    both = [task, AIMessage(content=[{"type": "text", "text": "Reading."}, block], tool_calls=[call]), result]
+    calls_only = [task, AIMessage(content=[{"type": "text", "text": "Reading."}], tool_calls=[call]), result]
+    counter = TokenCounter()
+    assert counter.count_messages(both) == counter.count_messages(calls_only)
+    assert validate_messages(both) == []

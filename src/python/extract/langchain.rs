@@ -8,10 +8,11 @@
 //! this shape. Content blocks are read in place: provider-native ones (`ChatAnthropic`'s
 //! `thinking`/`redacted_thinking`/`tool_use`, `ChatOpenAI`'s `reasoning` with its `summary`)
 //! and v1 standard blocks (`text`, `reasoning`, `image`/`audio`/`video`/`file`, `tool_call`,
-//! `server_tool_*`, `non_standard`). A `tool_use`/`tool_call` block inside `content` repeats a
-//! call of `tool_calls`: it is counted as text and never paired (the calls are
-//! `tool_calls`). `invalid_tool_calls` (arguments the model emitted unparsable) are calls too:
-//! `ChatOpenAI` sends them back as `tool_calls`, so each needs its result.
+//! `server_tool_*`, `non_standard`). A `tool_use`/`tool_call` block inside `content` that repeats
+//! a call of `tool_calls` is left out (counted once, as the provider class sends it); one that
+//! repeats none is counted as text, never paired. `invalid_tool_calls` (arguments the model
+//! emitted unparsable) are calls too: `ChatOpenAI` sends them back as `tool_calls`, so each needs
+//! its result.
 //!
 //! Only objects are read this way (`type` is also a Responses item's field): a dict with a
 //! `role` is read as a wire message as before. Wrong Python types raise `MessageTypeError`
@@ -118,38 +119,19 @@ impl<'py> Extractor<'py> {
             None => true,
             Some(c) => c.len().is_ok_and(|n| n == 0),
         };
-        if matches!(role, Role::Tool | Role::Function) {
-            let mut b = Block::new(BlockKind::ToolResult);
-            b.origin = Origin::Whole;
-            if role == Role::Tool {
-                b.id = self.opt_str(acc, intern!(py, "tool_call_id"), loc)?;
-                if let Some(s) = acc.get(intern!(py, "status"), loc)? {
-                    b.is_error = s
-                        .cast::<PyString>()
-                        .is_ok_and(|s| s.to_string_lossy() == "error");
-                }
-            } else {
-                b.name = self.opt_str(acc, intern!(py, "name"), loc)?;
-            }
-            if let Some(c) = &content {
-                self.langchain_content(c, &mut blocks, &cloc)?;
-            }
-            for ib in blocks.drain(..) {
-                b.images += ib.images;
-                b.texts.extend(ib.texts);
-            }
-            blocks.push(b);
-        } else if let Some(c) = &content {
-            self.langchain_content(c, &mut blocks, &cloc)?;
-        }
+        // The calls first: a `tool_use`/`tool_call` block in `content` that repeats one of them
+        // (ChatAnthropic keeps both) is left out of the view, so it is counted once, as the
+        // provider class sends it; a rebuilt message then holds the call in `tool_calls` only,
+        // from which the provider class writes its block again.
+        let mut calls = Vec::new();
         if role == Role::Assistant {
-            if let Some(calls) = acc.get(intern!(py, "tool_calls"), loc)? {
+            if let Some(list) = acc.get(intern!(py, "tool_calls"), loc)? {
                 let cl = loc.child("tool_calls");
-                for (k, call) in self.sequence(&calls, &cl)?.iter().enumerate() {
+                for (k, call) in self.sequence(&list, &cl)?.iter().enumerate() {
                     let mut b = self.langchain_call(call, &cl.item(k))?;
                     b.origin = Origin::Call(k);
                     empty = false;
-                    blocks.push(b);
+                    calls.push(b);
                 }
             }
             if let Some(bad) = acc.get(intern!(py, "invalid_tool_calls"), loc)? {
@@ -175,10 +157,36 @@ impl<'py> Extractor<'py> {
                     // `model_dump` copy (so a cut of their arguments is not applied).
                     b.origin = Origin::FunctionCall;
                     empty = false;
-                    blocks.push(b);
+                    calls.push(b);
                 }
             }
         }
+        let call_ids: Vec<&str> = calls.iter().filter_map(|b| b.id.as_deref()).collect();
+        if matches!(role, Role::Tool | Role::Function) {
+            let mut b = Block::new(BlockKind::ToolResult);
+            b.origin = Origin::Whole;
+            if role == Role::Tool {
+                b.id = self.opt_str(acc, intern!(py, "tool_call_id"), loc)?;
+                if let Some(s) = acc.get(intern!(py, "status"), loc)? {
+                    b.is_error = s
+                        .cast::<PyString>()
+                        .is_ok_and(|s| s.to_string_lossy() == "error");
+                }
+            } else {
+                b.name = self.opt_str(acc, intern!(py, "name"), loc)?;
+            }
+            if let Some(c) = &content {
+                self.langchain_content(c, &mut blocks, &cloc, &[])?;
+            }
+            for ib in blocks.drain(..) {
+                b.images += ib.images;
+                b.texts.extend(ib.texts);
+            }
+            blocks.push(b);
+        } else if let Some(c) = &content {
+            self.langchain_content(c, &mut blocks, &cloc, &call_ids)?;
+        }
+        blocks.extend(calls);
         let mut m = Message::new(role, blocks);
         m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
         if self.fingerprints {
@@ -193,6 +201,7 @@ impl<'py> Extractor<'py> {
         c: &Bound<'py, PyAny>,
         blocks: &mut Vec<Block<'static>>,
         loc: &Loc<'_>,
+        call_ids: &[&str],
     ) -> PyResult<()> {
         if let Ok(s) = c.cast::<PyString>() {
             let t = self.borrow(s)?;
@@ -207,6 +216,9 @@ impl<'py> Extractor<'py> {
         })?;
         for (k, part) in items.iter().enumerate() {
             let ploc = loc.item(k);
+            if !call_ids.is_empty() && self.repeats_a_call(part, &ploc, call_ids)? {
+                continue;
+            }
             let mut b = match part.cast::<PyString>() {
                 Ok(s) => Block::text(Piece::Borrowed(self.borrow(s)?)),
                 Err(_) => self.langchain_block(part, &ploc)?,
@@ -215,6 +227,39 @@ impl<'py> Extractor<'py> {
             blocks.push(b);
         }
         Ok(())
+    }
+
+    /// Whether a content block is a `tool_use`/`tool_call` block repeating one of `call_ids`.
+    fn repeats_a_call(
+        &mut self,
+        part: &Bound<'py, PyAny>,
+        loc: &Loc<'_>,
+        call_ids: &[&str],
+    ) -> PyResult<bool> {
+        let py = self.py;
+        let Ok(d) = part.cast::<PyDict>() else {
+            return Ok(false);
+        };
+        let acc = Access::Dict(d);
+        let is_call = acc
+            .get(intern!(py, "type"), loc)?
+            .and_then(|t| {
+                t.cast::<PyString>()
+                    .ok()
+                    .map(|t| t.to_string_lossy().into_owned())
+            })
+            .is_some_and(|t| t == "tool_use" || t == "tool_call");
+        if !is_call {
+            return Ok(false);
+        }
+        Ok(acc
+            .get(intern!(py, "id"), loc)?
+            .and_then(|i| {
+                i.cast::<PyString>()
+                    .ok()
+                    .map(|i| i.to_string_lossy().into_owned())
+            })
+            .is_some_and(|id| call_ids.contains(&id.as_str())))
     }
 
     /// One content block (a dict in LangChain; an object is read by attribute all the same).
