@@ -128,5 +128,5 @@ impl<'py> Extractor<'py> {
 /// Append `t` as a JSON string literal (the crate's one writer: a cut of these arguments is
 /// counted as this writes it).
 fn json_string(t: Text<'_>, out: &mut String) {
-    crate::summary::text::push_json_string(t, out);
+    crate::json::push_json_string(t, out);
 }
