@@ -13,7 +13,7 @@
 
 use super::access::Access;
 use super::Extractor;
-use crate::message::Message;
+use crate::message::{Message, Role};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyType};
@@ -21,7 +21,8 @@ use std::sync::Mutex;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Framework {
-    LangChain,
+    /// A LangChain message class, with the role its objects have (their fields differ).
+    LangChain(Role),
     PydanticAi,
     /// A part of a pydantic-ai message (registered for [`fingerprint_fields`]).
     PydanticAiPart,
@@ -30,15 +31,10 @@ enum Framework {
 /// The fields of a framework object that its reader reads: a fingerprint of them stands for the
 /// object (see `fingerprint.rs`; the rest — ids, timestamps, usage, provider metadata — never
 /// changes a count, and walking it cost 3-8x a dict message's fingerprint).
-const LANGCHAIN_FIELDS: &[&str] = &[
-    "type",
-    "content",
-    "tool_calls",
-    "invalid_tool_calls",
-    "tool_call_id",
-    "status",
-    "name",
-];
+const LANGCHAIN_AI_FIELDS: &[&str] = &["type", "content", "tool_calls", "invalid_tool_calls"];
+const LANGCHAIN_TOOL_FIELDS: &[&str] = &["type", "content", "tool_call_id", "status"];
+const LANGCHAIN_FUNCTION_FIELDS: &[&str] = &["type", "content", "name"];
+const LANGCHAIN_FIELDS: &[&str] = &["type", "content"];
 const PYDANTIC_AI_FIELDS: &[&str] = &["kind", "parts"];
 const PYDANTIC_AI_PART_FIELDS: &[&str] = &[
     "part_kind",
@@ -49,6 +45,9 @@ const PYDANTIC_AI_PART_FIELDS: &[&str] = &[
     "outcome",
 ];
 
+static LANGCHAIN_AI_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+static LANGCHAIN_TOOL_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+static LANGCHAIN_FUNCTION_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 static LANGCHAIN_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 static PYDANTIC_AI_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 static PYDANTIC_AI_PART_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
@@ -77,7 +76,12 @@ pub fn fingerprint_fields(py: Python<'_>, ty: usize) -> Option<&'static [Py<PySt
         }
     };
     let (cell, names) = match fw {
-        Framework::LangChain => (&LANGCHAIN_KEYS, LANGCHAIN_FIELDS),
+        Framework::LangChain(Role::Assistant) => (&LANGCHAIN_AI_KEYS, LANGCHAIN_AI_FIELDS),
+        Framework::LangChain(Role::Tool) => (&LANGCHAIN_TOOL_KEYS, LANGCHAIN_TOOL_FIELDS),
+        Framework::LangChain(Role::Function) => {
+            (&LANGCHAIN_FUNCTION_KEYS, LANGCHAIN_FUNCTION_FIELDS)
+        }
+        Framework::LangChain(_) => (&LANGCHAIN_KEYS, LANGCHAIN_FIELDS),
         Framework::PydanticAi => (&PYDANTIC_AI_KEYS, PYDANTIC_AI_FIELDS),
         Framework::PydanticAiPart => (&PYDANTIC_AI_PART_KEYS, PYDANTIC_AI_PART_FIELDS),
     };
@@ -152,12 +156,12 @@ impl<'py> Extractor<'py> {
         };
         let acc = Access::Dict(&dict);
         match fw {
-            Some(Framework::LangChain) => self.langchain_message(obj, &acc, index),
+            Some(Framework::LangChain(_)) => self.langchain_message(obj, &acc, index),
             Some(Framework::PydanticAi) => self.pydantic_ai_message(obj, &acc, index),
             Some(Framework::PydanticAiPart) => Ok(None),
             None => {
                 if let Some(m) = self.langchain_message(obj, &acc, index)? {
-                    remember(&ty, Framework::LangChain);
+                    remember(&ty, Framework::LangChain(m.role));
                     return Ok(Some(m));
                 }
                 let m = self.pydantic_ai_message(obj, &acc, index)?;
