@@ -58,26 +58,7 @@ static PYDANTIC_AI_PART_KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 /// The fields to fingerprint of an object of type `ty` (its address), as interned strings, when
 /// it is a framework type already read.
 pub fn fingerprint_fields(py: Python<'_>, ty: usize) -> Option<&'static [Py<PyString>]> {
-    // The last types asked about, without the lock (a warm check asks once per message).
-    thread_local! {
-        static LAST: std::cell::Cell<[(usize, Option<Framework>); 2]> =
-            const { std::cell::Cell::new([(0, None); 2]) };
-    }
-    let last = LAST.with(|l| l.get());
-    let fw = match last.iter().find(|(k, _)| *k == ty) {
-        Some((_, f)) => (*f)?,
-        None => {
-            let f = {
-                let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-                known.iter().find(|(k, ..)| *k == ty).map(|(_, f, _)| *f)
-            };
-            // Only known types are cached: a type read later is then found by the lock.
-            if f.is_some() {
-                LAST.with(|l| l.set([(ty, f), last[0]]));
-            }
-            f?
-        }
-    };
+    let fw = known_at(ty)?;
     let (cell, names) = match fw {
         Framework::LangChain(Role::Assistant) => (&LANGCHAIN_AI_KEYS, LANGCHAIN_AI_FIELDS),
         Framework::LangChain(Role::Tool) => (&LANGCHAIN_TOOL_KEYS, LANGCHAIN_TOOL_FIELDS),
@@ -108,9 +89,30 @@ static KNOWN: Mutex<Vec<(usize, Framework, Py<PyType>)>> = Mutex::new(Vec::new()
 const MAX_KNOWN: usize = 256;
 
 fn known(ty: &Bound<'_, PyType>) -> Option<Framework> {
-    let key = ty.as_ptr() as usize;
-    let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-    known.iter().find(|(k, ..)| *k == key).map(|(_, f, _)| *f)
+    known_at(ty.as_ptr() as usize)
+}
+
+/// The framework of the type at address `key`: the last types asked about on this thread are
+/// answered without the lock (a conversation asks once per message, for a few types).
+fn known_at(key: usize) -> Option<Framework> {
+    thread_local! {
+        static LAST: std::cell::Cell<[(usize, Option<Framework>); 4]> =
+            const { std::cell::Cell::new([(0, None); 4]) };
+    }
+    let last = LAST.with(|l| l.get());
+    if let Some((_, f)) = last.iter().find(|(k, f)| *k == key && f.is_some()) {
+        return *f;
+    }
+    let f = {
+        let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+        known.iter().find(|(k, ..)| *k == key).map(|(_, f, _)| *f)
+    };
+    // Only known types are cached: a type recognised later is then found under the lock (the
+    // registry holds each type, so its address is never reused).
+    if f.is_some() {
+        LAST.with(|l| l.set([(key, f), last[0], last[1], last[2]]));
+    }
+    f
 }
 
 fn remember(ty: &Bound<'_, PyType>, fw: Framework) {
