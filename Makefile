@@ -125,6 +125,10 @@ sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10)
 	$(BIN)/python tests/sweep.py --full
 	$(BIN)/python tests/sweep.py --full --responses
 
+.PHONY: sweep-frameworks
+sweep-frameworks: ## the full sweep on LangChain and pydantic-ai objects (tests/_frameworks.py), next to the same conversations as dicts
+	$(BIN)/python tests/_frameworks.py --full
+
 .PHONY: dist
 dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
 	rm -rf dist

@@ -320,6 +320,8 @@ class Context:
     counter: TokenCounter
     cache: oracle.FactCache
     tally: Tally
+    #: What validates an output (a framework sweep validates the framework's own objects).
+    validate: Any = validate_messages
 
     def label(self, mode: str) -> dict[str, Any]:
         return {
@@ -377,7 +379,7 @@ def compact_checked(
         cfg=ctx.compactor.config,
         counter=ctx.counter,
         cache=ctx.cache,
-        validate=validate_messages,
+        validate=ctx.validate,
         task=task,
     )
     ctx.tally.library_problems += check.library_problems
@@ -504,7 +506,14 @@ def result_system(result: Any, system: Any) -> Any:
     return result.system if result.system is not None else system
 
 
-def iter_contexts(cases: Sequence[Case], grid: Grid, tally: Tally) -> Iterator[tuple[Context, list[int]]]:
+#: A hook that turns each context into another one (``tests/_frameworks.py``: the same sweep on a
+#: framework's own message objects).
+Adapt = Any
+
+
+def iter_contexts(
+    cases: Sequence[Case], grid: Grid, tally: Tally, adapt: Adapt = None
+) -> Iterator[tuple[Context, list[int]]]:
     for case in cases:
         cache = oracle.FactCache()
         counter = TokenCounter("approx")
@@ -516,13 +525,17 @@ def iter_contexts(cases: Sequence[Case], grid: Grid, tally: Tally) -> Iterator[t
                     for summarizer in grid.summarizers:
                         compactor = make_compactor(size, share, keep, summary_role, summarizer)
                         ctx = Context(case, share, keep, summary_role, summarizer, compactor, counter, cache, tally)
+                        if adapt is not None:
+                            ctx = adapt(ctx)
+                            if ctx is None:
+                                continue
                         yield ctx, points
 
 
-def sweep(cases: Sequence[Case], grid: Grid) -> Tally:
+def sweep(cases: Sequence[Case], grid: Grid, adapt: Adapt = None) -> Tally:
     tally = Tally()
     start = time.perf_counter()
-    for ctx, points in iter_contexts(cases, grid, tally):
+    for ctx, points in iter_contexts(cases, grid, tally, adapt):
         run_whole(ctx, grid)
         run_prefixes(ctx, grid, points)
         run_chain(ctx, grid, points)

@@ -62,6 +62,11 @@ def encode(message: Any, index: int) -> tuple[dict[str, Any], str]:
             item's ``type``), or not storable
             as JSON (``.index`` is ``index``; ``.field`` the top-level field at fault, when known).
     """
+    if type(message).__module__.startswith("langchain_core."):
+        # A LangChain message is stored as the Chat Completions message it stands for.
+        from context_compactor.integrations.langchain import to_openai
+
+        message = to_openai(message)
     if isinstance(message, Mapping):
         obj: Any = message
     elif callable(getattr(message, "model_dump", None)):

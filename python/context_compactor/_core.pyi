@@ -276,6 +276,7 @@ def measure_many(
     tokenizer: str,
     message_overhead_tokens: int = 4,
     image_tokens: int = 1600,
+    image_model: str | None = None,
 ) -> list[tuple[int, int, str] | BaseException]:
     """``(total tokens, message count, format)`` of each conversation, or its exception."""
 

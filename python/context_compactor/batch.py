@@ -290,6 +290,7 @@ class BatchMethods:
             tokenizer=cfg.tokenizer,
             message_overhead_tokens=cfg.message_overhead_tokens,
             image_tokens=cfg.image_tokens,
+            image_model=cfg.image_model,
         )
         for i, c in zip(todo, counts, strict=True):
             if isinstance(c, BaseException):

@@ -615,6 +615,14 @@ class ContextCompactor(BatchMethods):
             except BaseException as e:
                 error = e
 
+    def pydantic_ai_processor(self, *, asynchronous: bool = False, with_context: bool = False) -> Callable[..., Any]:
+        """A pydantic-ai history processor: ``Agent(..., capabilities=[ProcessHistory(
+        compactor.pydantic_ai_processor())])``. Needs the ``[pydantic-ai]`` extra; see
+        :func:`context_compactor.integrations.pydantic_ai.history_processor`."""
+        from context_compactor.integrations.pydantic_ai import history_processor
+
+        return history_processor(self, asynchronous=asynchronous, with_context=with_context)
+
     def __repr__(self) -> str:
         c = self._config
         return (

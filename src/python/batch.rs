@@ -234,13 +234,14 @@ pub fn apply_many<'py>(
 /// Count every conversation of `conversations` (tuples as for `plan_many`): per conversation,
 /// `(total tokens, message count, format)` or the exception it raised, in input order.
 #[pyfunction]
-#[pyo3(signature = (conversations, *, tokenizer, message_overhead_tokens=4, image_tokens=1600))]
+#[pyo3(signature = (conversations, *, tokenizer, message_overhead_tokens=4, image_tokens=1600, image_model=None))]
 pub fn measure_many(
     py: Python<'_>,
     conversations: &Bound<'_, PyAny>,
     tokenizer: &Bound<'_, PyAny>,
     message_overhead_tokens: usize,
     image_tokens: usize,
+    image_model: Option<&str>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let Counter::Builtin(tok) = Counter::parse(tokenizer)? else {
         return Err(super::errors::config_error(
@@ -252,6 +253,7 @@ pub fn measure_many(
     let framing = crate::tokens::counter::Framing {
         message_overhead_tokens,
         image_tokens,
+        image_model: super::image::parse_image_model(py, image_model)?,
     };
     let reads = read_all(py, conversations)?;
     let ok: Vec<&Read> = reads.iter().filter_map(|r| r.as_ref().ok()).collect();

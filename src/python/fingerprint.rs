@@ -101,6 +101,40 @@ unsafe fn walk(py: Python<'_>, v: *mut ffi::PyObject, depth: usize, fp: &mut u64
         {
             // A subclass: its `__hash__` could run Python code.
             return None;
+        } else if let Some(fields) =
+            super::extract::fingerprint_fields(py, ffi::Py_TYPE(v) as usize)
+        {
+            // A framework message or part (LangChain, pydantic-ai): only the fields its reader
+            // reads, from the instance dict (C calls only: the fast path stays valid).
+            let dict = ffi::PyObject_GenericGetDict(v, std::ptr::null_mut());
+            if dict.is_null() {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            *fp = mix(mix(*fp, 9), ffi::Py_TYPE(v) as u64);
+            let mut r = Some(());
+            for key in fields {
+                // A borrowed value of the dict held here; `item` holds it while it is walked.
+                let value = ffi::PyDict_GetItemWithError(dict, key.as_ptr());
+                if value.is_null() {
+                    if !ffi::PyErr_Occurred().is_null() {
+                        ffi::PyErr_Clear();
+                        r = None;
+                        break;
+                    }
+                    *fp = mix(*fp, 10);
+                } else if item(py, value, depth, fp).is_none() {
+                    r = None;
+                    break;
+                }
+            }
+            ffi::Py_DECREF(dict);
+            r?;
+        } else if Bound::from_borrowed_ptr(py, v).is_exact_instance_of::<pyo3::types::PyDateTime>()
+        {
+            // A timestamp (pydantic-ai's messages and parts carry one): never read by the
+            // extractor, so it cannot change a count; its value is left out.
+            *fp = mix(*fp, 9);
         } else {
             // An SDK object: its type and its fields.
             RAN_PYTHON.with(|r| r.set(true));

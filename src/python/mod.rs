@@ -4,6 +4,7 @@
 
 mod batch;
 mod counter;
+mod describe;
 mod errors;
 mod extract;
 mod fingerprint;

@@ -262,9 +262,34 @@ pub(super) fn outcome_dict<'py>(
             conv,
         };
         let msgs = PyList::empty(py);
-        for s in &outcome.slots {
-            msgs.append(src.render(&s.out)?)?;
+        if inner.ex.pydantic_ai {
+            // pydantic-ai: the shell builds new and edited messages as its dataclasses.
+            for s in &outcome.slots {
+                msgs.append(super::describe::describe(
+                    py,
+                    &inner.messages,
+                    conv,
+                    &s.out,
+                )?)?;
+            }
+        } else {
+            for s in &outcome.slots {
+                msgs.append(src.render(&s.out)?)?;
+            }
         }
+        // Framework input: new and edited messages become the framework's classes too.
+        let msgs = if inner.ex.pydantic_ai {
+            let originals = PyList::new(py, inner.messages.iter())?;
+            py.import("context_compactor.integrations.pydantic_ai")?
+                .call_method1("_from_core", (msgs, originals))?
+                .cast_into::<PyList>()?
+        } else if inner.ex.langchain {
+            py.import("context_compactor.integrations.langchain")?
+                .call_method1("_from_core", (msgs,))?
+                .cast_into::<PyList>()?
+        } else {
+            msgs
+        };
         let d = PyDict::new(py);
         d.set_item("messages", msgs)?;
         let system = inner.system.as_ref().map(|s| s.bind(py).clone());

@@ -53,6 +53,20 @@ fn field<'py>(
     Ok(v.filter(|v| !v.is_none()))
 }
 
+/// Cut JSON arguments as an object (Anthropic `input`, LangChain `args`): the parsed text, or
+/// `{"_truncated": text}` when the cut left it unparsable.
+fn args_object<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let json = py.import("json")?;
+    Ok(match json.call_method1("loads", (text,)) {
+        Ok(v) if v.is_instance_of::<PyDict>() => v,
+        _ => {
+            let w = PyDict::new(py);
+            w.set_item("_truncated", text)?;
+            w.into_any()
+        }
+    })
+}
+
 fn item<'py>(seq: &Bound<'py, PyAny>, k: usize) -> PyResult<Bound<'py, PyAny>> {
     seq.get_item(k)
 }
@@ -122,6 +136,12 @@ impl<'s, 'py> Source<'s, 'py> {
                 )?;
                 match edit {
                     None => BlockOut::Call(call),
+                    Some(args) if field(&call, intern!(py, "args"))?.is_some() => {
+                        // A LangChain `tool_calls[k]`: `args` is a dict.
+                        let d = as_dict(&call)?;
+                        d.set_item("args", args_object(py, args)?)?;
+                        BlockOut::Call(d.into_any())
+                    }
                     Some(args) => {
                         let d = as_dict(&call)?;
                         let (fkey, akey) = if d.contains(intern!(py, "function"))? {
@@ -186,16 +206,7 @@ impl<'s, 'py> Source<'s, 'py> {
             BlockKind::ToolCall => {
                 // Anthropic tool_use: `input` must stay an object.
                 let d = as_dict(obj)?;
-                let json = py.import("json")?;
-                let input = match json.call_method1("loads", (text,)) {
-                    Ok(v) if v.is_instance_of::<PyDict>() => v,
-                    _ => {
-                        let w = PyDict::new(py);
-                        w.set_item("_truncated", text)?;
-                        w.into_any()
-                    }
-                };
-                d.set_item("input", input)?;
+                d.set_item("input", args_object(py, text)?)?;
                 Ok(d)
             }
             _ => self.new_text(msg, text),

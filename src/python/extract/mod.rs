@@ -17,11 +17,14 @@
 //! file reads messages and blocks and sends typed items to `responses`.
 
 mod access;
+mod framework;
 mod image;
 mod json;
+mod langchain;
 mod loc;
 mod parts;
 mod pipeline;
+mod pydantic_ai;
 mod responses;
 
 use super::text::KeepAlive;
@@ -38,6 +41,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 pub use super::errors::parse_format;
+pub use framework::fingerprint_fields;
 
 /// Nesting deeper than this inside one block is refused (it guards against cycles too).
 const MAX_DEPTH: usize = 64;
@@ -75,6 +79,10 @@ pub struct Extracted {
     conv: Conversation<'static>,
     /// Each message's tokens, when counted while reading (see [`Extractor::counting`]).
     counts: Option<Vec<usize>>,
+    /// The messages were LangChain objects (the output goes back as LangChain classes).
+    pub langchain: bool,
+    /// The messages were pydantic-ai `ModelMessage`s (the output is built by the shell).
+    pub pydantic_ai: bool,
     _keep: KeepAlive,
 }
 
@@ -107,6 +115,10 @@ pub struct Extractor<'py> {
     result_depth: usize,
     /// Count the messages with this tokenizer while reading them (see [`Extractor::counting`]).
     counting: Option<(Tokenizer, Framing)>,
+    /// Read a LangChain message (see `langchain.rs`).
+    langchain: bool,
+    /// Read a pydantic-ai message (see `pydantic_ai.rs`).
+    pydantic_ai: bool,
 }
 
 impl<'py> Extractor<'py> {
@@ -118,6 +130,8 @@ impl<'py> Extractor<'py> {
             fingerprints: false,
             result_depth: 0,
             counting: None,
+            langchain: false,
+            pydantic_ai: false,
         }
     }
 
@@ -212,6 +226,8 @@ impl<'py> Extractor<'py> {
         Ok(Extracted {
             conv,
             counts,
+            langchain: self.langchain,
+            pydantic_ai: self.pydantic_ai,
             _keep: self.keep,
         })
     }
@@ -221,12 +237,25 @@ impl<'py> Extractor<'py> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
+        let object = matches!(acc, Access::Attrs(_));
+        if object {
+            if let Some(m) = self.framework_message(obj, index, true)? {
+                return Ok(m);
+            }
+        }
         // A typed item other than `message` is a Responses item (DESIGN, detection). A `type`
         // that cannot be read or is not a str is left to the message reader (which names `role`).
         if let Ok(Some(t)) = acc.get(intern!(py, "type"), &loc) {
             if let Ok(t) = t.cast::<PyString>() {
                 let ty = self.borrow(t)?.to_utf8();
                 if ty != "message" {
+                    // A framework object of a type not seen yet (LangChain's `type` is "human",
+                    // "ai", ...): the framework reader first, then a Responses item.
+                    if object {
+                        if let Some(m) = self.framework_message(obj, index, false)? {
+                            return Ok(m);
+                        }
+                    }
                     return self.responses_item(obj, &acc, &ty, index).map_err(|e| {
                         let note = format!("(format \"responses\": a {ty} item)");
                         super::errors::with_note(py, e, &note)
@@ -253,12 +282,21 @@ impl<'py> Extractor<'py> {
     ) -> PyResult<Message<'static>> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
+        let object = matches!(acc, Access::Attrs(_));
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
                 Role::parse(&t.to_utf8())
             }
-            None => return Err(loc.child("role").err(py, "missing role")),
+            None => {
+                // Framework objects without a role (LangChain's `type`, pydantic-ai's `kind`).
+                if object {
+                    if let Some(m) = self.framework_message(obj, index, false)? {
+                        return Ok(m);
+                    }
+                }
+                return Err(loc.child("role").err(py, "missing role"));
+            }
         };
         if matches!(
             role,
