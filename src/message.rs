@@ -19,6 +19,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// Gemini `contents` (`google-genai`): roles `user`/`model`, `parts`.
+    Gemini,
 }
 
 impl Format {
@@ -26,6 +28,7 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
         }
     }
 
@@ -33,8 +36,17 @@ impl Format {
         match s {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "gemini" => Some(Format::Gemini),
             _ => None,
         }
+    }
+}
+
+impl Format {
+    /// Tool results are blocks of user messages, the user speaks first and no message may be
+    /// empty (Anthropic `tool_result` blocks, Gemini `function_response` parts).
+    pub fn results_in_user_messages(self) -> bool {
+        matches!(self, Format::Anthropic | Format::Gemini)
     }
 }
 
@@ -185,6 +197,9 @@ pub struct Block<'a> {
     /// type-less block with a `text` a text block. A malformed call or result is read as an
     /// `Other` block, so that nothing pairs with it.
     pub malformed: Option<&'static str>,
+    /// Carries an opaque signature that must go back with it unchanged (a Gemini part's
+    /// `thought_signature`): never edited or dropped alone.
+    pub signed: bool,
 }
 
 impl<'a> Block<'a> {
@@ -198,6 +213,7 @@ impl<'a> Block<'a> {
             images: u32::from(kind == BlockKind::Image),
             is_error: false,
             malformed: None,
+            signed: false,
         }
     }
 
@@ -245,6 +261,8 @@ pub struct Message<'a> {
     pub empty: bool,
     /// A content fingerprint (see `crate::state`), 0 when not computed.
     pub fingerprint: u64,
+    /// Read from a Gemini `Content` (`parts`): its hints say Gemini, whatever its blocks.
+    pub gemini: bool,
 }
 
 impl<'a> Message<'a> {
@@ -255,6 +273,7 @@ impl<'a> Message<'a> {
             blocks: std::sync::Arc::new(blocks),
             empty,
             fingerprint: 0,
+            gemini: false,
         }
     }
 
@@ -377,17 +396,26 @@ pub struct FormatHints {
     pub anthropic: bool,
     /// Saw a `tool` role, `tool_calls`, `function_call`, or a system/developer role in the list.
     pub openai: bool,
+    /// Saw a Gemini `Content` (a message with `parts` and no `content`).
+    pub gemini: bool,
 }
 
 impl FormatHints {
     /// The hints one message's view gives (the same the extractor gathers while reading it).
     pub fn of(m: &Message<'_>) -> Self {
+        if m.gemini {
+            return FormatHints {
+                gemini: true,
+                ..FormatHints::default()
+            };
+        }
         let mut h = FormatHints {
             openai: matches!(
                 m.role,
                 Role::Tool | Role::Function | Role::System | Role::Developer
             ),
             anthropic: false,
+            gemini: false,
         };
         for b in m.blocks.iter() {
             match (b.kind, b.origin) {
@@ -404,19 +432,30 @@ impl FormatHints {
 
     /// As two bits (for caching).
     pub fn bits(self) -> u8 {
-        u8::from(self.anthropic) | (u8::from(self.openai) << 1)
+        u8::from(self.anthropic) | (u8::from(self.openai) << 1) | (u8::from(self.gemini) << 2)
+    }
+
+    /// Add what `other` saw.
+    pub fn merge(&mut self, other: FormatHints) {
+        self.anthropic |= other.anthropic;
+        self.openai |= other.openai;
+        self.gemini |= other.gemini;
     }
 
     pub fn from_bits(b: u8) -> Self {
         FormatHints {
             anthropic: b & 1 != 0,
             openai: b & 2 != 0,
+            gemini: b & 4 != 0,
         }
     }
 
-    /// Anthropic-only features win; then OpenAI-only ones; otherwise OpenAI.
+    /// Gemini `contents` win (no other format has `parts` messages); then Anthropic-only
+    /// features; then OpenAI-only ones; otherwise OpenAI.
     pub fn detect(self) -> Format {
-        if self.anthropic {
+        if self.gemini {
+            Format::Gemini
+        } else if self.anthropic {
             Format::Anthropic
         } else {
             Format::OpenAi

@@ -123,6 +123,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import _gemini
 from _messages import get, role
 
 #: Written out, not imported from the package: the oracle is independent of the library it checks.
@@ -351,11 +352,15 @@ def content_texts(content: Any) -> Iterator[str]:
 
 
 def is_summary(message: Any) -> bool:
+    if _gemini.is_gemini(message):
+        return any(t.startswith(SUMMARY_MARKER) for t in _gemini.fact_texts(message))
     return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
 
 
 def call_argument_texts(message: Any) -> list[str]:
     """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
+    if _gemini.is_gemini(message):
+        return _gemini.call_argument_texts(message)
     texts: list[str] = []
     content = get(message, "content")
     for part in content if isinstance(content, (list, tuple)) else ():
@@ -371,6 +376,8 @@ def call_argument_texts(message: Any) -> list[str]:
 
 def fact_texts(message: Any) -> list[str]:
     """The texts of a message that facts are read from (see the module docstring)."""
+    if _gemini.is_gemini(message):
+        return _gemini.fact_texts(message)
     if role(message) not in ("user", "assistant") and not is_summary(message):
         return []
     texts = list(content_texts(get(message, "content")))
@@ -546,6 +553,8 @@ def has_thinking(message: Any) -> bool:
 
 def is_user_text(message: Any) -> bool:
     """A user message that is not only tool results (it starts a turn)."""
+    if _gemini.is_gemini(message):
+        return _gemini.is_user_text(message)
     if role(message) != "user":
         return False
     content = get(message, "content")
@@ -566,6 +575,8 @@ def pending_thinking_problems(inp: Sequence[Any], out: Sequence[Any]) -> list[st
 
 
 def validity_problems(inp: Sequence[Any], out: Sequence[Any], fmt: str) -> list[str]:
+    if fmt == "gemini":
+        return _gemini.validity_problems(inp, out)
     if fmt == "anthropic":
         return anthropic_problems(out) + pending_thinking_problems(inp, out)
     return openai_problems(out)
@@ -648,6 +659,8 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
 
 
 def _starts_with_thinking(message: Any) -> bool:
+    if _gemini.is_gemini(message):
+        return _gemini.starts_with_thinking(message)
     blocks = _blocks(message)
     return role(message) == "assistant" and bool(blocks) and get(blocks[0], "type") in ("thinking", "redacted_thinking")
 

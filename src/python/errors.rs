@@ -64,7 +64,7 @@ pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<For
             None => Err(config_error(
                 py,
                 "format",
-                &format!("unknown format {f:?}; expected \"openai\" or \"anthropic\""),
+                &format!("unknown format {f:?}; expected \"openai\", \"anthropic\" or \"gemini\""),
             )),
         },
     }

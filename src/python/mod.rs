@@ -7,6 +7,7 @@ mod extract;
 mod fingerprint;
 mod plan;
 mod render;
+mod render_gemini;
 mod state;
 mod text;
 mod tokens;

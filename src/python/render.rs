@@ -71,6 +71,9 @@ impl<'s, 'py> Source<'s, 'py> {
 
     /// Build one output message.
     pub fn render(&self, out: &OutMsg) -> PyResult<Bound<'py, PyAny>> {
+        if self.conv.format == Format::Gemini {
+            return super::render_gemini::GeminiWriter::new(self)?.render(out);
+        }
         match out {
             OutMsg::Keep(i) => Ok(self.msg(*i)),
             OutMsg::Rebuild { from, blocks } => self.rebuild(*from, blocks),

@@ -15,6 +15,7 @@
 //! while counting on the pool); this file reads messages and blocks.
 
 mod access;
+mod gemini;
 mod json;
 mod loc;
 mod pipeline;
@@ -102,6 +103,8 @@ pub struct Extractor<'py> {
     result_depth: usize,
     /// Count the messages with this tokenizer while reading them (see [`Extractor::counting`]).
     counting: Option<(Tokenizer, Framing)>,
+    /// The format the caller forced (`format=`), which decides how messages are read.
+    format: Option<Format>,
 }
 
 impl<'py> Extractor<'py> {
@@ -113,6 +116,7 @@ impl<'py> Extractor<'py> {
             fingerprints: false,
             result_depth: 0,
             counting: None,
+            format: None,
         }
     }
 
@@ -168,8 +172,7 @@ impl<'py> Extractor<'py> {
         let saved = std::mem::take(&mut self.hints);
         let m = self.message(obj, index);
         let mine = std::mem::replace(&mut self.hints, saved);
-        self.hints.anthropic |= mine.anthropic;
-        self.hints.openai |= mine.openai;
+        self.hints.merge(mine);
         Ok((m?, mine))
     }
 
@@ -198,7 +201,11 @@ impl<'py> Extractor<'py> {
         counts: Option<Vec<usize>>,
     ) -> PyResult<Extracted> {
         if let Some(s) = system.filter(|s| !s.is_none()) {
-            conv.system = self.system(s)?;
+            conv.system = if conv.format == Format::Gemini {
+                self.gemini_system(s)?
+            } else {
+                self.system(s)?
+            };
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
             conv.tools = self.tools(t)?;
@@ -215,6 +222,9 @@ impl<'py> Extractor<'py> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
+        if self.is_gemini(obj, &acc) {
+            return self.gemini_message(obj, &acc, index);
+        }
         let role = match acc.get(intern!(py, "role"), &loc)? {
             Some(r) => {
                 let t = self.text(&r, &loc.child("role"))?;
@@ -564,6 +574,7 @@ impl<'py> Extractor<'py> {
         tools: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Extracted> {
         let root = Loc::root(None, "messages");
+        self.format = format;
         let items = self.sequence(messages, &root)?;
         let pool = crate::parallel::pool().filter(|_| items.len() >= PIPELINE_MIN_MESSAGES);
         let (msgs, counts) = match (self.counting, pool) {
@@ -580,6 +591,10 @@ impl<'py> Extractor<'py> {
             }
         };
         let format = format.unwrap_or_else(|| self.hints.detect());
+        let mut msgs = msgs;
+        if format == Format::Gemini {
+            crate::gemini::pair_ids(&mut msgs);
+        }
         self.finish(Conversation::new(format, msgs), system, tools, counts)
     }
 }
