@@ -286,19 +286,21 @@ def signature_problems(inp: Sequence[Any], out: Sequence[Any]) -> list[str]:
             elif _plain(p) != signed_in[sig]:
                 found.append(f"{i}: parts[{k}] was altered but kept its thought_signature")
         # A call that kept its place (same name/args) must not lose its signature.
-    sig_by_call: dict[str, Any] = {}
+    # The signatures each call (by its exact name, args and id) had in the input (None: unsigned).
+    sigs_by_call: dict[str, set[Any]] = {}
     for m in inp:
         for p in parts(m):
             fc = pget(p, "function_call")
-            if fc is not None and pget(p, "thought_signature") is not None:
-                sig_by_call[json.dumps(_plain(fc), sort_keys=True, default=str)] = pget(p, "thought_signature")
+            if fc is not None:
+                key = json.dumps(_plain(fc), sort_keys=True, default=str)
+                sigs_by_call.setdefault(key, set()).add(pget(p, "thought_signature"))
     for i, m in enumerate(out):
         for k, p in enumerate(parts(m)):
             fc = pget(p, "function_call")
             if fc is None:
                 continue
             key = json.dumps(_plain(fc), sort_keys=True, default=str)
-            if key in sig_by_call and pget(p, "thought_signature") != sig_by_call[key]:
+            if key in sigs_by_call and pget(p, "thought_signature") not in sigs_by_call[key]:
                 found.append(f"{i}: parts[{k}] is a signed input call that lost its thought_signature")
     return found
 

@@ -9,7 +9,7 @@ SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
 
-_Format: TypeAlias = Literal["openai", "anthropic"]
+_Format: TypeAlias = Literal["openai", "anthropic", "gemini"]
 
 @final
 class Problem:
@@ -101,11 +101,13 @@ def validate_messages(
 
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages messages (dicts, mappings, or the
-            ``openai``/``anthropic`` SDKs' objects), read in place and never modified.
-        format: ``"openai"`` or ``"anthropic"``; detected when omitted.
-        system: Anthropic's separate system prompt (a string or text blocks).
+            ``openai``/``anthropic`` SDKs' objects), or Gemini ``contents`` (dicts or
+            ``google.genai.types.Content``), read in place and never modified.
+        format: ``"openai"``, ``"anthropic"`` or ``"gemini"``; detected when omitted.
+        system: Anthropic's separate system prompt (a string or text blocks), or Gemini's
+            ``system_instruction`` (a string, a ``Content``, parts).
         tools: Tool definitions.
-        profile: ``"openai"``, ``"anthropic"`` or ``"strict"`` (also strict user/assistant
+        profile: ``"openai"``, ``"anthropic"``, ``"gemini"`` or ``"strict"`` (also strict user/assistant
             alternation and system messages only first); the format's own by default.
         max_tokens: The window's budget (``config.budget``: ``max_context_tokens - reserve``).
             A request counted above it gets an ``"over_window"`` problem with ``index=None`` (it

@@ -148,7 +148,7 @@ class CompactionConfig:
     message_overhead_tokens: int = 4
     image_tokens: int = 1_600
     repair: bool = True
-    profile: Literal["openai", "anthropic", "strict"] | None = None
+    profile: Literal["openai", "anthropic", "gemini", "strict"] | None = None
     log_content: bool = False
 
     def __post_init__(self) -> None:
@@ -236,7 +236,7 @@ class CompactionConfig:
             raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
         choice("summary_role", ("user", "system"))
         choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
-        choice("profile", (None, "openai", "anthropic", "strict"))
+        choice("profile", (None, "openai", "anthropic", "gemini", "strict"))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.log_content, bool):

@@ -65,7 +65,7 @@ fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profi
                     py,
                     "profile",
                     &format!(
-                        "unknown profile {p:?}; expected \"openai\", \"anthropic\" or \"strict\""
+                        "unknown profile {p:?}; expected \"openai\", \"anthropic\", \"gemini\" or \"strict\""
                     ),
                 )
             })

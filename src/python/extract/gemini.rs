@@ -200,12 +200,21 @@ impl<'py> Extractor<'py> {
             let mut b = Block::new(BlockKind::ToolResult);
             b.id = self.gemini_str(&facc, intern!(py, "id"), &floc)?;
             b.name = self.gemini_str(&facc, intern!(py, "name"), &floc)?;
-            let mut json = String::new();
             match facc.get(intern!(py, "response"), &floc)? {
-                Some(r) => self.json(&r, &mut json, &floc.child("response"), 0)?,
-                None => json.push_str("{}"),
+                Some(r) => {
+                    // `{"output": text}` / `{"error": text}` (the SDK's convention, and what the
+                    // writer makes of an edited or synthetic response): the text is counted, read
+                    // in place, so that a rewritten response counts as the planner counted it.
+                    if let Some(t) = self.lone_output(&r)? {
+                        b.texts.push(Piece::Borrowed(t));
+                    } else {
+                        let mut json = String::new();
+                        self.json(&r, &mut json, &floc.child("response"), 0)?;
+                        b.texts.push(Piece::Owned(json));
+                    }
+                }
+                None => b.texts.push(Piece::Owned("{}".to_owned())),
             }
-            b.texts.push(Piece::Owned(json));
             if let Some(parts) = facc.get(intern!(py, "parts"), &floc)? {
                 // Multimodal responses: each part an image or a file of unknown size.
                 b.images += u32::try_from(self.sequence(&parts, &floc.child("parts"))?.len())
@@ -307,6 +316,29 @@ impl<'py> Extractor<'py> {
             }
         }
         Ok(any)
+    }
+
+    /// The text of a response that is exactly `{"output": str}` or `{"error": str}`.
+    fn lone_output(
+        &mut self,
+        r: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<crate::text::Text<'static>>> {
+        let Ok(d) = r.cast::<PyDict>() else {
+            return Ok(None);
+        };
+        if d.len() != 1 {
+            return Ok(None);
+        }
+        let Some((k, v)) = d.iter().next() else {
+            return Ok(None);
+        };
+        let key_ok = k
+            .cast::<PyString>()
+            .is_ok_and(|k| k.to_str().is_ok_and(|k| k == "output" || k == "error"));
+        match (key_ok, v.cast::<PyString>()) {
+            (true, Ok(s)) => Ok(Some(self.borrow(s)?)),
+            _ => Ok(None),
+        }
     }
 
     fn gemini_str(
