@@ -76,6 +76,13 @@ fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, rand
 sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py
 	$(BIN)/python tests/sweep.py --full
 
+.PHONY: sweep-gemini bench-gemini
+sweep-gemini: ## the full sweep over the corpus converted into Gemini contents (dicts and types.Content), with the original formats' recall
+	$(BIN)/python tests/sweep_gemini.py --full --baseline
+
+bench-gemini: ## check() of Gemini contents against plain OpenAI dicts (cold <= 1.5x, warm <= 2x)
+	$(BIN)/python benches/bench_gemini.py
+
 .PHONY: dist
 dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
 	rm -rf dist

@@ -44,8 +44,8 @@ pub mod rule {
 /// Give id-less calls and responses the ids that pair them (see the design note).
 pub fn pair_ids(messages: &mut [Message<'_>]) {
     let mut prev_calls: Vec<(Option<String>, String, bool)> = Vec::new();
-    for i in 0..messages.len() {
-        let m = &messages[i];
+    for (i, msg) in messages.iter_mut().enumerate() {
+        let m = &*msg;
         let needs_call_ids = m.calls().any(|c| c.id.is_none());
         let needs_result_ids = m.results().any(|r| r.id.is_none());
         if needs_call_ids || needs_result_ids {
@@ -56,7 +56,7 @@ pub fn pair_ids(messages: &mut [Message<'_>]) {
                     c.2 = true;
                 }
             }
-            let blocks = messages[i].blocks_mut();
+            let blocks = msg.blocks_mut();
             let mut n_call = 0;
             for (k, b) in blocks.iter_mut().enumerate() {
                 match b.kind {
@@ -84,7 +84,7 @@ pub fn pair_ids(messages: &mut [Message<'_>]) {
                 }
             }
         }
-        prev_calls = messages[i]
+        prev_calls = msg
             .calls()
             .map(|c| (c.id.clone(), c.name.clone().unwrap_or_default(), false))
             .collect();

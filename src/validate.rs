@@ -125,6 +125,8 @@ fn block_place(b: &Block<'_>) -> String {
 
 fn id_text(id: Option<&str>) -> String {
     match id {
+        // A Gemini call or response that came without an id (`crate::gemini::pair_ids`).
+        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }

@@ -390,6 +390,7 @@ pub fn repair<'a>(
 
 fn show(id: Option<&str>) -> String {
     match id {
+        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }

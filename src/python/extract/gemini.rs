@@ -277,7 +277,7 @@ impl<'py> Extractor<'py> {
                 self.strings(part, &mut b.texts, loc, 0)?;
             }
             _ => {
-                let any = self.gemini_other_fields(&acc, &mut b, loc)?;
+                let any = self.gemini_other_fields(acc, &mut b, loc)?;
                 if !any {
                     b.malformed = Some("data");
                 }
