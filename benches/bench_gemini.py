@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import copy
 import gc
 import json
@@ -34,19 +35,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import _data
 import _gemini
-
 from context_compactor import ContextCompactor, ConversationState, validate_messages
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.disable()
+def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    """One sample, garbage collection off."""
+    gc.disable()
+    try:
         t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
+        fn(*args, **kwargs)
+        return time.perf_counter() - t
+    finally:
         gc.enable()
-    return min(times)
 
 
 def gemini_new(i: int, typed: bool) -> Any:
@@ -74,27 +74,24 @@ def run(size: int, repeat: int) -> dict[str, tuple[float, float]]:
         "openai dicts": (openai, None, openai_new, False),
         "gemini dicts": (contents, system, gemini_new, False),
     }
-    try:
+    with contextlib.suppress(ImportError):
         variants["gemini types.Content"] = (_gemini.as_types(contents), system, gemini_new, True)
-    except ImportError:
-        pass
     for name, (msgs, sys_, _, _) in variants.items():
         assert validate_messages(msgs, system=sys_) == [], name
     out: dict[str, tuple[float, float]] = {}
     states = {name: ConversationState() for name in variants}
     for name, (msgs, sys_, _, _) in variants.items():
         compactor.check(msgs, system=sys_, state=states[name])
-    cold = {name: [] for name in variants}
-    warm = {name: [] for name in variants}
-    counter = [0]
+    cold: dict[str, list[float]] = {name: [] for name in variants}
+    warm: dict[str, list[float]] = {name: [] for name in variants}
+    serial = 10_000_000
     for _ in range(repeat):
         for name, (msgs, sys_, new, typed) in variants.items():
             fresh = copy.copy(msgs)  # a new list, the same messages: cold means no state
-            cold[name].append(best(lambda: compactor.check(fresh, system=sys_), 1))
-            counter[0] += 1
-            appended = [*msgs, new(10_000_000 + counter[0], typed)]
-            st = states[name]
-            warm[name].append(best(lambda: compactor.check(appended, system=sys_, state=st), 1))
+            cold[name].append(timed(compactor.check, fresh, system=sys_))
+            serial += 1
+            appended = [*msgs, new(serial, typed)]
+            warm[name].append(timed(compactor.check, appended, system=sys_, state=states[name]))
     for name in variants:
         out[name] = (min(cold[name]), min(warm[name]))
     return out
@@ -103,7 +100,7 @@ def run(size: int, repeat: int) -> dict[str, tuple[float, float]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=10_000, help="messages of the OpenAI conversation")
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--repeat", type=int, default=25, help="samples (best of); the machine may be shared")
     args = p.parse_args(argv)
     res = run(args.size, args.repeat)
     base_cold, base_warm = res["openai dicts"]

@@ -239,9 +239,7 @@ def problems(messages: Sequence[Any]) -> list[str]:
         if not ps:
             out.append(f"{i}: empty parts")
         calls = [(pget(fc, "id"), pget(fc, "name")) for p in ps if (fc := pget(p, "function_call")) is not None]
-        responses = [
-            (pget(fr, "id"), pget(fr, "name")) for p in ps if (fr := pget(p, "function_response")) is not None
-        ]
+        responses = [(pget(fr, "id"), pget(fr, "name")) for p in ps if (fr := pget(p, "function_response")) is not None]
         if calls and r != "model":
             out.append(f"{i}: function_call in a {r} content")
         if responses and r != "user":

@@ -89,12 +89,18 @@ def test_existing_formats_are_detected_as_before() -> None:
 def test_camel_case_rest_json_reads_like_the_sdk_dicts() -> None:
     rest = [
         {"role": "user", "parts": [{"text": "go"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {"d": "/tmp"}}, "thoughtSignature": "c2ln"}]},
+        {
+            "role": "model",
+            "parts": [{"functionCall": {"name": "ls", "args": {"d": "/tmp"}}, "thoughtSignature": "c2ln"}],
+        },
         {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a.txt"}}}]},
     ]
     snake = [
         rest[0],
-        {"role": "model", "parts": [{"function_call": {"name": "ls", "args": {"d": "/tmp"}}, "thought_signature": "c2ln"}]},
+        {
+            "role": "model",
+            "parts": [{"function_call": {"name": "ls", "args": {"d": "/tmp"}}, "thought_signature": "c2ln"}],
+        },
         {"role": "user", "parts": [{"function_response": {"name": "ls", "response": {"output": "a.txt"}}}]},
     ]
     assert validate_messages(rest) == []
@@ -130,7 +136,9 @@ def test_system_instruction_and_tools_are_counted() -> None:
     bare = counter.count_messages([user("hi")])
     assert counter.count_messages([user("hi")], system=system, tools=tools) > bare + 100
     as_content = types.Content(parts=[types.Part.from_text(text="You are a coding agent. " * 20)])
-    assert counter.count_messages([user("hi")], system=as_content) == counter.count_messages([user("hi")], system=system)
+    assert counter.count_messages([user("hi")], system=as_content) == counter.count_messages(
+        [user("hi")], system=system
+    )
     check = check_contents(ContextCompactor(max_context_tokens=200), [user("hi")], config=config)
     assert check.format == "gemini" and check.current_tokens > bare
 
@@ -314,8 +322,10 @@ def test_chat_keeps_sdk_objects_and_compacts(monkeypatch: pytest.MonkeyPatch) ->
 
     chat = GeminiChat(ContextCompactor(max_context_tokens=2500, keep_recent_messages=2), model="m")
     response = chat.send(Client(), "fix src/app.py")
-    for i in range(15):
+    for _ in range(15):
         fc = response.function_calls[0]
-        response = chat.send(Client(), [types.Part.from_function_response(name=fc.name, response={"output": "x " * 300})])
+        response = chat.send(
+            Client(), [types.Part.from_function_response(name=fc.name, response={"output": "x " * 300})]
+        )
     assert chat.results and all(isinstance(c, types.Content) for c in chat.contents)
     assert chat.contents[0].parts[0].text == "fix src/app.py"

@@ -31,7 +31,9 @@ import _gemini  # noqa: E402
 from context_compactor import ContextCompactor, validate_messages  # noqa: E402
 from context_compactor.integrations.gemini import GeminiChat, compact_contents  # noqa: E402
 
-TASK = "修复 src/billing/tax.py 里失败的测试 (fix the failing test in src/billing/tax.py); see https://example.com/issue/7"
+TASK = (
+    "修复 src/billing/tax.py 里失败的测试 (fix the failing test in src/billing/tax.py); see https://example.com/issue/7"
+)
 
 
 class GeminiStub:
@@ -52,7 +54,7 @@ class GeminiStub:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 status, reply = stub.answer(self.path, body)
                 data = json.dumps(reply).encode()
@@ -130,7 +132,11 @@ class GeminiStub:
                     parts.append(call)
             return 200, {
                 "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 20, "totalTokenCount": prompt + 20},
+                "usageMetadata": {
+                    "promptTokenCount": prompt,
+                    "candidatesTokenCount": 20,
+                    "totalTokenCount": prompt + 20,
+                },
                 "modelVersion": "gemini-stub",
             }
 
@@ -176,7 +182,9 @@ CONFIG = types.GenerateContentConfig(
 
 
 def tool_output(path: str, n: int) -> str:
-    return f"# {path}\n" + "".join(f"def f_{n}_{i}(x):  # 税率 rounding step {i}\n    return round(x, 2)\n" for i in range(40))
+    return f"# {path}\n" + "".join(
+        f"def f_{n}_{i}(x):  # 税率 rounding step {i}\n    return round(x, 2)\n" for i in range(40)
+    )
 
 
 def run_loop(chat: GeminiChat, client: Any, stub: GeminiStub) -> int:
@@ -201,7 +209,9 @@ def test_the_stub_rejects_what_the_api_rejects(stub: GeminiStub) -> None:
     client = client_for(stub)
     orphan = [
         types.Content(role="user", parts=[types.Part.from_text(text="hi")]),
-        types.Content(role="user", parts=[types.Part.from_function_response(name="read_file", response={"output": "x"})]),
+        types.Content(
+            role="user", parts=[types.Part.from_function_response(name="read_file", response={"output": "x"})]
+        ),
     ]
     with pytest.raises(errors.ClientError) as e:
         client.models.generate_content(model="gemini-stub", contents=orphan, config=CONFIG)

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("google.genai", reason="google-genai is not installed (the [gemini] extra)")
 
-import sweep  # noqa: E402
-import sweep_gemini  # noqa: E402
-from conftest import corpus_or_skip  # noqa: E402
+import sweep
+import sweep_gemini
+from conftest import corpus_or_skip
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,9 @@ def _tool_json(tool: Any) -> Any:
     if callable(dump):
         return dump(exclude_none=True, mode="json")
     if callable(tool):
-        return {"function_declarations": [{"name": getattr(tool, "__name__", "tool"), "description": tool.__doc__ or ""}]}
+        return {
+            "function_declarations": [{"name": getattr(tool, "__name__", "tool"), "description": tool.__doc__ or ""}]
+        }
     return tool
 
 
