@@ -27,7 +27,8 @@ from context_compactor import (
     SummaryRequest,
     validate_messages,
 )
-from context_compactor._store import MIGRATIONS, SCHEMA_VERSION, SessionStore
+from context_compactor._sqlite import MIGRATIONS, SCHEMA_VERSION
+from context_compactor._store import SessionStore
 from context_compactor.io import load
 from context_compactor.session import Session
 

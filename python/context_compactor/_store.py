@@ -1,174 +1,214 @@
-"""The SQLite store behind :class:`~context_compactor.session.Session`.
+"""The store behind :class:`~context_compactor.session.Session`: one interface of named operations.
 
-Design note — what is stored, and why this shape.
+Design note — what a store holds, and the operations it offers.
 
 A session is an append-only log of the messages the agent produced (the *originals*), plus a
 chain of compactions, each of which says what the model should be sent from then on. Nothing is
-ever updated in place except the session row's two pointers (``last_seq``, ``head``), so a reader
+ever updated in place except the session's two pointers (``last_seq``, ``head``), so a reader
 sees either the state before a transaction or the state after it.
 
-Schema (version 2, ``PRAGMA user_version``)::
+* **Originals** get a row id and a ``seq`` (1, 2, 3, ... per session) when appended.
+* **A compaction** saves the context it produced (``context_items``: row ids in order), the rows
+  it derived (a summary, an edited copy of a tool result: rows too, with ``kind`` ``summary``,
+  ``edited`` or ``inserted``), the record (``summary_of``: each row it replaced or edited) and
+  ``upto_seq``, the last original it saw; then it moves the session's ``head`` to itself.
+* **The context to send** is the head compaction's ``context_items`` followed by every original
+  with ``seq > upto_seq`` (every original before the first compaction).
 
-    sessions(id TEXT PK, created_at REAL, updated_at REAL,
-             format TEXT,            -- "openai" | "anthropic" | NULL (detected)
-             system TEXT, tools TEXT,-- JSON, NULL when absent
-             last_seq INTEGER,       -- seq of the newest original message (0: none)
-             head INTEGER)           -- the latest compaction (NULL: none yet)
+That last rule is the **delta rule**: a compaction computed on a snapshot (the originals up to
+``upto_seq``) is applied over the rows appended since without reading them: they stay verbatim
+after the summary. This is what lets a summary run in the background (``background=True``) while
+the agent keeps appending, and lets several processes append while one compacts.
 
-    messages(id INTEGER PK,          -- the row id Session results name
-             session TEXT, seq INTEGER,  -- 1, 2, 3 ... over the originals; NULL for derived rows
-             kind TEXT,              -- original | summary | edited | inserted
-             role TEXT, json TEXT,   -- the message as compact JSON
-             source INTEGER,         -- edited: the row it is an edited copy of
-             compaction INTEGER,     -- derived rows: the compaction that made them
-             created_at REAL)        -- UNIQUE(session, seq)
+A store implements the operations of :class:`SessionStore` below; all SQL lives in the
+implementation (:mod:`context_compactor._sqlite` for SQLite; PostgreSQL plugs in under the
+``postgresql://`` scheme). Its guarantees, which :class:`Session` relies on:
 
-    compactions(id INTEGER PK, session TEXT, created_at REAL,
-                upto_seq INTEGER,    -- the compaction saw the originals up to this seq
-                strategy TEXT, summary TEXT, tokens_before INTEGER, tokens_after INTEGER,
-                system TEXT,         -- the system prompt to send from now on, when it changed
-                details TEXT)        -- JSON: over_budget, fallback_reason, must_keep, phases,
-                                     --       repairs, and the counts the rows below must match
+1. One transaction per :meth:`~SessionStore.append_rows` (all rows or none) and per
+   :meth:`~SessionStore.save_compaction` (its row, derived rows, context, record and the new head
+   together): after a crash (SIGKILL included) the store holds the old context or the new one.
+2. :meth:`~SessionStore.save_compaction` is conditional: it applies only when the session's head
+   is still the ``base_head`` the compaction was computed from, else returns ``None`` (another
+   connection compacted first; the caller plans again). Appends never conflict.
+3. Schema versioning: a store written by a newer version of the package is refused, an older one
+   is migrated in one transaction when opened.
+4. Thread-safe: every operation may be called from any thread; :meth:`~SessionStore.locked` is a
+   re-entrant lock with a timeout that a Session holds around an operation and the in-memory
+   state it updates from it, so the two stay in step.
 
-    context_items(compaction, pos, message)              -- the context it produced, in order
-    summary_of(compaction, message, action, detail)      -- the record: each replaced or edited row
-    usage(id, session, created_at, model, prompt_tokens, usage, head, context_len, learned)
-
-The context to send now is the head compaction's ``context_items`` followed by the originals with
-``seq > upto_seq`` (or every original before the first compaction). Summaries and edited copies
-(a cleared tool result, cut arguments) are rows too (``kind`` ``summary``/``edited``), so every
-entry of a context is a row id and a later compaction can name an earlier summary in its record;
-``source`` and ``compaction`` let :meth:`Session.expand` resolve any row back to the originals.
-
-Transactions: each append (or ``extend`` batch) and each compaction is one ``BEGIN IMMEDIATE``
-transaction; a compaction writes its row, its derived rows, its context, its ``summary_of`` links
-and the session's new ``head`` together, so after a crash (SIGKILL included) the store shows
-the old context or the new one, never a mix. WAL journal, ``synchronous=FULL`` by default (an
-acknowledged append survives a power cut too; ``NORMAL`` survives a killed process only).
-
-Concurrency: one connection per :class:`SessionStore`, guarded by a re-entrant lock that every
-operation takes with a timeout; other processes are kept out by SQLite's own locking with
-``busy_timeout``. Either wait running past ``timeout`` raises :class:`StoreError`.
-
-Migrations: ``MIGRATIONS`` lists scripts by the version they lead to; opening a store runs the
-missing ones in one transaction and sets ``user_version``. A store written by a newer version of
-the package is refused rather than misread.
+Messages cross this interface as ``(role, JSON text)``; encoding is :mod:`context_compactor._codec`'s.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
+import importlib
 import os
-import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from context_compactor.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
+__all__ = [
+    "REMOVED",
+    "Appended",
+    "NewCompaction",
+    "Saved",
+    "SessionInfo",
+    "SessionStore",
+    "StoredCompaction",
+    "StoredContext",
+    "register_backend",
+]
 
-_V1 = """
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    format TEXT CHECK (format IN ('openai', 'anthropic')),
-    system TEXT,
-    tools TEXT,
-    last_seq INTEGER NOT NULL DEFAULT 0,
-    head INTEGER REFERENCES compactions(id)
-);
-CREATE TABLE messages (
-    id INTEGER PRIMARY KEY,
-    session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    seq INTEGER,
-    kind TEXT NOT NULL CHECK (kind IN ('original', 'summary', 'edited', 'inserted')),
-    role TEXT,
-    json TEXT NOT NULL,
-    source INTEGER REFERENCES messages(id),
-    compaction INTEGER REFERENCES compactions(id),
-    created_at REAL NOT NULL,
-    CHECK ((kind = 'original') = (seq IS NOT NULL)),
-    UNIQUE (session, seq)
-);
-CREATE TABLE compactions (
-    id INTEGER PRIMARY KEY,
-    session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    created_at REAL NOT NULL,
-    upto_seq INTEGER NOT NULL,
-    strategy TEXT NOT NULL,
-    summary TEXT,
-    tokens_before INTEGER NOT NULL,
-    tokens_after INTEGER NOT NULL,
-    system TEXT,
-    details TEXT NOT NULL
-);
-CREATE INDEX compactions_session ON compactions(session, id);
-CREATE TABLE context_items (
-    compaction INTEGER NOT NULL REFERENCES compactions(id) ON DELETE CASCADE,
-    pos INTEGER NOT NULL,
-    message INTEGER NOT NULL REFERENCES messages(id),
-    PRIMARY KEY (compaction, pos)
-) WITHOUT ROWID;
-CREATE TABLE summary_of (
-    compaction INTEGER NOT NULL REFERENCES compactions(id) ON DELETE CASCADE,
-    message INTEGER NOT NULL REFERENCES messages(id),
-    action TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (compaction, message, action)
-) WITHOUT ROWID;
-CREATE INDEX summary_of_message ON summary_of(message);
-"""
-
-_V2 = """
-CREATE TABLE usage (
-    id INTEGER PRIMARY KEY,
-    session TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    created_at REAL NOT NULL,
-    model TEXT,
-    prompt_tokens INTEGER,
-    usage TEXT,
-    head INTEGER,
-    context_len INTEGER NOT NULL,
-    learned INTEGER NOT NULL
-);
-CREATE INDEX usage_session ON usage(session, id);
-"""
-
-#: ``(version, script)``: the script that brings a store from ``version - 1`` to ``version``.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
-#: The schema version this package writes.
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-
-_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: Record actions after which the message is no longer in the context (the others edit it).
+REMOVED = frozenset({"summarized", "truncated", "dropped"})
 
 
-def _wrap(e: sqlite3.Error, what: str, timeout: float) -> StoreError:
-    text = str(e)
-    if isinstance(e, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-        return StoreError(f"{what}: the store stayed locked by another connection for more than {timeout:g} s ({text})")
-    return StoreError(f"{what}: {type(e).__name__}: {text}")
+def now() -> float:
+    """The timestamps stores write: seconds since the epoch."""
+    return time.time()
 
 
-class SessionStore:
-    """One SQLite database holding any number of sessions.
+# -- what crosses the interface --------------------------------------------------------------------------
 
-    Pass a path (or ``":memory:"``) to :class:`~context_compactor.session.Session` and it opens its
-    own store; create a ``SessionStore`` yourself to share one connection between sessions (the
-    only way two ``Session`` objects see the same ``":memory:"`` database).
 
-    Args:
-        path: A file path (created when missing, its folder must exist) or ``":memory:"``.
-        timeout: Seconds to wait for this store's lock (another thread) or for SQLite's lock
-            (another process) before raising :class:`StoreError`.
-        synchronous: SQLite's ``synchronous`` setting: ``"FULL"`` (default: every acknowledged
-            write survives a power cut) or ``"NORMAL"`` (survives a killed process; faster).
+@dataclass(frozen=True)
+class StoredContext:
+    """The session's context as stored, or what changed since a known point.
 
-    Raises:
-        StoreError: The file is not a database, was written by a newer schema version, or stays
-            locked.
+    Attributes:
+        head: The head compaction id (``None``: no compaction yet).
+        upto_seq: The head compaction saw the originals up to this seq (0 without one).
+        system: The system prompt the head compaction set (JSON text), else ``None``.
+        last_seq: The seq of the newest original.
+        rows: ``(row id, JSON text)`` in context order: the whole context when :attr:`complete`,
+            else only the originals appended after the caller's ``last_seq`` (same head).
+        complete: Whether :attr:`rows` is the whole context.
+        marker: :meth:`SessionStore.marker` as of this read (``None``: unknown).
+    """
+
+    head: int | None
+    upto_seq: int
+    system: str | None
+    last_seq: int
+    rows: tuple[tuple[int, str], ...]
+    complete: bool = True
+    marker: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session's settings (JSON text) and its context, as :meth:`SessionStore.open_session` left them."""
+
+    system: str | None
+    tools: str | None
+    format: str | None
+    context: StoredContext
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What :meth:`SessionStore.append_rows` did.
+
+    Attributes:
+        ids: The new rows' ids, in order.
+        first_seq: The seq of the first of them (the others follow).
+        head: The session's head at the append (another connection may have moved it).
+        marker: :meth:`SessionStore.marker` just after the append, taken inside its transaction.
+    """
+
+    ids: tuple[int, ...]
+    first_seq: int
+    head: int | None
+    marker: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class NewCompaction:
+    """A compaction to save with :meth:`SessionStore.save_compaction`.
+
+    Attributes:
+        base_head: The head compaction it was computed from (the condition of the save).
+        upto_seq: The last original of the snapshot it was computed on; later originals follow
+            its context verbatim (the delta rule).
+        strategy, summary, tokens_before, tokens_after: As in the result.
+        system: The system prompt to send from now on (JSON text), when it changed.
+        details: JSON-able details (over_budget, fallback_reason, must_keep, phases, ...).
+        context: The context it produced, in order: ``(row id, None, None, None, None)`` for a row
+            that exists, ``(None, kind, role, JSON text, source row)`` for a derived one (``kind``
+            ``summary``, ``edited`` or ``inserted``; ``source``: the row an edited copy copies).
+        record: ``(row id, action, detail)`` for each row it replaced or edited.
+    """
+
+    base_head: int | None
+    upto_seq: int
+    strategy: str
+    summary: str | None
+    tokens_before: int
+    tokens_after: int
+    system: str | None
+    details: dict[str, Any]
+    context: tuple[tuple[int | None, str | None, str | None, str | None, int | None], ...]
+    record: tuple[tuple[int, str, str], ...]
+    created_at: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What :meth:`SessionStore.save_compaction` saved: the compaction id, the context's row ids
+    (derived rows got new ids) and the marker taken inside its transaction."""
+
+    id: int
+    rows: tuple[int, ...]
+    marker: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class StoredCompaction:
+    """One saved compaction as :meth:`SessionStore.compactions` lists it."""
+
+    id: int
+    created_at: float
+    strategy: str
+    summary: str | None
+    tokens_before: int
+    tokens_after: int
+    upto_seq: int
+    details: dict[str, Any]
+    record: tuple[tuple[int, str, str], ...]
+
+
+# -- the interface ----------------------------------------------------------------------------------------
+
+#: URL scheme -> ``"module:Class"`` of the store that handles it (anything else is a SQLite path).
+_BACKENDS: dict[str, str] = {
+    "postgresql": "context_compactor._postgres:PostgresStore",
+    "postgres": "context_compactor._postgres:PostgresStore",
+}
+
+
+def register_backend(scheme: str, target: str) -> None:
+    """Make ``SessionStore("<scheme>://...")`` open ``target`` (``"module:Class"``)."""
+    _BACKENDS[scheme] = target
+
+
+class SessionStore(abc.ABC):
+    """A database holding any number of sessions, behind named operations.
+
+    ``SessionStore(path_or_url, ...)`` opens the store the argument names: a SQLite file path
+    or ``":memory:"`` (:class:`~context_compactor._sqlite.SQLiteStore`), or a
+    ``postgresql://`` URL when the PostgreSQL store is installed. Pass a path to
+    :class:`~context_compactor.session.Session` and it opens its own store; create a
+    ``SessionStore`` yourself to share one connection between sessions.
+
+    Writing your own store: subclass this, implement the abstract operations with the
+    guarantees of the module's design note, and hand an instance to ``Session``. Row ids are
+    integers unique within the store; ``seq`` is per session.
 
     Example:
         >>> store = SessionStore(":memory:")
@@ -178,69 +218,20 @@ class SessionStore:
         []
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = 10.0, synchronous: str = "FULL"):
+    def __new__(cls, *args: Any, **kwargs: Any) -> SessionStore:
+        if cls is SessionStore:
+            target = args[0] if args else kwargs.get("path", ":memory:")
+            cls = _backend(target)
+        return super().__new__(cls)
+
+    def __init__(self, *, timeout: float = 10.0) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise StoreError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
-        sync = str(synchronous).upper()
-        if sync not in _SYNCHRONOUS:
-            raise StoreError(f"synchronous: expected one of {_SYNCHRONOUS}, got {synchronous!r}")
-        self.path = os.fspath(path)
         self.timeout = float(timeout)
         self._lock = threading.RLock()
-        self._writes = 0
         self._closed = False
-        try:
-            self._conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as e:
-            raise _wrap(e, f"cannot open {self.path!r}", self.timeout) from e
-        try:
-            self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            if self.path != ":memory:":
-                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    raise StoreError(f"cannot open {self.path!r}: WAL journal mode unavailable (got {mode!r})")
-            self._conn.execute(f"PRAGMA synchronous = {sync}")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
-        except sqlite3.Error as e:
-            self._conn.close()
-            raise _wrap(e, f"cannot open {self.path!r}", self.timeout) from e
-        except BaseException:
-            self._conn.close()
-            raise
 
-    # -- schema ---------------------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
-            return
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path!r} has schema version {version}, newer than this package's {SCHEMA_VERSION}: "
-                "upgrade context-compactor to open it"
-            )
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated while we waited for the lock.
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            for target, script in MIGRATIONS:
-                if target > version:
-                    for statement in script.split(";"):
-                        if statement.strip():
-                            self._conn.execute(statement)
-                    self._conn.execute(f"PRAGMA user_version = {target}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-
-    @property
-    def schema_version(self) -> int:
-        """The store's ``PRAGMA user_version``."""
-        return int(self.query("PRAGMA user_version")[0][0])
-
-    # -- locking and transactions ------------------------------------------------------------------------
+    # -- locking --------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -254,75 +245,98 @@ class SessionStore:
         finally:
             self._lock.release()
 
-    @contextlib.contextmanager
-    def transaction(self, what: str = "write") -> Iterator[sqlite3.Connection]:
-        """A ``BEGIN IMMEDIATE`` transaction under the lock: committed when the block ends, rolled
-        back when it raises. SQLite errors become :class:`StoreError`."""
-        with self.locked():
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as e:
-                raise _wrap(e, what, self.timeout) from e
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as e:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(e, sqlite3.Error):
-                    raise _wrap(e, what, self.timeout) from e
-                raise
-            self._writes += 1
+    def marker(self) -> Hashable | None:
+        """A value that changes whenever anything was committed to the store, by any connection,
+        so a Session can skip reading when nothing changed. ``None`` (the default): unknown, the
+        Session asks :meth:`load_context` each time."""
+        return None
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run a read query under the lock and return all rows."""
-        with self.locked():
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as e:
-                raise _wrap(e, "read", self.timeout) from e
+    # -- operations -----------------------------------------------------------------------------------------
 
-    def marker(self) -> tuple[int, int]:
-        """Changes whenever anything was committed since the last call: ``(PRAGMA data_version``
-        (other connections), writes through this store)``. Call under :meth:`locked`."""
-        try:
-            return (self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
-        except sqlite3.Error as e:
-            raise _wrap(e, "read", self.timeout) from e
+    @property
+    @abc.abstractmethod
+    def schema_version(self) -> int:
+        """The schema version of the data."""
 
-    # -- sessions -----------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def open_session(
+        self, session_id: str, *, system: str | None, tools: str | None, format: str | None
+    ) -> SessionInfo:
+        """Create the session, or open it and replace the settings given (not ``None``) that
+        differ; one transaction. Returns the settings in force and the context."""
 
+    @abc.abstractmethod
+    def load_context(self, session_id: str, *, head: int | None = None, after_seq: int | None = None) -> StoredContext:
+        """The context of the session (see :class:`StoredContext`), read consistently. With
+        ``after_seq``: when the head is still ``head``, only the originals after ``after_seq``
+        (``complete=False``). Raises :class:`StoreError` when the session was deleted."""
+
+    @abc.abstractmethod
+    def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
+        """Append originals ``(role, JSON text)`` in one transaction, with the next seqs."""
+
+    @abc.abstractmethod
+    def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
+        """Save a compaction and make it the head in one transaction, if the head is still
+        ``compaction.base_head``; ``None`` (nothing written) otherwise."""
+
+    @abc.abstractmethod
+    def compactions(self, session_id: str) -> list[StoredCompaction]:
+        """Every compaction of the session, oldest first, with its record."""
+
+    @abc.abstractmethod
+    def expand(self, session_id: str, compaction_id: int) -> list[str]:
+        """The originals (JSON text, in seq order) a compaction replaced or edited, resolving the
+        derived rows it names (an earlier summary: the rows its compaction removed; an edited
+        copy: its source). Raises ``KeyError`` when the session has no such compaction."""
+
+    @abc.abstractmethod
+    def history(self, session_id: str) -> list[tuple[int, str]]:
+        """Every original ``(row id, JSON text)``, in seq order."""
+
+    @abc.abstractmethod
+    def message(self, session_id: str, row_id: int) -> str | None:
+        """The JSON text of one row of the session (any kind), ``None`` when absent."""
+
+    @abc.abstractmethod
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        model: str | None,
+        prompt_tokens: int | None,
+        usage: str | None,
+        head: int | None,
+        context_len: int,
+        learned: bool,
+    ) -> None:
+        """Save one usage report (one transaction)."""
+
+    @abc.abstractmethod
+    def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
+        """``(prompt_tokens, context_len)`` of the latest ``limit`` learned reports measured on
+        the context of ``head``, oldest first."""
+
+    @abc.abstractmethod
     def session_ids(self) -> list[str]:
         """The ids of every session in the store, oldest first."""
-        return [r[0] for r in self.query("SELECT id FROM sessions ORDER BY created_at, id")]
 
+    @abc.abstractmethod
     def delete_session(self, session_id: str) -> bool:
         """Delete a session and everything it holds; whether it existed."""
-        with self.transaction("delete a session") as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-                return False
-            conn.execute("UPDATE sessions SET head = NULL WHERE id = ?", (session_id,))
-            conn.execute("DELETE FROM usage WHERE session = ?", (session_id,))
-            conn.execute(
-                "DELETE FROM context_items WHERE compaction IN (SELECT id FROM compactions WHERE session = ?)",
-                (session_id,),
-            )
-            conn.execute(
-                "DELETE FROM summary_of WHERE compaction IN (SELECT id FROM compactions WHERE session = ?)",
-                (session_id,),
-            )
-            conn.execute("DELETE FROM messages WHERE session = ?", (session_id,))
-            conn.execute("DELETE FROM compactions WHERE session = ?", (session_id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-            return True
+
+    @abc.abstractmethod
+    def _close(self) -> None:
+        """Release the connection (called once, under the lock)."""
+
+    # -- closing --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the store (idempotent)."""
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                self._close()
 
     @property
     def closed(self) -> bool:
@@ -335,10 +349,21 @@ class SessionStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"SessionStore({self.path!r}, timeout={self.timeout:g})"
 
+def _backend(target: Any) -> type[SessionStore]:
+    """The store class for a path or URL."""
+    if isinstance(target, str) and "://" in target:
+        scheme = target.split("://", 1)[0].lower()
+        spec = _BACKENDS.get(scheme)
+        if spec is None:
+            raise StoreError(f"no store for {scheme!r} URLs (known: {', '.join(sorted(_BACKENDS))}, or a SQLite path)")
+        module, _, name = spec.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError) as e:
+            raise StoreError(f"the {scheme} store is not available ({e}); install context-compactor[postgres]") from e
+    if isinstance(target, (str, os.PathLike)):
+        from context_compactor._sqlite import SQLiteStore
 
-def now() -> float:
-    """The timestamps the store writes: seconds since the epoch."""
-    return time.time()
+        return SQLiteStore
+    raise StoreError(f"expected a path, ':memory:' or a database URL, got {type(target).__name__}")

@@ -39,7 +39,7 @@ from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
-from context_compactor._store import SessionStore, now
+from context_compactor._store import NewCompaction, SessionStore, StoredContext
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
 from context_compactor.errors import ConfigError, InvalidConversationError, MessageTypeError, StoreError
 from context_compactor.results import CompactResult, RecordEntry
@@ -48,8 +48,6 @@ __all__ = ["CompactionRecord", "Session", "SessionStore"]
 
 log = logging.getLogger("context_compactor")
 
-#: Record actions after which the message is no longer in the context (the others edit it).
-REMOVED = frozenset({"summarized", "truncated", "dropped"})
 #: Problems that make append/extend refuse a message: no later message makes it valid.
 _REFUSED_AT_APPEND = frozenset({"invalid_role", "malformed_block"})
 #: Calibration is restored on reopen from at most this many usage reports.
@@ -239,66 +237,29 @@ class Session:
         _core.validate_messages([], system=system, tools=tools, format=format)
         system_json = None if system is None else _stored_json(system, "system")
         tools_json = None if tools is None else _stored_json(list(tools), "tools")
-        with self._store.locked(), self._store.transaction("open a session") as conn:
-            row = conn.execute("SELECT system, tools, format FROM sessions WHERE id = ?", (self._id,)).fetchone()
-            t = now()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO sessions (id, created_at, updated_at, format, system, tools) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (self._id, t, t, format, system_json, tools_json),
-                )
-                row = (system_json, tools_json, format)
-            else:
-                changes = {
-                    k: v
-                    for k, v, old in (
-                        ("system", system_json, row[0]),
-                        ("tools", tools_json, row[1]),
-                        ("format", format, row[2]),
-                    )
-                    if v is not None and v != old
-                }
-                if changes:
-                    sets = ", ".join(f"{k} = ?" for k in changes)
-                    conn.execute(
-                        f"UPDATE sessions SET {sets}, updated_at = ? WHERE id = ?", (*changes.values(), t, self._id)
-                    )
-                    row = (changes.get("system", row[0]), changes.get("tools", row[1]), changes.get("format", row[2]))
-            self._system = _loads(row[0])
-            self._tools: list[Any] | None = _loads(row[1])
-            self._format: str | None = row[2]
-            self._load(conn)
-            self._marker = (conn.execute("PRAGMA data_version").fetchone()[0], self._store._writes + 1)
+        with self._store.locked():
+            info = self._store.open_session(self._id, system=system_json, tools=tools_json, format=format)
+            self._system = _loads(info.system)
+            self._tools: list[Any] | None = _loads(info.tools)
+            self._format: str | None = info.format
+            self._take(info.context)
         self._restore_calibration()
 
-    def _load(self, conn: Any) -> None:
-        """Read the current context from the store (the head compaction's, then later originals)."""
-        last_seq, head = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (self._id,)).fetchone()
-        rows: list[int] = []
-        msgs: list[dict[str, Any]] = []
-        upto, head_system = 0, None
-        if head is not None:
-            upto, system_json = conn.execute(
-                "SELECT upto_seq, system FROM compactions WHERE id = ?", (head,)
-            ).fetchone()
-            head_system = _loads(system_json)
-            for rid, text in conn.execute(
-                "SELECT m.id, m.json FROM context_items c JOIN messages m ON m.id = c.message "
-                "WHERE c.compaction = ? ORDER BY c.pos",
-                (head,),
-            ):
-                rows.append(rid)
-                msgs.append(json.loads(text))
-        for rid, text in conn.execute(
-            "SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (self._id, upto)
-        ):
-            rows.append(rid)
-            msgs.append(json.loads(text))
-        self._head, self._head_system, self._upto, self._last_seq = head, head_system, upto, last_seq
-        self._rows, self._msgs = rows, msgs
-        self._micro_at = None
-        self._recount()
+    def _take(self, ctx: StoredContext) -> None:
+        """Make the in-memory context what the store said (the whole context, or the originals
+        appended after the ones we hold)."""
+        msgs = [json.loads(text) for _, text in ctx.rows]
+        rows = [rid for rid, _ in ctx.rows]
+        if ctx.complete:
+            self._head, self._head_system, self._upto = ctx.head, _loads(ctx.system), ctx.upto_seq
+            self._last_seq = ctx.last_seq
+            self._rows, self._msgs = rows, msgs
+            self._micro_at = None
+            self._recount()
+        elif rows:
+            self._last_seq = ctx.last_seq
+            self._add(rows, msgs)
+        self._marker = ctx.marker
 
     def _recount(self) -> None:
         """Detect the format (unless fixed) and count every message of the context and the extras."""
@@ -319,44 +280,22 @@ class Session:
         self._tok.extend(new)
         self._raw += sum(new)
 
-    def _sync(self, conn: Any) -> None:
-        """Catch up with what other connections committed (appends, compactions)."""
-        row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (self._id,)).fetchone()
-        if row is None:
-            raise StoreError(f"session {self._id!r} was deleted from the store")
-        last_seq, head = row
-        if head != self._head:
-            self._load(conn)
-        elif last_seq != self._last_seq:
-            rows, msgs = [], []
-            for rid, text in conn.execute(
-                "SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (self._id, self._last_seq)
-            ):
-                rows.append(rid)
-                msgs.append(json.loads(text))
-            self._last_seq = last_seq
-            self._add(rows, msgs)
-
     def _refresh(self) -> None:
-        """Under the store lock: sync when anything was committed since we last looked."""
+        """Under the store lock: catch up with what other connections committed (appends,
+        compactions), when the store's marker says anything was committed since we last looked."""
         marker = self._store.marker()
-        if marker != self._marker:
-            try:
-                self._sync(self._store._conn)
-            except Exception as e:
-                if isinstance(e, StoreError):
-                    raise
-                raise StoreError(f"read: {type(e).__name__}: {e}") from e
-            self._marker = marker
+        if marker is not None and marker == self._marker:
+            return
+        try:
+            self._take(self._store.load_context(self._id, head=self._head, after_seq=self._last_seq))
+        except Exception as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"read: {type(e).__name__}: {e}") from e
 
     def _restore_calibration(self) -> None:
         """Re-learn the calibration from the latest usage reports measured on the current context."""
-        rows = self._store.query(
-            "SELECT prompt_tokens, context_len FROM usage WHERE session = ? AND head IS ? AND learned = 1 "
-            "AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT ?",
-            (self._id, self._head, _RESTORE_USAGE),
-        )
-        rows = [r for r in reversed(rows) if r[1] <= len(self._msgs)]
+        rows = [r for r in self._store.learned_usage(self._id, self._head, _RESTORE_USAGE) if r[1] <= len(self._msgs)]
         if not rows:
             return
         msgs, system = list(self._msgs), self.system
@@ -476,25 +415,18 @@ class Session:
                 "; ".join(f"message {p.index}: {p.message} ({p.rule})" for p in refused) + ". Nothing was stored.",
                 refused,
             )
-        t = now()
         with self._store.locked():
-            with self._store.transaction("append") as conn:
-                self._sync(conn)
-                seq = self._last_seq
-                ids = []
-                for plain, text in encoded:
-                    seq += 1
-                    cur = conn.execute(
-                        "INSERT INTO messages (session, seq, kind, role, json, created_at) "
-                        "VALUES (?, ?, 'original', ?, ?, ?)",
-                        (self._id, seq, plain["role"], text, t),
-                    )
-                    ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
-                conn.execute("UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, t, self._id))
-                data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            self._last_seq = seq
-            self._add(ids, plains)
-            self._marker = (data_version, self._store._writes)
+            done = self._store.append_rows(self._id, [(plain["role"], text) for plain, text in encoded])
+            ids = list(done.ids)
+            if done.head == self._head and done.first_seq == self._last_seq + 1:
+                self._last_seq = done.first_seq + len(ids) - 1
+                self._add(ids, plains)
+                self._marker = done.marker
+            else:
+                # Another connection appended or compacted since we last looked: read what changed
+                # (these rows included).
+                self._marker = None
+                self._refresh()
         return ids
 
     # -- reading ----------------------------------------------------------------------------------------------
@@ -522,16 +454,11 @@ class Session:
 
     def history(self) -> list[dict[str, Any]]:
         """Every original message, in the order appended (never compacted)."""
-        return [json.loads(r[0]) for r in self._rows_where("seq IS NOT NULL ORDER BY seq")]
+        return [json.loads(text) for _, text in self._store.history(self._id)]
 
     def history_ids(self) -> list[int]:
         """The row ids of :meth:`history`, in order."""
-        return [
-            r[0]
-            for r in self._store.query(
-                "SELECT id FROM messages WHERE session = ? AND seq IS NOT NULL ORDER BY seq", (self._id,)
-            )
-        ]
+        return [rid for rid, _ in self._store.history(self._id)]
 
     def message(self, row_id: int) -> dict[str, Any]:
         """The message stored under ``row_id`` (an original, a summary or an edited copy).
@@ -539,13 +466,10 @@ class Session:
         Raises:
             KeyError: No such row in this session.
         """
-        rows = self._store.query("SELECT json FROM messages WHERE session = ? AND id = ?", (self._id, row_id))
-        if not rows:
+        text = self._store.message(self._id, row_id)
+        if text is None:
             raise KeyError(row_id)
-        return json.loads(rows[0][0])  # type: ignore[no-any-return]
-
-    def _rows_where(self, where: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._store.query(f"SELECT json FROM messages WHERE session = ? AND {where}", (self._id, *params))
+        return json.loads(text)  # type: ignore[no-any-return]
 
     def compactions(self) -> list[CompactionRecord]:
         """Every compaction of this session, oldest first.
@@ -554,38 +478,24 @@ class Session:
             >>> for c in session.compactions():                     # doctest: +SKIP
             ...     print(c.id, c.strategy, c.tokens_before, c.tokens_after, len(c.replaced))
         """
-        with self._store.locked():
-            comps = self._store.query(
-                "SELECT id, created_at, strategy, summary, tokens_before, tokens_after, upto_seq, details "
-                "FROM compactions WHERE session = ? ORDER BY id",
-                (self._id,),
-            )
-            links: dict[int, list[RecordEntry]] = {}
-            for comp, message, action, detail in self._store.query(
-                "SELECT l.compaction, l.message, l.action, l.detail FROM summary_of l "
-                "JOIN compactions c ON c.id = l.compaction WHERE c.session = ? ORDER BY l.compaction, l.message",
-                (self._id,),
-            ):
-                links.setdefault(comp, []).append(RecordEntry(message, action, detail))
         out = []
-        for cid, created, strategy, summary, before, after, upto, details in comps:
-            d = json.loads(details)
-            record = tuple(links.get(cid, ()))
+        for c in self._store.compactions(self._id):
+            record = tuple(RecordEntry(*e) for e in c.record)
             out.append(
                 CompactionRecord(
-                    id=cid,
+                    id=c.id,
                     session_id=self._id,
-                    created_at=created,
-                    strategy=strategy,
-                    summary=summary,
-                    tokens_before=before,
-                    tokens_after=after,
+                    created_at=c.created_at,
+                    strategy=c.strategy,
+                    summary=c.summary,
+                    tokens_before=c.tokens_before,
+                    tokens_after=c.tokens_after,
                     replaced=tuple(sorted({e.index for e in record})),
                     record=record,
-                    upto_seq=upto,
-                    over_budget=bool(d.get("over_budget")),
-                    fallback_reason=d.get("fallback_reason"),
-                    must_keep=tuple(d.get("must_keep", ())),
+                    upto_seq=c.upto_seq,
+                    over_budget=bool(c.details.get("over_budget")),
+                    fallback_reason=c.details.get("fallback_reason"),
+                    must_keep=tuple(c.details.get("must_keep", ())),
                 )
             )
         return out
@@ -604,36 +514,7 @@ class Session:
             >>> record = session.compactions()[-1]                  # doctest: +SKIP
             >>> originals = session.expand(record.id)
         """
-        with self._store.locked():
-            if not self._store.query("SELECT 1 FROM compactions WHERE id = ? AND session = ?", (record_id, self._id)):
-                raise KeyError(record_id)
-            todo = [
-                r[0] for r in self._store.query("SELECT message FROM summary_of WHERE compaction = ?", (record_id,))
-            ]
-            seen: set[int] = set()
-            originals: list[tuple[int, str]] = []
-            while todo:
-                rid = todo.pop()
-                if rid in seen:
-                    continue
-                seen.add(rid)
-                kind, seq, source, comp, text = self._store.query(
-                    "SELECT kind, seq, source, compaction, json FROM messages WHERE id = ?", (rid,)
-                )[0]
-                if kind == "original":
-                    originals.append((seq, text))
-                elif kind == "edited" and source is not None:
-                    todo.append(source)
-                elif kind == "summary" and comp is not None:
-                    placeholders = ",".join("?" * len(REMOVED))
-                    todo.extend(
-                        r[0]
-                        for r in self._store.query(
-                            f"SELECT message FROM summary_of WHERE compaction = ? AND action IN ({placeholders})",
-                            (comp, *sorted(REMOVED)),
-                        )
-                    )
-        return [json.loads(text) for _, text in sorted(originals)]
+        return [json.loads(text) for text in self._store.expand(self._id, record_id)]
 
     # -- checking and compacting --------------------------------------------------------------------------------
 
@@ -823,94 +704,73 @@ class Session:
         record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
         entries = _derive(snap, result)
         system_changed = result.system is not snap.system and result.system != snap.system
-        t = now()
+        details = {
+            "over_budget": result.over_budget,
+            "over_budget_reason": result.over_budget_reason,
+            "fallback_reason": result.fallback_reason,
+            "summary_source": result.summary_source,
+            "must_keep": list(result.must_keep),
+            "must_keep_missing": list(result.must_keep_missing),
+            "phases": [list(p) for p in result.phases],
+            "repairs": list(result.repairs),
+            "summary_truncated": result.summary_truncated,
+            "original_count": result.original_count,
+            "compacted_count": result.compacted_count,
+            "context_count": len(entries),
+            "derived_count": sum(1 for e in entries if e[0] is None),
+            "record_count": len({(e.index, e.action) for e in record}),
+        }
+        context = []
+        msgs: list[dict[str, Any]] = []
+        for pos, (rid, msg, kind, source) in enumerate(entries):
+            if rid is None:
+                plain, text = _encode(msg, pos)
+                context.append((None, kind, plain["role"], text, source))
+                msgs.append(plain)
+            else:
+                context.append((rid, None, None, None, None))
+                msgs.append(msg)
+        new = NewCompaction(
+            base_head=snap.head,
+            upto_seq=snap.upto_seq,
+            strategy=result.strategy,
+            summary=result.summary,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            system=_dumps(result.system) if system_changed else None,
+            details=details,
+            context=tuple(context),
+            record=tuple((e.index, e.action, e.detail) for e in record),
+        )
         with self._store.locked():
-            with self._store.transaction("save a compaction") as conn:
-                head = conn.execute("SELECT head FROM sessions WHERE id = ?", (self._id,)).fetchone()
-                if head is None or head[0] != snap.head:
-                    conflict = True
-                else:
-                    conflict = False
-                    details = {
-                        "over_budget": result.over_budget,
-                        "over_budget_reason": result.over_budget_reason,
-                        "fallback_reason": result.fallback_reason,
-                        "must_keep": list(result.must_keep),
-                        "must_keep_missing": list(result.must_keep_missing),
-                        "phases": [list(p) for p in result.phases],
-                        "repairs": list(result.repairs),
-                        "summary_truncated": result.summary_truncated,
-                        "original_count": result.original_count,
-                        "compacted_count": result.compacted_count,
-                        "context_count": len(entries),
-                        "derived_count": sum(1 for e in entries if e[0] is None),
-                        "record_count": len({(e.index, e.action) for e in record}),
-                    }
-                    cur = conn.execute(
-                        "INSERT INTO compactions (session, created_at, upto_seq, strategy, summary, tokens_before, "
-                        "tokens_after, system, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            self._id,
-                            t,
-                            snap.upto_seq,
-                            result.strategy,
-                            result.summary,
-                            result.tokens_before,
-                            result.tokens_after,
-                            _dumps(result.system) if system_changed else None,
-                            _dumps(details),
-                        ),
-                    )
-                    comp = int(cur.lastrowid)  # type: ignore[arg-type]
-                    new_rows: list[int] = []
-                    new_msgs: list[dict[str, Any]] = []
-                    for pos, (rid, msg, kind, source) in enumerate(entries):
-                        if rid is None:
-                            plain, text = _encode(msg, pos)
-                            cur = conn.execute(
-                                "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (self._id, kind, plain["role"], text, source, comp, t),
-                            )
-                            rid = int(cur.lastrowid)  # type: ignore[arg-type]
-                            msg = plain
-                        new_rows.append(rid)
-                        new_msgs.append(msg)
-                    conn.executemany(
-                        "INSERT INTO context_items (compaction, pos, message) VALUES (?, ?, ?)",
-                        [(comp, pos, rid) for pos, rid in enumerate(new_rows)],
-                    )
-                    conn.executemany(
-                        "INSERT OR IGNORE INTO summary_of (compaction, message, action, detail) VALUES (?, ?, ?, ?)",
-                        [(comp, e.index, e.action, e.detail) for e in record],
-                    )
-                    conn.execute("UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", (comp, t, self._id))
-                data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if conflict:
+            saved = self._store.save_compaction(self._id, new)
+            if saved is None:
                 log.warning(
                     "session %s: another connection compacted it meanwhile; this compaction is dropped", self._id
                 )
                 self._refresh()
                 return None
-            # Messages appended while the summarizer ran follow the new context.
+            new_rows = list(saved.rows)
+            # Messages appended while the summarizer ran follow the new context (the delta rule).
             n = len(snap.messages)
             tail_rows, tail_msgs, tail_tok = self._rows[n:], self._msgs[n:], self._tok[n:]
             known = dict(zip(snap.rows, snap.tokens, strict=True))
             fresh = [i for i, rid in enumerate(new_rows) if rid not in known]
-            counts = self._compactor.counter.count_each([new_msgs[i] for i in fresh], format=self._fmt).messages
+            counts = self._compactor.counter.count_each([msgs[i] for i in fresh], format=self._fmt).messages
             known.update((new_rows[i], c) for i, c in zip(fresh, counts, strict=True))
             self._rows = new_rows + tail_rows
-            self._msgs = new_msgs + tail_msgs
+            self._msgs = msgs + tail_msgs
             self._tok = [known[r] for r in new_rows] + tail_tok
             self._raw = sum(self._tok)
-            self._head, self._upto = comp, snap.upto_seq
+            self._head, self._upto = saved.id, snap.upto_seq
             self._head_system = result.system if system_changed else None
             if system_changed:
                 self._extra = self._compactor.counter.count_each(
                     [], system=self.system, tools=self._tools, format=self._fmt
                 ).total
             self._micro_at = None
-            self._marker = (data_version, self._store._writes)
+            # Other connections may have appended since our last look: read them on the next call.
+            self._marker = None
         return replace(result, record=record)
 
     # -- usage ---------------------------------------------------------------------------------------------------
@@ -947,12 +807,15 @@ class Session:
             learned = bool(
                 self._state.observe_usage(usage, messages=sent, system=system, tools=self._tools, format=fmt)
             )
-        with self._store.transaction("record usage") as conn:
-            conn.execute(
-                "INSERT INTO usage (session, created_at, model, prompt_tokens, usage, head, context_len, learned) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (self._id, now(), model, _usage_tokens(usage), _usage_json(usage), head, len(sent), int(learned)),
-            )
+        self._store.add_usage(
+            self._id,
+            model=model,
+            prompt_tokens=_usage_tokens(usage),
+            usage=_usage_json(usage),
+            head=head,
+            context_len=len(sent),
+            learned=learned,
+        )
         return learned
 
     # -- closing -----------------------------------------------------------------------------------------------------
@@ -970,7 +833,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"Session({self._id!r}, store={self._store.path!r}, messages={self._last_seq}, "
+            f"Session({self._id!r}, store={getattr(self._store, 'path', self._store)!r}, messages={self._last_seq}, "
             f"context={len(self._msgs)}, compactions={'none' if self._head is None else 'head ' + str(self._head)})"
         )
 

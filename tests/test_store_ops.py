@@ -1,0 +1,94 @@
+"""The store's named operations (`SessionStore`), which any backend implements, and the delta rule:
+a compaction computed on a snapshot applies over the rows appended since, which stay verbatim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_compactor import ContextCompactor, SessionStore, StoreError, validate_messages
+from context_compactor._sqlite import SQLiteStore
+from context_compactor._store import NewCompaction
+from context_compactor.session import Session
+
+
+def test_session_store_opens_the_backend_its_argument_names(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    assert isinstance(store, SQLiteStore) and isinstance(store, SessionStore)
+    store.close()
+    with pytest.raises(StoreError, match="no store for 'mysql'"):
+        SessionStore("mysql://localhost/db")
+    with pytest.raises(StoreError, match="expected a path"):
+        SessionStore(42)  # type: ignore[arg-type]
+
+
+def test_operations_round_trip() -> None:
+    store = SessionStore(":memory:")
+    info = store.open_session("a", system='"Be brief."', tools=None, format="openai")
+    assert info.system == '"Be brief."' and info.context.rows == () and info.context.head is None
+    done = store.append_rows(
+        "a", [("user", '{"role":"user","content":"one"}'), ("assistant", '{"role":"assistant","content":"two"}')]
+    )
+    assert done.first_seq == 1 and len(done.ids) == 2 and done.head is None
+    ctx = store.load_context("a")
+    assert ctx.complete and [r[0] for r in ctx.rows] == list(done.ids) and ctx.last_seq == 2
+    # A compaction computed on the first message only: the second follows it verbatim (the delta rule).
+    new = NewCompaction(
+        base_head=None,
+        upto_seq=1,
+        strategy="summary",
+        summary="S",
+        tokens_before=10,
+        tokens_after=5,
+        system=None,
+        details={},
+        context=((None, "summary", "user", '{"role":"user","content":"S"}', None),),
+        record=((done.ids[0], "summarized", ""),),
+    )
+    saved = store.save_compaction("a", new)
+    assert saved is not None
+    ctx = store.load_context("a")
+    assert ctx.head == saved.id and [t for _, t in ctx.rows] == [
+        '{"role":"user","content":"S"}',
+        '{"role":"assistant","content":"two"}',
+    ]
+    # Conditional: computed on a head that is no longer the head, nothing is written.
+    assert store.save_compaction("a", new) is None
+    assert [c.id for c in store.compactions("a")] == [saved.id]
+    assert store.expand("a", saved.id) == ['{"role":"user","content":"one"}']
+    with pytest.raises(KeyError):
+        store.expand("a", saved.id + 1)
+    # Only what was appended after a known point, when the head did not move.
+    later = store.append_rows("a", [("user", '{"role":"user","content":"three"}')])
+    part = store.load_context("a", head=saved.id, after_seq=2)
+    assert not part.complete and [r[0] for r in part.rows] == list(later.ids)
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.load_context("a")
+
+
+def test_a_compaction_applies_over_appends_made_while_it_ran(tmp_path: Path) -> None:
+    """Another connection appends while this one's summarizer runs: the delta stays verbatim."""
+    path = tmp_path / "d.db"
+    other = Session(ContextCompactor(), path, "d")
+
+    def summarize(request: object) -> str:
+        # The agent (another process, here another connection) keeps going meanwhile.
+        other.append({"role": "assistant", "content": "appended while summarising"})
+        return "<summary>Earlier work on /srv/app/main.py.</summary>"
+
+    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), path, "d")
+    s.append({"role": "user", "content": "Fix /srv/app/main.py"})
+    for k in range(12):
+        s.append({"role": "assistant", "content": f"step {k} " + "words " * 60})
+        s.append({"role": "user", "content": f"ok {k}"})
+    result = s.prepare(force=True)
+    assert result is not None and result.summary_source == "llm"
+    ctx = s.context()
+    assert ctx[-1] == {"role": "assistant", "content": "appended while summarising"}
+    assert s.compactions()[-1].upto_seq == 25 and len(s) == 26
+    assert validate_messages(ctx, format="openai") == []
+    assert other.context() == ctx
+    s.close()
+    other.close()
