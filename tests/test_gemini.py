@@ -329,3 +329,14 @@ def test_chat_keeps_sdk_objects_and_compacts(monkeypatch: pytest.MonkeyPatch) ->
         )
     assert chat.results and all(isinstance(c, types.Content) for c in chat.contents)
     assert chat.contents[0].parts[0].text == "fix src/app.py"
+
+
+def test_importing_the_package_and_the_integration_imports_no_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, context_compactor, context_compactor.integrations, context_compactor.integrations.gemini\n"
+        "assert not [m for m in sys.modules if m.startswith('google')], 'google imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
