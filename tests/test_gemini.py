@@ -340,3 +340,13 @@ def test_importing_the_package_and_the_integration_imports_no_sdk() -> None:
         "assert not [m for m in sys.modules if m.startswith('google')], 'google imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_mixed_list_keeps_each_content_in_its_own_type() -> None:
+    contents = agent_run()
+    mixed: list[Any] = [contents[0], *as_types(contents[1:])]
+    result = ContextCompactor(max_context_tokens=200_000).micro_compact(mixed)
+    rebuilt = [m for m in result.messages if not any(m is x for x in mixed)]
+    assert rebuilt, "micro-compaction rewrote old responses"
+    assert all(isinstance(m, types.Content) for m in rebuilt)
+    assert validate_messages(result.messages) == []

@@ -26,6 +26,24 @@ enum Make<'py> {
     },
 }
 
+impl<'py> Make<'py> {
+    /// `parts` with every dict part made a `types.Part` (in `Types` mode).
+    fn as_parts_with(&self, parts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = parts.py();
+        let out = PyList::empty(py);
+        for p in parts.try_iter()? {
+            let p = p?;
+            match self {
+                Make::Types { part, .. } if p.is_instance_of::<PyDict>() => {
+                    out.append(part.call_method1(intern!(py, "model_validate"), (p,))?)?
+                }
+                _ => out.append(p)?,
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// The writer for one compaction's output.
 pub struct GeminiWriter<'a, 's, 'py> {
     src: &'a Source<'s, 'py>,
@@ -83,11 +101,7 @@ impl<'a, 's, 'py> GeminiWriter<'a, 's, 'py> {
         let first = src.messages.first().map(|m| m.bind(py));
         let make = match first {
             Some(m) if !m.is_instance_of::<PyDict>() && m.hasattr(intern!(py, "model_copy"))? => {
-                let module = py.import(m.get_type().module()?)?;
-                Make::Types {
-                    content: module.getattr("Content")?,
-                    part: module.getattr("Part")?,
-                }
+                Self::types_of(m)?
             }
             _ => Make::Dicts,
         };
@@ -107,7 +121,12 @@ impl<'a, 's, 'py> GeminiWriter<'a, 's, 'py> {
                     return Ok(d.into_any());
                 }
                 let update = PyDict::new(py);
-                update.set_item("parts", self.as_parts(&parts)?)?;
+                let parts = match &self.make {
+                    Make::Types { .. } => self.as_parts(&parts)?,
+                    // A `types.Content` in a list that starts with a dict: its own module's parts.
+                    Make::Dicts => Self::types_of(m)?.as_parts_with(&parts)?,
+                };
+                update.set_item("parts", parts)?;
                 let kwargs = PyDict::new(py);
                 kwargs.set_item("update", update)?;
                 m.call_method(intern!(py, "model_copy"), (), Some(&kwargs))
@@ -129,20 +148,18 @@ impl<'a, 's, 'py> GeminiWriter<'a, 's, 'py> {
         }
     }
 
+    /// The SDK classes of the module `m`'s type comes from.
+    fn types_of(m: &Bound<'py, PyAny>) -> PyResult<Make<'py>> {
+        let module = m.py().import(m.get_type().module()?)?;
+        Ok(Make::Types {
+            content: module.getattr("Content")?,
+            part: module.getattr("Part")?,
+        })
+    }
+
     /// In `Types` mode, every new dict part made a `types.Part`.
     fn as_parts(&self, parts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let py = self.src.py;
-        let out = PyList::empty(py);
-        for p in parts.try_iter()? {
-            let p = p?;
-            match &self.make {
-                Make::Types { part, .. } if p.is_instance_of::<PyDict>() => {
-                    out.append(part.call_method1(intern!(py, "model_validate"), (p,))?)?
-                }
-                _ => out.append(p)?,
-            }
-        }
-        Ok(out)
+        self.make.as_parts_with(parts)
     }
 
     fn parts(&self, blocks: &[OutBlock]) -> PyResult<Bound<'py, PyList>> {
