@@ -1,7 +1,10 @@
 //! context-compactor: a pure-Rust core (formats, validation, token accounting, planning)
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
+pub mod cut;
+pub mod fingerprint;
 pub mod gemini;
+pub mod json;
 pub mod message;
 pub mod parallel;
 pub mod planner;

@@ -35,41 +35,6 @@ pub const MIN_OBSERVED_TOKENS: usize = 64;
 /// Cache entries unused for this many measurements are evicted.
 const EVICT_AFTER: u32 = 4;
 
-/// Mix one value into a fingerprint (splitmix64 finaliser over the running state).
-#[inline]
-pub fn mix(fp: u64, v: u64) -> u64 {
-    let mut z = (fp ^ v).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A fingerprint of bytes, for text the boundary built itself (no Python hash to reuse).
-pub fn hash_bytes(b: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    b.hash(&mut h);
-    h.finish()
-}
-
-/// Fingerprint of a view built in Rust (pure-Rust callers and tests): hashes the texts.
-pub fn fingerprint_of(m: &Message<'_>) -> u64 {
-    let mut fp = mix(0, m.role as u64);
-    for b in m.blocks.iter() {
-        fp = mix(
-            fp,
-            b.kind as u64 | (u64::from(b.images) << 8) | (u64::from(b.is_error) << 40),
-        );
-        for t in b.id.iter().chain(b.name.iter()) {
-            fp = mix(fp, hash_bytes(t.as_bytes()));
-        }
-        for p in &b.texts {
-            fp = mix(fp, hash_bytes(p.text().to_utf8().as_bytes()));
-        }
-    }
-    mix(fp, u64::from(m.empty))
-}
-
 /// Which counter produced a cached count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CounterKey {
@@ -406,7 +371,7 @@ mod tests {
             .iter()
             .map(|t| {
                 let mut m = Message::text(Role::User, t);
-                m.fingerprint = fingerprint_of(&m);
+                m.fingerprint = crate::fingerprint::fingerprint_of(&m);
                 m
             })
             .collect()

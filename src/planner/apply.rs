@@ -11,7 +11,7 @@ use crate::message::Message;
 use crate::structure::analyze;
 use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
-use crate::summary::text::{cap_to_tokens, extract_summary};
+use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary, truncation_summary};
 use crate::text::Text;
 

@@ -12,9 +12,9 @@ use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
 use super::shorten::{cut_keeping_facts, with_cut_facts};
 use super::{Action, Item, PlanConfig};
+use crate::cut::{cut_json_args, head_tail, is_cut};
 use crate::message::{Block, BlockKind, Role};
 use crate::structure::{analyze, Structure};
-use crate::summary::text::{cut_json_args, head_tail, is_cut};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Prefix of every placeholder the compactor writes.
@@ -158,8 +158,8 @@ pub struct Offload {
 
 /// File name for offloaded text: a content hash, so the same output is written once.
 pub fn offload_path(dir: &str, text: &str) -> String {
-    let h = crate::state::hash_bytes(text.as_bytes());
-    let h2 = crate::state::mix(h, text.len() as u64);
+    let h = crate::fingerprint::hash_bytes(text.as_bytes());
+    let h2 = crate::fingerprint::mix(h, text.len() as u64);
     format!(
         "{}/tool-output-{h:016x}{h2:08x}.txt",
         dir.trim_end_matches('/')

@@ -7,11 +7,11 @@ use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
 use super::request::SystemPrompt;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
+use crate::cut::head_tail;
 use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::facts::must_keep_facts;
 use crate::summary::language::{detect_language, Language};
-use crate::summary::text::head_tail;
 use crate::summary::transcript::{chunk_transcript, fit_entries, render_transcript};
 use crate::text::Text;
 use crate::validate::{validate, Problem, Profile};
@@ -25,6 +25,26 @@ pub enum PlanError {
     /// `repair=false` and the input is invalid for the provider.
     Invalid(Vec<Problem>),
 }
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::Invalid(problems) => {
+                write!(
+                    f,
+                    "the conversation is not valid for the provider ({} problem(s)",
+                    problems.len()
+                )?;
+                if let Some(first) = problems.first() {
+                    write!(f, ", first: {first}")?;
+                }
+                write!(f, ") and repair=False")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
 
 /// A compaction waiting for its summary.
 #[derive(Clone, Debug)]

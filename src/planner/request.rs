@@ -4,7 +4,7 @@
 use super::draft::Count;
 use super::plan::Planned;
 use crate::summary::language::Language;
-use crate::summary::text::extract_summary;
+use crate::summary::reply::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
 use crate::text::Text;
 

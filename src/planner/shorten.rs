@@ -15,9 +15,10 @@ use super::draft::{block_tokens, Count, Slot};
 use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
 use super::PlanConfig;
+use crate::cut::head_tail_text;
+use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::facts::{fact_present, must_keep_facts};
-use crate::summary::text::{head_tail_text, json_string_literal, json_strings};
 use crate::text::Text;
 use rustc_hash::FxHashMap;
 
@@ -326,7 +327,7 @@ fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::text::cut_json_args;
+    use crate::cut::cut_json_args;
 
     #[test]
     fn the_list_names_every_fact_whatever_the_room() {

@@ -1,16 +1,21 @@
-//! The one place that maps core failures to the package's exception classes.
+//! The one place that maps failures to the package's exception classes: wrong Python types
+//! ([`message_type_error`]), bad arguments ([`config_error`], [`parse_format`]) and the core's
+//! [`PlanError`] ([`plan_error`]).
 //!
 //! The classes live in `context_compactor/errors.py` (they need multiple inheritance, e.g.
 //! `MessageTypeError(CompactorError, TypeError)`, which `create_exception!` cannot express) and
-//! are imported once per interpreter.
+//! are imported once per interpreter (cached in a `PyOnceLock`).
 
+use super::validate::Problem;
 use crate::message::Format;
+use crate::planner::PlanError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyList, PyType};
 
 static MESSAGE_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CONFIG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INVALID_CONVERSATION_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn raise<'py, A>(
     py: Python<'py>,
@@ -53,6 +58,29 @@ pub fn config_error(py: Python<'_>, field: &str, what: &str) -> PyErr {
         "ConfigError",
         (format!("{field}: {what}"), field.to_owned()),
     )
+}
+
+/// A core [`PlanError`] as its exception: `InvalidConversationError(message, problems)` with
+/// the problems as `Problem` objects.
+pub fn plan_error(py: Python<'_>, err: PlanError) -> PyErr {
+    let text = err.to_string();
+    match err {
+        PlanError::Invalid(problems) => {
+            let list = PyList::empty(py);
+            for p in problems {
+                let problem = Problem::from_core(p);
+                if let Err(e) = Bound::new(py, problem).and_then(|p| list.append(p)) {
+                    return e;
+                }
+            }
+            raise(
+                py,
+                &INVALID_CONVERSATION_ERROR,
+                "InvalidConversationError",
+                (text, list),
+            )
+        }
+    }
 }
 
 /// Parse a `format=` argument.

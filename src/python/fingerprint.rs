@@ -16,7 +16,7 @@
 //! the message is simply counted each time. Measured: 10k corpus messages in ~1.5–2 ms warm
 //! (see [`fingerprints_borrowed`] for the memory-latency work behind that).
 
-use crate::state::mix;
+use crate::fingerprint::mix;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

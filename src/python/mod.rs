@@ -2,6 +2,7 @@
 //! of its arguments while attached, runs the core with the GIL released, and builds Python
 //! objects after (tiktoken's shape).
 
+mod counter;
 mod errors;
 mod extract;
 mod fingerprint;
@@ -32,7 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// refusal rather than a summary (English and Chinese).
 #[pyfunction]
 fn looks_like_error(reply: &str) -> bool {
-    crate::summary::text::looks_like_error(reply)
+    crate::summary::reply::looks_like_error(reply)
 }
 
 /// The extension's allocator (the core's views, plans and outputs; Python objects still come

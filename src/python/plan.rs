@@ -4,11 +4,11 @@
 //! what to summarise; `apply(text)` finishes. A Python counter (a callable tokenizer) is passed
 //! to each call that counts, never stored.
 
-use super::errors::config_error;
+use super::counter::Counter;
+use super::errors::{config_error, plan_error};
 use super::extract::{parse_format, Extracted, Extractor};
 use super::render::Source;
-use super::state::{ConversationState, Counter};
-use crate::planner::PlanError;
+use super::state::ConversationState;
 use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned, SystemPrompt};
 use crate::summary::language::Language;
 use crate::text::Text;
@@ -432,25 +432,7 @@ pub fn plan(
     })?;
     let mut planned = match planned {
         Ok(p) => p,
-        Err(PlanError::Invalid(problems)) => {
-            let list = PyList::empty(py);
-            let cls = py.import("context_compactor._core")?.getattr("Problem")?;
-            for p in &problems {
-                list.append(cls.call1((p.index, p.rule, &p.message))?)?;
-            }
-            let exc = py
-                .import("context_compactor.errors")?
-                .getattr("InvalidConversationError")?
-                .call1((
-                    format!(
-                        "the conversation is not valid for the provider ({} problem(s), first: {}) and repair=False",
-                        problems.len(),
-                        problems[0]
-                    ),
-                    list,
-                ))?;
-            return Err(PyErr::from_value(exc));
-        }
+        Err(e) => return Err(plan_error(py, e)),
     };
     // How `apply` will return the system prompt with a summary in it (counted as returned).
     let system = system.filter(|s| !s.is_none());

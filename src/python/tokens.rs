@@ -1,9 +1,10 @@
 //! `estimate_tokens`, `count_tokens`, `count_tokens_many`, `measure`, `MessageCounts`.
 
+use super::counter::Counter;
 use super::errors::config_error;
 use super::extract::{parse_format, Extracted, Extractor};
 use super::fingerprint::{fingerprint, fingerprints_borrowed};
-use super::state::{ConversationState, Counter};
+use super::state::ConversationState;
 use super::text::borrow_text;
 use crate::message::{Format, FormatHints};
 use crate::tokens::counter::{Framing, Tokenizer};
@@ -133,16 +134,6 @@ impl MessageCounts {
             self.format
         )
     }
-}
-
-pub fn parse_tokenizer(py: Python<'_>, name: &str) -> PyResult<Tokenizer> {
-    Tokenizer::parse(name).ok_or_else(|| {
-        config_error(
-            py,
-            "tokenizer",
-            &format!("unknown tokenizer {name:?}; expected \"approx\", \"o200k_base\", \"cl100k_base\" or a callable"),
-        )
-    })
 }
 
 /// Count a request: each message, the system prompt and the tools, with a built-in tokenizer

@@ -6,9 +6,9 @@
 //! as a whole, so its `index` is `None` (the `Problem` class always allowed it) and it comes
 //! after the per-message problems.
 
+use super::counter::Counter;
 use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
-use super::state::Counter;
 use super::tokens::read_counted;
 use crate::structure::{analyze, Span};
 use crate::tokens::counter::{Framing, Tokenizer};
@@ -26,6 +26,17 @@ pub struct Problem {
     rule: String,
     #[pyo3(get)]
     message: String,
+}
+
+impl Problem {
+    /// The Python object of a core problem.
+    pub fn from_core(p: crate::validate::Problem) -> Self {
+        Problem {
+            index: p.index,
+            rule: p.rule.to_owned(),
+            message: p.message,
+        }
+    }
 }
 
 #[pymethods]
@@ -123,14 +134,7 @@ pub fn validate_messages(
     let conv = ex.conv();
     let profile = profile.unwrap_or(Profile::for_format(conv.format));
     let problems = py.detach(|| validate(&conv.messages, conv.format, profile));
-    let mut out: Vec<Problem> = problems
-        .into_iter()
-        .map(|p| Problem {
-            index: p.index,
-            rule: p.rule.to_owned(),
-            message: p.message,
-        })
-        .collect();
+    let mut out: Vec<Problem> = problems.into_iter().map(Problem::from_core).collect();
     if let Some(limit) = limit.filter(|&b| total > b) {
         out.push(Problem {
             index: None,

@@ -3,6 +3,7 @@
 //! prints the figures quoted in the module note.
 
 use super::*;
+use crate::cut::cut_json_args;
 use crate::message::{Block, BlockKind, Message, Role};
 use std::path::PathBuf;
 use std::time::Instant;

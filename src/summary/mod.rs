@@ -1,17 +1,10 @@
 //! The planner's text functions: the conversation's language, must-keep facts, the
-//! summarizer's transcript and prompts, cutting (head + tail, JSON arguments), reading and
-//! capping a reply, and the two summaries built without an LLM. Pure Rust, no pyo3, no regex.
+//! summarizer's transcript and prompts, reading and capping a reply ([`reply`]), and the two
+//! summaries built without an LLM. Pure Rust, no pyo3, no regex. Cutting text lives in
+//! [`crate::cut`], JSON string scanning and writing in [`crate::json`].
 //!
 //! Design note.
 //!
-//! * **One cut marker** (`…[N chars omitted]…`, [`text::cut_marker`]) for every cut in the
-//!   crate, so [`is_cut`] can tell cut text and nothing is cut twice (micro-compaction stays
-//!   idempotent and the cached prompt prefix stable). Cuts count code points, read only the
-//!   kept ends of a UCS-2/UCS-4 string, and snap to a line end near the cut. JSON arguments
-//!   are cut inside their string values ([`cut_json_args`]), found by a byte scanner after a
-//!   no-allocation validity check (`serde::de::IgnoredAny`), so keys, order and numbers are
-//!   kept byte for byte; `serde_json`'s `Value` would have reordered keys without the
-//!   `preserve_order` feature and allocated the whole tree.
 //! * **Facts by a hand-written scanner** ([`facts`]): one pass per text, tokens split at
 //!   whitespace, quotes, brackets and CJK characters, then classified. A regex set would be
 //!   slower and much harder to keep precise on real transcripts (paths glued to Chinese
@@ -51,8 +44,8 @@
 pub mod facts;
 pub mod language;
 pub mod prompts;
+pub mod reply;
 pub mod rule;
-pub mod text;
 mod tools;
 pub mod transcript;
 pub mod truncation;
@@ -60,10 +53,8 @@ pub mod truncation;
 pub use facts::{fact_present, must_keep_facts, FactKind};
 pub use language::{detect_language, Label, Language};
 pub use prompts::{summary_prompts, with_task_context};
+pub use reply::{cap_to_tokens, extract_summary, looks_like_error};
 pub use rule::rule_summary;
-pub use text::{
-    cap_to_tokens, cut_json_args, extract_summary, head_tail, is_cut, looks_like_error,
-};
 pub use transcript::{chunk_transcript, fit_entries, render_transcript};
 pub use truncation::truncation_summary;
 

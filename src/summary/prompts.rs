@@ -7,7 +7,7 @@
 //! instructions, no tools, no continuing the chat); the user prompt gives the transcript
 //! first and the instructions last (long inputs are followed better when the ask comes
 //! after them), the ten sections DESIGN lists, verbatim facts, a token budget, and the
-//! answer inside `<summary>` tags, which [`super::text::extract_summary`] reads.
+//! answer inside `<summary>` tags, which [`super::reply::extract_summary`] reads.
 
 use super::language::Language;
 use std::fmt::Write;

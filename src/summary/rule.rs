@@ -16,11 +16,11 @@
 
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
 use super::language::{Label, Language};
-use super::text::shorten;
 use super::tools::{
     command_line, failing_line, is_edit_tool, is_shell_tool, is_view_only, shell_command,
 };
 use super::transcript::{call_names, result_name};
+use crate::cut::shorten;
 use crate::message::{Block, BlockKind, Message, Role};
 use std::collections::{HashMap, HashSet, VecDeque};
 

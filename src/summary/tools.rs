@@ -2,7 +2,7 @@
 //! edit files, the command of a shell call, and the lines of tool output that report a failure.
 
 use super::facts::is_error_name;
-use super::text::shorten;
+use crate::cut::shorten;
 
 /// Whether a tool runs shell commands (`bash`, `execute_bash`, `run_terminal_cmd`, …).
 pub(super) fn is_shell_tool(name: &str) -> bool {

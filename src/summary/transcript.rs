@@ -15,7 +15,7 @@
 //! here (it is what the summary is about); [`fit_entries`] cuts an entry that alone would
 //! not fit a summarizer call.
 
-use super::text::{cut_json_args, head_tail_text};
+use crate::cut::{cut_json_args, head_tail_text};
 use crate::message::{Block, BlockKind, Message, Piece, Role};
 use crate::text::Text;
 use std::borrow::Cow;
@@ -402,7 +402,7 @@ mod tests {
         for e in &entries[1..] {
             assert!(count(e) <= 500, "{}", count(e));
             assert!(count(e) > 450, "{}", count(e));
-            assert!(super::super::text::is_cut(e));
+            assert!(crate::cut::is_cut(e));
         }
     }
 }

@@ -3,8 +3,8 @@
 //! kept when not all fit. Reads only the messages it shows.
 
 use super::language::{Label, Language};
-use super::text::shorten;
 use super::transcript::{call_names, result_name};
+use crate::cut::shorten;
 use crate::message::{BlockKind, Message, Role};
 use crate::text::Text;
 use std::collections::HashMap;

@@ -128,33 +128,5 @@ impl<'py> Extractor<'py> {
 /// Append `t` as a JSON string literal (the crate's one writer: a cut of these arguments is
 /// counted as this writes it).
 fn json_string(t: Text<'_>, out: &mut String) {
-    // UTF-8 (an ASCII Python string): copy the runs between the bytes that need escaping (the
-    // same output as `push_json_string`, which goes char by char: a Gemini call's `args` are
-    // written here whole, 1.4 MB per 10k corpus messages, and that loop was half of reading them).
-    if let Text::Utf8(s) = t {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        let mut start = 0;
-        for (i, &b) in s.as_bytes().iter().enumerate() {
-            if b != b'"' && b != b'\\' && b >= 0x20 {
-                continue;
-            }
-            out.push_str(&s[start..i]);
-            match b {
-                b'"' => out.push_str("\\\""),
-                b'\\' => out.push_str("\\\\"),
-                b'\n' => out.push_str("\\n"),
-                b'\r' => out.push_str("\\r"),
-                b'\t' => out.push_str("\\t"),
-                _ => {
-                    let _ = std::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", b));
-                }
-            }
-            start = i + 1;
-        }
-        out.push_str(&s[start..]);
-        out.push('"');
-        return;
-    }
-    crate::summary::text::push_json_string(t, out);
+    crate::json::push_json_string(t, out);
 }

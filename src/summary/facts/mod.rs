@@ -58,7 +58,7 @@ mod tests;
 pub use error_names::is_error_name;
 pub use scan::scan_text;
 
-use super::text::json_strings;
+use crate::json::json_strings;
 use crate::message::{BlockKind, Message, Role};
 use std::collections::HashSet;
 
