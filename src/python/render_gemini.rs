@@ -230,12 +230,17 @@ impl<'a, 's, 'py> GeminiWriter<'a, 's, 'py> {
                 Some("args"),
                 json_object(py, text, "_truncated")?,
             ),
-            BlockKind::ToolResult => (
-                "function_response",
-                "functionResponse",
-                Some("response"),
-                json_object(py, text, "output")?,
-            ),
+            // Always `{"output": text}`: the reader counts exactly that text, as the planner did.
+            BlockKind::ToolResult => {
+                let d = PyDict::new(py);
+                d.set_item("output", text)?;
+                (
+                    "function_response",
+                    "functionResponse",
+                    Some("response"),
+                    d.into_any(),
+                )
+            }
             // An image or another part replaced by a placeholder: a text part.
             _ => {
                 let d = PyDict::new(py);
