@@ -220,6 +220,10 @@ def is_user_text(message: Any) -> bool:
     return role(message) in ("user", None) and any(pget(p, "function_response") is None for p in parts(message))
 
 
+def has_responses(message: Any) -> bool:
+    return any(pget(p, "function_response") is not None for p in parts(message))
+
+
 def starts_with_thinking(message: Any) -> bool:
     ps = parts(message)
     return role(message) == "model" and bool(ps) and bool(pget(ps[0], "thought"))

@@ -649,7 +649,11 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
         while start > 0 and role(messages[start]) == "tool":
             start -= 1
         return start
-    if role(messages[start]) == "user" and not is_user_text(messages[start]) and start > 0:
+    if _gemini.is_gemini(messages[start]):
+        # A user content holding function responses (with text or not) cannot go without its call.
+        if _gemini.has_responses(messages[start]) and start > 0:
+            start -= 1
+    elif role(messages[start]) == "user" and not is_user_text(messages[start]) and start > 0:
         start -= 1
     loop = max((i for i, m in enumerate(messages) if is_user_text(m)), default=-1) + 1
     # With thinking on, the assistant turn that follows the summary must start with thinking, so a
