@@ -129,6 +129,13 @@ sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10)
 sweep-frameworks: ## the full sweep on LangChain and pydantic-ai objects (tests/_frameworks.py), next to the same conversations as dicts
 	$(BIN)/python tests/_frameworks.py --full
 
+.PHONY: sweep-gemini bench-gemini
+sweep-gemini: ## the full sweep over the corpus converted into Gemini contents (dicts and types.Content), with the original formats' recall
+	$(BIN)/python tests/sweep_gemini.py --full --baseline
+
+bench-gemini: ## check() of Gemini contents against plain OpenAI dicts (cold <= 1.5x, warm <= 2x)
+	$(BIN)/python benches/bench_gemini.py
+
 .PHONY: dist
 dist: ## an sdist and a release wheel per CPython in PY_VERSIONS (default 3.10-3.13) into dist/
 	rm -rf dist

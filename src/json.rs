@@ -95,6 +95,35 @@ pub fn json_string_literal(s: &str) -> String {
 /// of the crate, shared with the Python boundary (which writes an Anthropic `tool_use.input`
 /// object's strings this way to count them), so a cut and its recount always agree.
 pub fn push_json_string(t: Text<'_>, out: &mut String) {
+    // UTF-8 (an ASCII Python string, a Rust string): copy the runs between the bytes that need
+    // escaping, the same output as the char loop below. Object arguments (an Anthropic
+    // `tool_use.input`, a Gemini call's `args`: 1.4 MB per 10k corpus messages) are written
+    // whole when read, and char by char that was half of reading Gemini contents.
+    if let Text::Utf8(s) = t {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        let mut start = 0;
+        for (i, &b) in s.as_bytes().iter().enumerate() {
+            if b != b'"' && b != b'\\' && b >= 0x20 {
+                continue;
+            }
+            out.push_str(&s[start..i]);
+            match b {
+                b'"' => out.push_str("\\\""),
+                b'\\' => out.push_str("\\\\"),
+                b'\n' => out.push_str("\\n"),
+                b'\r' => out.push_str("\\r"),
+                b'\t' => out.push_str("\\t"),
+                _ => {
+                    let _ = write!(out, "\\u{:04x}", b);
+                }
+            }
+            start = i + 1;
+        }
+        out.push_str(&s[start..]);
+        out.push('"');
+        return;
+    }
     out.push('"');
     for c in t.chars() {
         match c {
@@ -125,6 +154,17 @@ pub(crate) fn json_escaped_chars(c: char) -> u32 {
 mod tests {
     use super::*;
     use crate::cut::cut_json_args;
+
+    #[test]
+    fn the_utf8_fast_path_writes_what_the_char_loop_writes() {
+        let v = "a\"b\\c\nd\re\tf\u{8}g\u{c}h\u{1}i\u{1f}j\u{7f}中🙂 end";
+        let mut fast = String::new();
+        push_json_string(Text::Utf8(v), &mut fast);
+        let latin: Vec<u32> = v.chars().map(|c| c as u32).collect();
+        let mut slow = String::new();
+        push_json_string(Text::Ucs4(&latin), &mut slow);
+        assert_eq!(fast, slow);
+    }
 
     #[test]
     fn json_literals_are_written_like_the_boundary_writes_them() {

@@ -4,6 +4,7 @@
 pub mod compaction;
 pub mod cut;
 pub mod fingerprint;
+pub mod gemini;
 pub mod image;
 pub mod json;
 pub mod message;

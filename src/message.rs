@@ -21,6 +21,8 @@ pub enum Format {
     Anthropic,
     /// OpenAI Responses items (see `crate::responses`).
     Responses,
+    /// Gemini `contents` (`google-genai`): roles `user`/`model`, `parts`.
+    Gemini,
 }
 
 impl Format {
@@ -29,6 +31,7 @@ impl Format {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
             Format::Responses => "responses",
+            Format::Gemini => "gemini",
         }
     }
 
@@ -37,8 +40,17 @@ impl Format {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
             "responses" => Some(Format::Responses),
+            "gemini" => Some(Format::Gemini),
             _ => None,
         }
+    }
+}
+
+impl Format {
+    /// Tool results are blocks of user messages, the user speaks first and no message may be
+    /// empty (Anthropic `tool_result` blocks, Gemini `function_response` parts).
+    pub fn results_in_user_messages(self) -> bool {
+        matches!(self, Format::Anthropic | Format::Gemini)
     }
 }
 
@@ -206,6 +218,9 @@ pub struct Block<'a> {
     /// The item only resolves from a response the provider stored: an `item_reference`, or a
     /// reasoning item with an `id` and no `encrypted_content` (see `crate::responses`).
     pub needs_store: bool,
+    /// Carries an opaque signature that must go back with it unchanged (a Gemini part's
+    /// `thought_signature`): never edited or dropped alone.
+    pub signed: bool,
 }
 
 impl<'a> Block<'a> {
@@ -222,6 +237,7 @@ impl<'a> Block<'a> {
             malformed: None,
             opaque: false,
             needs_store: false,
+            signed: false,
         }
     }
 
@@ -271,6 +287,8 @@ pub struct Message<'a> {
     pub fingerprint: u64,
     /// Read as a Responses item: a typed item, or a message with `input_*`/`output_*` parts.
     pub responses: bool,
+    /// Read from a Gemini `Content` (`parts`): its hints say Gemini, whatever its blocks.
+    pub gemini: bool,
 }
 
 impl<'a> Message<'a> {
@@ -282,6 +300,7 @@ impl<'a> Message<'a> {
             empty,
             fingerprint: 0,
             responses: false,
+            gemini: false,
         }
     }
 
@@ -406,11 +425,19 @@ pub struct FormatHints {
     pub openai: bool,
     /// Saw an item whose `type` is a Responses item type, or `input_*`/`output_*` parts.
     pub responses: bool,
+    /// Saw a Gemini `Content` (a message with `parts` and no `content`).
+    pub gemini: bool,
 }
 
 impl FormatHints {
     /// The hints one message's view gives (the same the extractor gathers while reading it).
     pub fn of(m: &Message<'_>) -> Self {
+        if m.gemini {
+            return FormatHints {
+                gemini: true,
+                ..FormatHints::default()
+            };
+        }
         let mut h = FormatHints {
             openai: matches!(
                 m.role,
@@ -418,6 +445,7 @@ impl FormatHints {
             ),
             anthropic: false,
             responses: m.responses,
+            gemini: false,
         };
         for b in m.blocks.iter() {
             match (b.kind, b.origin) {
@@ -436,7 +464,18 @@ impl FormatHints {
 
     /// As two bits (for caching).
     pub fn bits(self) -> u8 {
-        u8::from(self.anthropic) | (u8::from(self.openai) << 1) | (u8::from(self.responses) << 2)
+        u8::from(self.anthropic)
+            | (u8::from(self.openai) << 1)
+            | (u8::from(self.responses) << 2)
+            | (u8::from(self.gemini) << 3)
+    }
+
+    /// Add what `other` saw.
+    pub fn merge(&mut self, other: FormatHints) {
+        self.anthropic |= other.anthropic;
+        self.openai |= other.openai;
+        self.responses |= other.responses;
+        self.gemini |= other.gemini;
     }
 
     pub fn from_bits(b: u8) -> Self {
@@ -444,14 +483,18 @@ impl FormatHints {
             anthropic: b & 1 != 0,
             openai: b & 2 != 0,
             responses: b & 4 != 0,
+            gemini: b & 8 != 0,
         }
     }
 
     /// Responses items win (DESIGN: any item whose `type` is a Responses item type); then
-    /// Anthropic-only features; then OpenAI-only ones; otherwise OpenAI.
+    /// Gemini `contents` (no other format has `parts` messages); then Anthropic-only features;
+    /// then OpenAI-only ones; otherwise OpenAI.
     pub fn detect(self) -> Format {
         if self.responses {
             Format::Responses
+        } else if self.gemini {
+            Format::Gemini
         } else if self.anthropic {
             Format::Anthropic
         } else {

@@ -23,6 +23,8 @@ use std::fmt;
 pub enum Profile {
     OpenAi,
     Anthropic,
+    /// Gemini `contents` (see `crate::gemini`).
+    Gemini,
     /// The format's rules plus strict user/assistant alternation and system messages only
     /// first (some local chat templates need both).
     Strict,
@@ -37,6 +39,7 @@ impl Profile {
         match s {
             "openai" => Some(Profile::OpenAi),
             "anthropic" => Some(Profile::Anthropic),
+            "gemini" => Some(Profile::Gemini),
             "strict" => Some(Profile::Strict),
             "responses" => Some(Profile::Responses),
             "responses_stateless" => Some(Profile::ResponsesStateless),
@@ -48,6 +51,7 @@ impl Profile {
         match self {
             Profile::OpenAi => "openai",
             Profile::Anthropic => "anthropic",
+            Profile::Gemini => "gemini",
             Profile::Strict => "strict",
             Profile::Responses => "responses",
             Profile::ResponsesStateless => "responses_stateless",
@@ -59,6 +63,7 @@ impl Profile {
             Format::OpenAi => Profile::OpenAi,
             Format::Anthropic => Profile::Anthropic,
             Format::Responses => Profile::Responses,
+            Format::Gemini => Profile::Gemini,
         }
     }
 }
@@ -145,6 +150,8 @@ fn block_place(b: &Block<'_>) -> String {
 
 fn id_text(id: Option<&str>) -> String {
     match id {
+        // A Gemini call or response that came without an id (`crate::gemini::pair_ids`).
+        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }
@@ -165,11 +172,13 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     };
     let n = messages.len();
     let anthropic = format == Format::Anthropic;
+    // Anthropic's rules that Gemini shares: the user first, no empty content.
+    let user_parts = format.results_in_user_messages();
 
     // Roles and block placement.
     for (i, m) in messages.iter().enumerate() {
         let role_ok = match format {
-            Format::Anthropic => matches!(m.role, Role::User | Role::Assistant),
+            Format::Anthropic | Format::Gemini => matches!(m.role, Role::User | Role::Assistant),
             Format::OpenAi | Format::Responses => m.role != Role::Other,
         };
         if !role_ok {
@@ -220,17 +229,17 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
                     "thinking blocks must come before any other block".to_owned(),
                 );
             }
-            let prefill = i + 1 == n && m.role == Role::Assistant;
-            if m.empty && !prefill {
-                push(
-                    i,
-                    rule::EMPTY_CONTENT,
-                    "content is empty; Anthropic requires non-empty content".to_owned(),
-                );
-            }
+        }
+        let prefill = anthropic && i + 1 == n && m.role == Role::Assistant;
+        if user_parts && m.empty && !prefill {
+            push(
+                i,
+                rule::EMPTY_CONTENT,
+                format!("content is empty; {format} requires non-empty content"),
+            );
         }
     }
-    if anthropic || profile == Profile::Strict {
+    if user_parts || profile == Profile::Strict {
         if let Some(first) = messages.iter().position(|m| !m.role.is_instruction()) {
             // A conversation continued after Anthropic's compaction opens with its block.
             let compacted = anthropic && crate::compaction::opens_with_block(&messages[first]);
@@ -251,6 +260,9 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
         compaction_blocks(messages, &mut push);
     }
     pair_calls_and_results(messages, &mut push);
+    if format == Format::Gemini {
+        crate::gemini::check(messages, &mut push);
+    }
 
     if profile == Profile::Strict {
         check_strict(messages, &mut push);

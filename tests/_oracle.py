@@ -124,6 +124,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import _oracle_responses as _responses
+import _gemini
 from _messages import get, role
 
 #: Written out, not imported from the package: the oracle is independent of the library it checks.
@@ -352,11 +353,15 @@ def content_texts(content: Any) -> Iterator[str]:
 
 
 def is_summary(message: Any) -> bool:
+    if _gemini.is_gemini(message):
+        return any(t.startswith(SUMMARY_MARKER) for t in _gemini.fact_texts(message))
     return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
 
 
 def call_argument_texts(message: Any) -> list[str]:
     """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
+    if _gemini.is_gemini(message):
+        return _gemini.call_argument_texts(message)
     texts: list[str] = []
     content = get(message, "content")
     for part in content if isinstance(content, (list, tuple)) else ():
@@ -376,6 +381,8 @@ def fact_texts(message: Any) -> list[str]:
     """The texts of a message that facts are read from (see the module docstring)."""
     if _responses.call_argument_texts(message):
         return call_argument_texts(message)
+    if _gemini.is_gemini(message):
+        return _gemini.fact_texts(message)
     if role(message) not in ("user", "assistant") and not is_summary(message):
         return []
     texts = list(content_texts(get(message, "content")))
@@ -551,6 +558,8 @@ def has_thinking(message: Any) -> bool:
 
 def is_user_text(message: Any) -> bool:
     """A user message that is not only tool results (it starts a turn)."""
+    if _gemini.is_gemini(message):
+        return _gemini.is_user_text(message)
     if role(message) != "user":
         return False
     content = get(message, "content")
@@ -573,6 +582,8 @@ def pending_thinking_problems(inp: Sequence[Any], out: Sequence[Any]) -> list[st
 def validity_problems(inp: Sequence[Any], out: Sequence[Any], fmt: str) -> list[str]:
     if fmt == "responses":
         return _responses.validity(out)
+    if fmt == "gemini":
+        return _gemini.validity_problems(inp, out)
     if fmt == "anthropic":
         return anthropic_problems(out) + pending_thinking_problems(inp, out)
     return openai_problems(out)
@@ -647,7 +658,11 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
         while start > 0 and role(messages[start]) == "tool":
             start -= 1
         return start
-    if role(messages[start]) == "user" and not is_user_text(messages[start]) and start > 0:
+    if _gemini.is_gemini(messages[start]):
+        # A user content holding function responses (with text or not) cannot go without its call.
+        if _gemini.has_responses(messages[start]) and start > 0:
+            start -= 1
+    elif role(messages[start]) == "user" and not is_user_text(messages[start]) and start > 0:
         start -= 1
     loop = max((i for i, m in enumerate(messages) if is_user_text(m)), default=-1) + 1
     # With thinking on, the assistant turn that follows the summary must start with thinking, so a
@@ -657,6 +672,8 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
 
 
 def _starts_with_thinking(message: Any) -> bool:
+    if _gemini.is_gemini(message):
+        return _gemini.starts_with_thinking(message)
     blocks = _blocks(message)
     return role(message) == "assistant" and bool(blocks) and get(blocks[0], "type") in ("thinking", "redacted_thinking")
 

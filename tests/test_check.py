@@ -130,7 +130,7 @@ def test_a_derived_reserve_stays_derived_and_an_explicit_one_stays_explicit() ->
         ({"on_summarizer_error": "ignore"}, "on_summarizer_error"),
         ({"summarizer_timeout_s": 0}, "summarizer_timeout_s"),
         ({"tokenizer": "gpt2"}, "tokenizer"),
-        ({"profile": "gemini"}, "profile"),
+        ({"profile": "cohere"}, "profile"),
         ({"protected_tools": "bash"}, "protected_tools"),
         ({"repair": "yes"}, "repair"),
         ({"no_such_field": 1}, "no_such_field"),

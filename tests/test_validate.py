@@ -173,7 +173,7 @@ def test_unknown_profile_and_format_are_config_errors() -> None:
         validate_messages([U], profile="loose")
     assert e.value.field == "profile"
     with pytest.raises(ConfigError) as e:
-        validate_messages([U], format="gemini")
+        validate_messages([U], format="cohere")
     assert e.value.field == "format"
 
 

@@ -9,7 +9,7 @@ SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
 
-_Format: TypeAlias = Literal["openai", "anthropic", "responses"]
+_Format: TypeAlias = Literal["openai", "anthropic", "responses", "gemini"]
 
 @final
 class Problem:
@@ -101,14 +101,16 @@ def validate_messages(
 
     Args:
         messages: OpenAI Chat Completions or Anthropic Messages messages (dicts, mappings, or the
-            ``openai``/``anthropic`` SDKs' objects), read in place and never modified.
-        format: ``"openai"``, ``"anthropic"`` or ``"responses"``; detected when omitted.
-        system: Anthropic's separate system prompt (a string or text blocks).
+            ``openai``/``anthropic`` SDKs' objects), or Gemini ``contents`` (dicts or
+            ``google.genai.types.Content``), read in place and never modified.
+        format: ``"openai"``, ``"anthropic"``, ``"responses"`` or ``"gemini"``; detected when omitted.
+        system: Anthropic's separate system prompt (a string or text blocks), or Gemini's
+            ``system_instruction`` (a string, a ``Content``, parts).
         tools: Tool definitions.
         profile: ``"openai"``, ``"anthropic"``, ``"strict"`` (also strict user/assistant
-            alternation and system messages only first), ``"responses"`` or
+            alternation and system messages only first), ``"responses"``,
             ``"responses_stateless"`` (``store=false``: no item references, reasoning with its
-            encrypted content); the format's own by default.
+            encrypted content) or ``"gemini"``; the format's own by default.
         max_tokens: The window's budget (``config.budget``: ``max_context_tokens - reserve``).
             A request counted above it gets an ``"over_window"`` problem with ``index=None`` (it
             is the request as a whole), after the per-message ones; its message gives both

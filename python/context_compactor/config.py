@@ -154,7 +154,7 @@ class CompactionConfig:
     image_tokens: int = 1_600
     image_model: str | None = None
     repair: bool = True
-    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless"] | None = None
+    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"] | None = None
     log_content: bool = False
     #: The summary growth bound: the summary's cap is at most this share of the target (and
     #: ``summary_max_tokens``, never under 256 tokens; :attr:`summary_token_limit`). A summary as
@@ -256,7 +256,7 @@ class CompactionConfig:
             raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
         choice("summary_role", ("user", "system", "developer"))
         choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
-        choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless"))
+        choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.background, bool):

@@ -245,7 +245,9 @@ impl<'a> Planned<'a> {
         } else {
             // A strict template wants system messages first only: the summary is the user's there.
             let strict = cfg.profile == Some(Profile::Strict);
-            let role = if cfg.summary_in_system && !strict {
+            // Gemini has no system role in `contents`: the summary is the user's there too.
+            let gemini = self.format == Format::Gemini;
+            let role = if cfg.summary_in_system && !strict && !gemini {
                 // Responses: a developer message item (`summary_role="developer"`).
                 if self.format == Format::Responses {
                     Role::Developer

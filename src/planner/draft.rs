@@ -127,7 +127,7 @@ impl<'a> Slot<'a> {
     /// [`Slot::edit_block`] when the caller already counted the block's tokens before (`old`,
     /// texts and images) and the new text's (`new`): the message is not counted again.
     pub fn edit_block_counted(&mut self, k: usize, text: String, old: usize, new: usize) -> bool {
-        if self.view.blocks[k].opaque {
+        if self.view.blocks[k].opaque || self.view.blocks[k].signed {
             return false;
         }
         let Some(blocks) = self.rebuildable() else {
@@ -166,7 +166,7 @@ impl<'a> Slot<'a> {
 
     /// Drop block `k`. Returns false when it cannot be dropped.
     pub fn drop_block(&mut self, k: usize, framing: Framing, counter: &dyn Count) -> bool {
-        if self.view.blocks[k].opaque {
+        if self.view.blocks[k].opaque || self.view.blocks[k].signed {
             return false;
         }
         let Some(blocks) = self.rebuildable() else {

@@ -17,7 +17,9 @@ use crate::message::{BlockKind, Conversation, Format, Role};
 fn role_is_valid(format: Format, role: Role) -> bool {
     match format {
         Format::OpenAi | Format::Responses => role != Role::Other,
-        Format::Anthropic => !matches!(role, Role::Other | Role::System | Role::Developer),
+        Format::Anthropic | Format::Gemini => {
+            !matches!(role, Role::Other | Role::System | Role::Developer)
+        }
     }
 }
 

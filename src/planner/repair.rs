@@ -25,6 +25,10 @@ pub struct Repaired<'a> {
 /// Whether the results of the calls at `i` already sit right after it, each once, first in
 /// their messages: then the block is kept untouched.
 fn region_is_clean(messages: &[Message<'_>], i: usize, end: usize, anthropic: bool) -> bool {
+    // Gemini wants every response in the one content right after the call.
+    if messages[i].gemini && end > i + 2 {
+        return false;
+    }
     let mut open: Vec<Option<&str>> = messages[i].calls().map(|c| c.id.as_deref()).collect();
     for m in &messages[i + 1..end] {
         if anthropic && m.kind_after_others(|k| k == BlockKind::ToolResult) {
@@ -55,7 +59,9 @@ pub fn repair<'a>(
     }
     let msgs = &conv.messages;
     let n = msgs.len();
-    let anthropic = conv.format == Format::Anthropic;
+    // Results are blocks of user messages (Anthropic, Gemini); thinking-first is Anthropic's.
+    let anthropic = conv.format.results_in_user_messages();
+    let thinking_first = conv.format == Format::Anthropic;
     let mut repairs = Vec::new();
     let mut record = Vec::new();
 
@@ -84,7 +90,7 @@ pub fn repair<'a>(
         }
         let m = &msgs[i];
         if m.role == Role::Assistant && m.has_calls() {
-            out.push(order_thinking(m, i, anthropic, &mut repairs));
+            out.push(order_thinking(m, i, thinking_first, &mut repairs));
             let end = result_region_end(msgs, i);
             if region_is_clean(msgs, i, end, anthropic) {
                 for j in i + 1..end {
@@ -337,7 +343,7 @@ pub fn repair<'a>(
             });
             continue;
         }
-        out.push(order_thinking(m, i, anthropic, &mut repairs));
+        out.push(order_thinking(m, i, thinking_first, &mut repairs));
     }
 
     // Invalid roles and malformed blocks, wherever the pass above put them.
@@ -375,8 +381,7 @@ pub fn repair<'a>(
                 && !crate::compaction::opens_with_block(&slots[first].view)
             {
                 repairs.push(
-                    "message 0: inserted a user message before the first assistant message (Anthropic requires the user first)"
-                        .to_owned(),
+                    format!("message 0: inserted a user message before the first assistant message ({} requires the user first)", if thinking_first { "Anthropic" } else { "Gemini" }),
                 );
                 let s = Slot::build(
                     conv,
@@ -400,6 +405,7 @@ pub fn repair<'a>(
 
 fn show(id: Option<&str>) -> String {
     match id {
+        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }

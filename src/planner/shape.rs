@@ -14,7 +14,7 @@ impl<'a> Planned<'a> {
     /// inserted; no input message is changed.
     pub(super) fn fix_shape(&self, slots: &mut Vec<Slot<'a>>, counter: &dyn Count) -> Vec<String> {
         let strict = self.cfg.profile == Some(Profile::Strict);
-        let anthropic = self.format == Format::Anthropic;
+        let anthropic = self.format.results_in_user_messages();
         let mut repairs = Vec::new();
         if !(strict || anthropic) {
             return repairs;
@@ -62,9 +62,31 @@ impl<'a> Planned<'a> {
             }
             None if anthropic => {
                 slots.push(new(Role::User, "(continuing the conversation)"));
-                repairs.push("added a user message: an Anthropic request needs one".to_owned());
+                repairs.push(format!(
+                    "added a user message: an {} request needs one",
+                    self.format
+                ));
             }
             _ => {}
+        }
+        if self.format == Format::Gemini {
+            // A function-call turn must follow a user turn (`crate::gemini::rule`).
+            let mut i = 1;
+            while i < slots.len() {
+                let v = &slots[i].view;
+                if v.role == Role::Assistant
+                    && v.has_calls()
+                    && slots[i - 1].view.role != Role::User
+                {
+                    slots.insert(i, new(Role::User, "(continuing the conversation)"));
+                    repairs.push(
+                        "inserted a user message before a function call turn that followed a model turn"
+                            .to_owned(),
+                    );
+                    i += 1;
+                }
+                i += 1;
+            }
         }
         if !strict {
             return repairs;

@@ -93,7 +93,7 @@ pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<For
                 py,
                 "format",
                 &format!(
-                    "unknown format {f:?}; expected \"openai\", \"anthropic\" or \"responses\""
+                    "unknown format {f:?}; expected \"openai\", \"anthropic\", \"responses\" or \"gemini\""
                 ),
             )),
         },

@@ -223,6 +223,31 @@ unsafe fn prefetch_values(d: *mut ffi::PyObject) {
     }
 }
 
+/// Call `f` on the first items of every list value of dict `d` (a hint only: `f` prefetches).
+///
+/// # Safety
+/// `d` must be a live dict and the GIL held; `f` must run no Python code.
+#[inline(always)]
+unsafe fn prefetch_list_values(d: *mut ffi::PyObject, f: impl Fn(*mut ffi::PyObject)) {
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: reading a live dict's entries and a live list's items runs no Python code.
+    unsafe {
+        while ffi::PyDict_Next(d, &mut pos, &mut key, &mut value) != 0 {
+            if ffi::PyList_CheckExact(value) == 0 {
+                continue;
+            }
+            for k in 0..ffi::PyList_Size(value).min(8) {
+                let item = ffi::PyList_GetItem(value, k);
+                if !item.is_null() {
+                    f(item);
+                }
+            }
+        }
+    }
+}
+
 /// The fingerprints of the messages of a list or tuple (see [`fingerprint`]), and each
 /// message's address, or `None` when the walk read an SDK object's attributes (Python code may
 /// have run: the caller falls back to holding every message, [`fingerprint`] on each).
@@ -284,6 +309,19 @@ pub unsafe fn fingerprints_borrowed(
             }
             if let Some(d) = dict_at(i + AHEAD) {
                 prefetch_values(d);
+            }
+            // Two levels deeper for messages made of lists of dicts (a Gemini content's `parts`,
+            // whose calls nest further: `function_call.args`): each level otherwise waits for
+            // memory in turn while it is walked.
+            if let Some(d) = dict_at(i + AHEAD / 2) {
+                prefetch_list_values(d, |item| prefetch(item));
+            }
+            if let Some(d) = dict_at(i + 1) {
+                prefetch_list_values(d, |item| {
+                    if ffi::PyDict_CheckExact(item) != 0 {
+                        prefetch_values(item);
+                    }
+                });
             }
             let m = at(i);
             if m.is_null() {

@@ -12,6 +12,7 @@ mod image;
 mod plan;
 mod render;
 mod render_responses;
+mod render_gemini;
 mod state;
 mod text;
 mod tokens;

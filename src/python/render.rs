@@ -85,6 +85,9 @@ impl<'s, 'py> Source<'s, 'py> {
 
     /// Build one output message.
     pub fn render(&self, out: &OutMsg) -> PyResult<Bound<'py, PyAny>> {
+        if self.conv.format == Format::Gemini {
+            return super::render_gemini::GeminiWriter::new(self)?.render(out);
+        }
         if self.conv.format == Format::Responses {
             match out {
                 OutMsg::Rebuild { from, blocks }

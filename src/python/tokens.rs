@@ -261,15 +261,12 @@ fn measure_cached(
     for (i, c) in cached.iter().enumerate() {
         match c {
             Some((_, bits)) => {
-                let h = FormatHints::from_bits(*bits);
-                hints.anthropic |= h.anthropic;
-                hints.openai |= h.openai;
+                hints.merge(FormatHints::from_bits(*bits));
             }
             None => {
                 let item = items[i].as_ref().expect("held for every message to count");
                 let (m, h) = ex.message_with_hints(item, i)?;
-                hints.anthropic |= h.anthropic;
-                hints.openai |= h.openai;
+                hints.merge(h);
                 missing.push(i);
                 views.push(m);
             }

@@ -76,7 +76,7 @@ fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profi
                     py,
                     "profile",
                     &format!(
-                        "unknown profile {p:?}; expected \"openai\", \"anthropic\", \"strict\", \"responses\" or \"responses_stateless\""
+                        "unknown profile {p:?}; expected \"openai\", \"anthropic\", \"strict\", \"responses\", \"responses_stateless\" or \"gemini\""
                     ),
                 )
             })

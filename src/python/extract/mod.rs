@@ -18,6 +18,7 @@
 
 mod access;
 mod framework;
+mod gemini;
 mod image;
 mod json;
 mod langchain;
@@ -119,6 +120,8 @@ pub struct Extractor<'py> {
     langchain: bool,
     /// Read a pydantic-ai message (see `pydantic_ai.rs`).
     pydantic_ai: bool,
+    /// The format the caller forced (`format=`), which decides how messages are read.
+    format: Option<Format>,
 }
 
 impl<'py> Extractor<'py> {
@@ -132,6 +135,7 @@ impl<'py> Extractor<'py> {
             counting: None,
             langchain: false,
             pydantic_ai: false,
+            format: None,
         }
     }
 
@@ -187,9 +191,7 @@ impl<'py> Extractor<'py> {
         let saved = std::mem::take(&mut self.hints);
         let m = self.message(obj, index);
         let mine = std::mem::replace(&mut self.hints, saved);
-        self.hints.anthropic |= mine.anthropic;
-        self.hints.openai |= mine.openai;
-        self.hints.responses |= mine.responses;
+        self.hints.merge(mine);
         Ok((m?, mine))
     }
 
@@ -218,7 +220,11 @@ impl<'py> Extractor<'py> {
         counts: Option<Vec<usize>>,
     ) -> PyResult<Extracted> {
         if let Some(s) = system.filter(|s| !s.is_none()) {
-            conv.system = self.system(s)?;
+            conv.system = if conv.format == Format::Gemini {
+                self.gemini_system(s)?
+            } else {
+                self.system(s)?
+            };
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
             conv.tools = self.tools(t)?;
@@ -242,6 +248,9 @@ impl<'py> Extractor<'py> {
             if let Some(m) = self.framework_message(obj, index, true)? {
                 return Ok(m);
             }
+        }
+        if self.is_gemini(obj, &acc) {
+            return self.gemini_message(obj, &acc, index);
         }
         // A typed item other than `message` is a Responses item (DESIGN, detection). A `type`
         // that cannot be read or is not a str is left to the message reader (which names `role`).
@@ -588,6 +597,7 @@ impl<'py> Extractor<'py> {
         tools: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Extracted> {
         let root = Loc::root(None, "messages");
+        self.format = format;
         let items = self.sequence(messages, &root)?;
         let pool = crate::parallel::pool().filter(|_| items.len() >= PIPELINE_MIN_MESSAGES);
         let (msgs, counts) = match (self.counting, pool) {
@@ -604,6 +614,10 @@ impl<'py> Extractor<'py> {
             }
         };
         let format = format.unwrap_or_else(|| self.hints.detect());
+        let mut msgs = msgs;
+        if format == Format::Gemini {
+            crate::gemini::pair_ids(&mut msgs);
+        }
         self.finish(Conversation::new(format, msgs), system, tools, counts)
     }
 }
