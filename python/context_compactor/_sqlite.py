@@ -542,6 +542,31 @@ class SQLiteStore(SessionStore):
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return True
 
+    def pop_original(self, session_id: str) -> tuple[int, str] | None:
+        with self.transaction("pop an original") as conn:
+            row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"session {session_id!r} was deleted from the store")
+            last_seq, head = row
+            if last_seq == 0:
+                return None
+            upto = 0
+            if head is not None:
+                upto = conn.execute("SELECT upto_seq FROM compactions WHERE id = ?", (head,)).fetchone()[0]
+            if last_seq <= upto:
+                raise StoreError(
+                    f"the newest message of session {session_id!r} (seq {last_seq}) was compacted: "
+                    "it can no longer be taken back"
+                )
+            rid, text = conn.execute(
+                "SELECT id, json FROM messages WHERE session = ? AND seq = ?", (session_id, last_seq)
+            ).fetchone()
+            conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (last_seq - 1, now(), session_id)
+            )
+            return int(rid), str(text)
+
     def _close(self) -> None:
         self._conn.close()
 

@@ -328,6 +328,13 @@ class SessionStore(abc.ABC):
         """Delete a session and everything it holds; whether it existed."""
 
     @abc.abstractmethod
+    def pop_original(self, session_id: str) -> tuple[int, str] | None:
+        """Delete the newest original and return ``(row id, JSON text)`` in one transaction, when
+        it is not compacted (its seq is after the head compaction's ``upto_seq``); its seq is
+        given to the next append. ``None`` when the session has no original. Raises
+        :class:`StoreError` when the newest original was compacted (replaced or edited)."""
+
+    @abc.abstractmethod
     def _close(self) -> None:
         """Release the connection (called once, under the lock)."""
 

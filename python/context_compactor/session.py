@@ -890,6 +890,52 @@ class Session(BackgroundCompaction):
 
     # -- closing -----------------------------------------------------------------------------------------------------
 
+    def pop(self) -> dict[str, Any] | None:
+        """Remove the newest message, if no compaction has taken it, and return it.
+
+        For agents that take a turn back (the OpenAI Agents SDK's ``pop_item``). Waits for a
+        running :meth:`prepare` of this Session first; another process's compaction computed on
+        a snapshot that held the message is refused by the store's head check only if it lands
+        later, so pop only what your own process appended.
+
+        Returns:
+            The message (as :meth:`context` returns it), or ``None`` when the session is empty.
+
+        Raises:
+            StoreError: The newest message was compacted (summarised or edited): it is no
+                longer in the context as it was appended.
+        """
+        if not self._compacting.acquire(timeout=self._wait()):
+            raise StoreError("a prepare() of this Session ran too long")
+        try:
+            with self._store.locked():
+                popped = self._store.pop_original(self._id)
+                self._marker = None
+                self._take(self._store.load_context(self._id))
+            return None if popped is None else json.loads(popped[1])
+        finally:
+            self._compacting.release()
+
+    def clear(self) -> None:
+        """Delete every message and compaction of this session and start it again, empty, with the
+        same system prompt, tools and format."""
+        if not self._compacting.acquire(timeout=self._wait()):
+            raise StoreError("a prepare() of this Session ran too long")
+        try:
+            with self._store.locked():
+                system, tools = self._system, self._tools
+                self._store.delete_session(self._id)
+                info = self._store.open_session(
+                    self._id,
+                    system=None if system is None else _stored_json(system, "system"),
+                    tools=None if tools is None else _stored_json(tools, "tools"),
+                    format=None if self._format == "responses" else self._format,
+                )
+                self._marker = None
+                self._take(info.context)
+        finally:
+            self._compacting.release()
+
     def close(self) -> None:
         """Cancel a background job (its result is dropped; nothing is written after this) and
         close the store if this Session opened it (a :class:`SessionStore` you passed stays open)."""
