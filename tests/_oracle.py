@@ -123,8 +123,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import _oracle_responses as _responses
 import _gemini
+import _oracle_responses as _responses
 from _messages import get, role
 
 #: Written out, not imported from the package: the oracle is independent of the library it checks.

@@ -347,7 +347,15 @@ def test_sigkill_during_the_swap_leaves_the_old_context_or_the_new(tmp_path: Pat
         proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         lines = [proc.stdout.readline().split()]
-        time.sleep(rng.uniform(0.3, 0.8))
+        # Kill at a random moment after the child applied a background summary (a loaded machine
+        # may take longer than any fixed sleep to get there), or after 20 s.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "summary" not in lines[-1][2:]:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.split())
+        time.sleep(rng.uniform(0.0, 0.4))
         os.kill(proc.pid, signal.SIGKILL)
         rest, _ = proc.communicate(timeout=30)
         lines += [line.split() for line in rest.splitlines() if line.strip()]

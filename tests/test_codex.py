@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from context_compactor import io
+from conftest import corpus_or_skip
+from context_compactor import ContextCompactor, io, validate_messages
 from context_compactor.io import TranscriptError
 
 CORPUS = Path(os.environ.get("CORPUS_DIR", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
@@ -56,8 +57,8 @@ def assert_valid_items(items: list[dict[str, Any]], *, pending: int = 0) -> None
     assert pending <= 0
 
 
-@pytest.mark.skipif(not REAL.exists(), reason=f"shared corpus not found at {CORPUS} (set CORPUS_DIR)")
 def test_the_real_older_layout_session() -> None:
+    corpus_or_skip()
     t = io.load(REAL)
     assert (t.format, t.source) == ("responses", "codex_jsonl")
     kinds = [it["type"] for it in t.messages]
@@ -253,3 +254,20 @@ def test_format_other_than_responses_is_refused(tmp_path: Path) -> None:
         io.load(current_layout(tmp_path), format="anthropic")
     # loads() reads the same text.
     assert io.loads(current_layout(tmp_path).read_text(encoding="utf-8")).source == "codex_jsonl"
+
+
+@pytest.mark.parametrize("share", [0.05, 0.3])
+def test_the_real_rollout_validates_and_compacts_as_responses_items(share: float) -> None:
+    corpus_or_skip()
+    t = io.load(REAL)
+    assert validate_messages(t.messages, format="responses", system=t.system) == []
+    total = ContextCompactor().check(t.messages, system=t.system, format="responses").current_tokens
+    compactor = ContextCompactor(max_context_tokens=int(total * share))
+    result = compactor.compact(t.messages, system=t.system, format="responses")
+    assert validate_messages(result.messages, format="responses", system=result.system) == []
+    assert result.tokens_after <= compactor.config.budget or result.over_budget
+    # Reasoning items come back as the loaded objects (opaque, byte-identical), never alone.
+    ids = {id(m) for m in t.messages}
+    assert all(id(m) in ids for m in result.messages if m.get("type") == "reasoning")
+    task = next(m for m in t.messages if m.get("role") == "user")
+    assert any(m is task for m in result.messages) or "shortened" in {r.action for r in result.record}

@@ -122,20 +122,24 @@ def test_postgres_lock_timeout_newer_schema_and_bad_urls(postgres_server: Any) -
 
 def test_pop_and_clear_take_back_only_what_no_compaction_took(store_target: str) -> None:
     """Session.pop() (the Agents SDK's pop_item) removes the newest uncompacted original; after a
-    compaction took it, it refuses; clear() empties the session, which stays usable."""
-    compactor = ContextCompactor(max_context_tokens=200_000, keep_recent_messages=1)
+    compaction saw it, it refuses; clear() empties the session, which stays usable."""
+    compactor = ContextCompactor(max_context_tokens=2000, keep_recent_messages=1)
     with Session(compactor, store_target, "pop", system="sys") as s:
         assert s.pop() is None
         s.extend([{"role": "user", "content": "任务: fix src/app.py"}, {"role": "assistant", "content": "ok"}])
         assert s.pop() == {"role": "assistant", "content": "ok"}
         assert len(s) == 1 and [m["content"] for m in s.context()] == ["任务: fix src/app.py"]
-        ids = s.extend([{"role": "assistant", "content": "a " * 50}, {"role": "user", "content": "next"}])
-        assert len(ids) == 2 and len(s) == 3
-        result = s.prepare(force=True)
-        assert result is not None
-        if result.compacted_count:
-            with pytest.raises(StoreError):
-                s.pop()
+        for k in range(4):
+            s.extend(
+                [{"role": "assistant", "content": f"step {k} " + "read it " * 120}, {"role": "user", "content": "go"}]
+            )
+        assert len(s) == 9
+        s.prepare(force=True)
+        assert s.compactions(), "a forced compaction of an over-threshold context"
+        with pytest.raises(StoreError, match="compacted"):
+            s.pop()
+        s.append({"role": "assistant", "content": "later"})
+        assert s.pop() == {"role": "assistant", "content": "later"}
         s.clear()
         assert s.context() == [] and len(s) == 0 and s.compactions() == []
         s.append({"role": "user", "content": "again"})

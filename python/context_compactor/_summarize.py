@@ -137,7 +137,6 @@ def call_sync(
     ``cancel`` is set: :class:`Cancelled`)."""
     box: dict[str, Any] = {}
     done = threading.Event()
-    wake = done if cancel is None else cancel
 
     def run() -> None:
         try:
@@ -146,17 +145,20 @@ def call_sync(
             box["error"] = e
         finally:
             done.set()
-            wake.set()
 
     t = threading.Thread(target=run, name="context-compactor-summarizer", daemon=True)
     t.start()
     deadline = time.monotonic() + timeout
+    # With a cancel event, look at it every 10 ms (it stays set once set; the reply's own event
+    # cannot be it: a chunked summary calls the summarizer again with the same cancel event).
+    step = None if cancel is None else 0.01
     while not done.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0 or (not wake.wait(left) and not done.is_set()):
-            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
-        if not done.is_set():
+        if cancel is not None and cancel.is_set():
             raise Cancelled
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+        done.wait(left if step is None else min(left, step))
     if "error" in box:
         raise box["error"]
     value = box["value"]

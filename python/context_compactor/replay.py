@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
@@ -280,6 +280,26 @@ class _Progress:
             self.stream.flush()
 
 
+def _is_model_output(message: Any, fmt: str) -> bool:
+    """Whether the model wrote ``message``: an assistant message (Gemini: ``model``); for
+    Responses items also a reasoning item or any call (not an output, which the agent's tool wrote)."""
+    role = message.get("role")
+    if fmt == "responses":
+        kind = message.get("type", "message")
+        if kind == "message":
+            return role == "assistant"
+        return kind == "reasoning" or (kind.endswith("_call") or kind == "mcp_approval_request")
+    return role in ("assistant", "model")
+
+
+def _starts_model_output(messages: Sequence[Any], i: int, fmt: str) -> bool:
+    """A model call happens before message ``i``: it is the model's and the one before is not (a
+    Responses turn is a run of reasoning, message and call items; one call produced the run)."""
+    if not _is_model_output(messages[i], fmt):
+        return False
+    return fmt != "responses" or i == 0 or not _is_model_output(messages[i - 1], fmt)
+
+
 def replay(
     transcript: Transcript | str | os.PathLike[str],
     compactor: ContextCompactor,
@@ -340,7 +360,7 @@ def replay(
     try:
         previous: tuple[list[int], Any] | None = None
         for i, message in enumerate(messages):
-            if message.get("role") == "assistant":
+            if _starts_model_output(messages, i, fmt):
                 result = session.prepare()
                 ids = session.context_ids()
                 context = session.context()

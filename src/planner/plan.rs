@@ -425,10 +425,9 @@ impl Planned<'_> {
             let cfg = &self.cfg;
             let mut entries = render_transcript(&self.replaced, cfg.transcript_item_max_chars);
             let max_input = cfg.summarizer_max_input_tokens.unwrap_or(cfg.hard).max(256);
-            // Leave room for the prompt and the previous summary in each chunk.
-            let room = max_input
-                .saturating_sub(cfg.summary_max_tokens + 512)
-                .max(128);
+            // Leave room for the prompt and the previous summary (at most the bounded cap) in
+            // each chunk.
+            let room = max_input.saturating_sub(cfg.summary_cap + 512).max(128);
             let count_str = |s: &str| counter.count(Text::Utf8(s));
             // A single over-long entry (a huge paste) is cut to fit one chunk.
             fit_entries(&mut entries, count_str, room);

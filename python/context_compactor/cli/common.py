@@ -29,7 +29,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     """``--max-tokens``, ``--config``, ``--format``, ``--keep-recent``, ``--tokenizer``."""
     p.add_argument("--max-tokens", type=int, default=None, help="the model's window (max_context_tokens)")
     p.add_argument("--config", default=None, help="a TOML file of CompactionConfig fields (or a preset = ...)")
-    p.add_argument("--format", choices=["openai", "anthropic"], default=None, help="force the message format")
+    p.add_argument(
+        "--format", choices=["openai", "anthropic", "responses"], default=None, help="force the message format"
+    )
     p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
     p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
 

@@ -22,7 +22,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "stats", help="where a transcript's tokens go: by role, by tool, largest messages"
     )
     p.add_argument("file", help=FILE_HELP)
-    p.add_argument("--format", choices=["openai", "anthropic"], default=None, help="force the message format")
+    p.add_argument(
+        "--format", choices=["openai", "anthropic", "responses"], default=None, help="force the message format"
+    )
     p.add_argument("--tokenizer", default="approx", help="approx (default), o200k_base or cl100k_base (exact, offline)")
     p.add_argument("--top", type=int, default=10, help="how many of the largest messages to list")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -42,6 +44,18 @@ def _tool_usage(
     names: dict[str, str] = {}
     usage: dict[str, list[int]] = {}
     for m, n in zip(messages, tokens, strict=True):
+        kind = m.get("type")
+        if kind is not None and kind != "message":
+            # A Responses item: a call (``*_call``, by ``call_id``) or its output.
+            if kind.endswith("_call_output") or kind.endswith("_output"):
+                usage.setdefault(names.get(m.get("call_id", ""), "?"), [0, 0, 0])[2] += n
+            elif kind.endswith("_call"):
+                name = m.get("name") or kind.removesuffix("_call")
+                names[m.get("call_id", "")] = name
+                row = usage.setdefault(name, [0, 0, 0])
+                row[0] += 1
+                row[1] += n
+            continue
         calls: list[tuple[str, str, str]] = []
         for c in m.get("tool_calls") or []:
             fn = c.get("function") or c.get("custom") or {}
@@ -69,6 +83,13 @@ def _tool_usage(
 
 def _preview(message: dict[str, Any], width: int = 60) -> str:
     content = message.get("content")
+    if content is None and message.get("type") not in (None, "message"):
+        # A Responses item: its output, arguments, or (reasoning) its summary; opaque content is not shown.
+        if message.get("type") == "reasoning":
+            content = " ".join(str(p.get("text", "")) for p in message.get("summary") or [] if isinstance(p, dict))
+        else:
+            value = message.get("output", message.get("arguments", message.get("input", "")))
+            content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if isinstance(content, str):
         text = content
     else:
@@ -98,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
     if counts.system:
         by_role["system (separate)"] = [1, counts.system]
     for m, n in zip(messages, per, strict=True):
-        row = by_role.setdefault(str(m.get("role")), [0, 0])
+        # Responses items other than messages have a type, no role.
+        kind = m.get("type")
+        label = str(m.get("role")) if kind in (None, "message") else str(kind)
+        row = by_role.setdefault(label, [0, 0])
         row[0] += 1
         row[1] += n
     tools = _tool_usage(messages, per, counter)
@@ -114,7 +138,10 @@ def run(args: argparse.Namespace) -> int:
             "tools_tokens": counts.tools,
             "by_role": {r: {"messages": c, "tokens": t} for r, (c, t) in by_role.items()},
             "by_tool": {k: {"calls": c, "call_tokens": a, "result_tokens": r} for k, (c, a, r) in tools.items()},
-            "largest": [{"index": i, "role": messages[i].get("role"), "tokens": per[i]} for i in largest],
+            "largest": [
+                {"index": i, "role": messages[i].get("role") or messages[i].get("type"), "tokens": per[i]}
+                for i in largest
+            ],
             "tool_blocks": len(structure.tool_blocks),
             "turns": len(structure.turns),
             "pending_calls": structure.pending_calls,
@@ -140,9 +167,10 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"\n{'by tool':<20}{'calls':>9}{'args':>10}{'results':>10}{'share':>8}\n")
         for name, (c, a, r) in sorted(tools.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
             out.write(f"{name[:19]:<20}{c:>9}{a:>10,}{r:>10,}{pct(a + r):>8}\n")
-    out.write(f"\nlargest messages\n{'index':>6}  {'role':<10}{'tokens':>8}  preview\n")
+    out.write(f"\nlargest messages\n{'index':>6}  {'role':<22}{'tokens':>8}  preview\n")
     for i in largest:
-        out.write(f"{i:>6}  {messages[i].get('role', '?'):<10}{per[i]:>8,}  {_preview(messages[i])}\n")
+        label = messages[i].get("role") or messages[i].get("type", "?")
+        out.write(f"{i:>6}  {label:<22}{per[i]:>8,}  {_preview(messages[i])}\n")
     if problems:
         out.write(f"\n{len(problems)} problem(s) a provider would reject:\n")
         for p in problems[:10]:
