@@ -30,6 +30,7 @@ from context_compactor.results import SummaryRequest, SummaryResponse
 
 TRANSIENT_NAMES = frozenset(
     {
+        "ProviderCompactionError",  # a native strategy's provider refused: the local summary runs
         "RateLimitError",
         "APITimeoutError",
         "APIConnectionError",

@@ -14,6 +14,7 @@ from context_compactor._summarize import call_async, call_hook_sync, call_sync, 
 from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
+from context_compactor._provider_items import place_items, span_of
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
 from context_compactor.tokens import TokenCounter
@@ -476,15 +477,25 @@ class ContextCompactor(BatchMethods):
             usages: list[Any] = []
             try:
                 current = plan
+                first = current.request
+                if getattr(self.summarizer, "wants_span", False) and first is not None:
+                    first = replace(first, span=span_of(plan, messages))
                 while True:
                     try:
-                        reply = yield ("summarize", current.request)
+                        reply = yield ("summarize", first if current is plan else current.request)
                     except Exception:
                         if guard is not None:
                             guard.check("the summarizer")
                         raise
                     if guard is not None:
                         guard.check("the summarizer")
+                    if isinstance(reply, SummaryResponse) and reply.items is not None:
+                        # A native strategy: the provider's items replace the whole span at once.
+                        usages.append(reply.usage)
+                        result = place_items(
+                            plan, reply, flushed_memories=preview._flushed, summary_usage=tuple(usages)
+                        )
+                        break
                     text, truncated, usage = check_reply(reply)
                     usages.append(usage)
                     if current.remaining_chunks == 0:

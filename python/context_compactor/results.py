@@ -36,6 +36,8 @@ class SummaryRequest:
         replaced_count: How many messages the summary replaces.
         chunk: This chunk (0-based) when the span is summarised in chunks.
         chunks: Number of chunks.
+        span: The messages the summary replaces, as given, for a native strategy (a summarizer
+            with ``wants_span = True``) that sends them to the provider; ``()`` otherwise.
     """
 
     system_prompt: str
@@ -48,6 +50,7 @@ class SummaryRequest:
     replaced_count: int = 0
     chunk: int = 0
     chunks: int = 1
+    span: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __repr__(self) -> str:
         # The prompts hold the whole transcript: show their sizes, not their text.
@@ -74,11 +77,17 @@ class SummaryResponse:
         text: The reply (the summary, ideally inside ``<summary>`` tags).
         truncated: The model stopped at its token limit (``finish_reason == "length"``).
         usage: The provider's usage object, if you want it kept with the result.
+        items: Provider compaction output that replaces the span as it is (OpenAI's user messages
+            and ``compaction`` item, or Anthropic's assistant message holding the ``compaction``
+            block); ``text`` is then the readable part, if any. See :mod:`context_compactor.summarizers.native`.
+        summary_source: Who wrote ``items`` (``"provider:openai"``, ``"provider:anthropic"``).
     """
 
     text: str
     truncated: bool = False
     usage: Any = None
+    items: tuple[Any, ...] | None = None
+    summary_source: str | None = None
 
 
 @dataclass(frozen=True)
