@@ -52,7 +52,7 @@ def openai_compact(body: dict[str, Any]) -> tuple[int, Any]:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 980,
     }
-    out = {"id": "resp_cmp01", "object": "response.compaction", "created_at": 1, "output": users + [compaction]}
+    out = {"id": "resp_cmp01", "object": "response.compaction", "created_at": 1, "output": [*users, compaction]}
     return 200, {**out, "usage": usage}
 
 
@@ -66,7 +66,7 @@ def anthropic_compact(body: dict[str, Any], headers: dict[str, str]) -> tuple[in
         return error("compaction.type: Input should be 'summarize'")
     messages = body.get("messages") or []
     if not messages or messages[0].get("role") != "user":
-        return error("messages: first message must use the \"user\" role")
+        return error('messages: first message must use the "user" role')
     first = next((_user_text(m) for m in messages if m.get("role") == "user" and _user_text(m).strip()), "")
     block = {
         "type": "compaction",

@@ -9,10 +9,10 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+
 from _messages import conversation
 from _native_stub import BETA, NativeStub
 from _responses import to_responses
-
 from context_compactor import CompactionConfig, ContextCompactor, validate_messages
 from context_compactor.summarizers import anthropic_compaction, openai_responses_compact
 
@@ -47,7 +47,10 @@ def anthropic_run(turns: int = 30, task: str = TASK) -> list[dict[str, Any]]:
             }
         )
         msgs.append(
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"l{i}\n" * 200}]}
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"l{i}\n" * 200}],
+            }
         )
     msgs.append({"role": "assistant", "content": "Done: the ZeroDivisionError is fixed."})
     return msgs
@@ -127,7 +130,7 @@ def test_openai_reserved_params() -> None:
 
 def test_anthropic_compaction_opens_the_conversation(stub: NativeStub) -> None:
     msgs = anthropic_run()
-    summarize = anthropic_compaction(_anthropic(stub), "claude-sonnet-4-5")
+    summarize = anthropic_compaction(_anthropic(stub), "claude-test")
     result = ContextCompactor(CONFIG, summarizer=summarize).compact(msgs, system="You are a coding agent.")
     assert result.summary_source == "provider:anthropic" and result.fallback_reason is None
     assert validate_messages(result.messages, format="anthropic", system="You are a coding agent.") == []

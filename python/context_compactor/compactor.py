@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
+from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
 from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
-from context_compactor._provider_items import place_items, span_of
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
 from context_compactor.tokens import TokenCounter

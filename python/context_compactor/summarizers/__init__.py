@@ -32,12 +32,12 @@ from __future__ import annotations
 
 from context_compactor.summarizers._base import AsyncSummarizer, ResponseFormatError, Summarizer
 from context_compactor.summarizers.anthropic import anthropic_messages
+from context_compactor.summarizers.http import HTTPStatusError, async_openai_compatible, openai_compatible
 from context_compactor.summarizers.native import (
     ProviderCompactionError,
     anthropic_compaction,
     openai_responses_compact,
 )
-from context_compactor.summarizers.http import HTTPStatusError, async_openai_compatible, openai_compatible
 from context_compactor.summarizers.openai import openai_chat
 
 __all__ = [
