@@ -12,8 +12,9 @@ import pytest
 
 from _messages import conversation
 from _native_stub import BETA, NativeStub
+from conftest import claude_code_corpus_files, corpus_or_skip
 from _responses import to_responses
-from context_compactor import CompactionConfig, ContextCompactor, validate_messages
+from context_compactor import CompactionConfig, ContextCompactor, io, validate_messages
 from context_compactor.summarizers import anthropic_compaction, openai_responses_compact
 
 CONFIG = CompactionConfig(max_context_tokens=12_000, reserve_tokens=1_000)
@@ -177,3 +178,41 @@ def test_anthropic_async_client(stub: NativeStub) -> None:
     )
     assert result.summary_source == "provider:anthropic"
     assert validate_messages(result.messages, format="anthropic") == []
+
+
+# -- the real corpus ----------------------------------------------------------------------------------
+
+
+def test_real_codex_rollout_through_responses_compact(stub: NativeStub) -> None:
+    corpus = corpus_or_skip()
+    t = io.load(corpus / "responses" / "codex-session-viewer_example.jsonl")
+    summarize = openai_responses_compact(_openai(stub), "gpt-5.4")
+    result = ContextCompactor(CONFIG, summarizer=summarize).compact(t.messages, system=t.system, force=True)
+    assert result.summary_source == "provider:openai", result.fallback_reason
+    assert validate_messages(result.messages, format="responses", system=t.system) == []
+    assert [m.get("type") for m in result.messages].count("compaction") == 1
+    task = next(k for k, m in enumerate(t.messages) if m.get("role") == "user")
+    # The task is kept (shortened to task_max_tokens here: a 5.7k-token AGENTS.md), before the item.
+    assert result.origins[0] in (("kept", task), ("edited", task))
+    assert result.messages[0]["content"][0]["type"] == "input_text"
+    # Every user message the provider was sent comes back (the stub's rule), as a Responses item.
+    [(_, _, body)] = stub.requests
+    sent_users = sum(1 for i in body["input"] if i.get("role") == "user")
+    assert sum(1 for m in result.messages if m.get("id", "").startswith("msg_u")) == sent_users
+
+
+@pytest.mark.parametrize("name", [p.name for p in claude_code_corpus_files()])
+def test_real_claude_code_sessions_through_anthropic_compaction(stub: NativeStub, name: str) -> None:
+    corpus = corpus_or_skip()
+    t = io.load(corpus / "claude-code" / name)
+    summarize = anthropic_compaction(_anthropic(stub), "claude-test")
+    result = ContextCompactor(CONFIG, summarizer=summarize).compact(t.messages, system=t.system, force=True)
+    if result.summary_source != "provider:anthropic":
+        # Only a span the planner could not cut may fall back; it is then the local summary.
+        assert result.summary_source in ("rule", None) and result.fallback_reason is None, result.fallback_reason
+        return
+    assert validate_messages(result.messages, format="anthropic", system=t.system) == []
+    assert result.messages[0]["content"][0]["type"] == "compaction"
+    task = t.messages[0]
+    block = result.messages[0]["content"][0]["content"]
+    assert any(m is task for m in result.messages[1:3]) or " ".join(str(task["content"]).split())[:60] in block

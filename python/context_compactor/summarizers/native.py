@@ -75,7 +75,7 @@ def _dump(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)
     if dump is None:
         raise ProviderCompactionError(f"unexpected item type {type(obj).__name__}")
-    return dump(mode="json", exclude_none=True)
+    return dump(mode="json", exclude_none=True, warnings=False)
 
 
 def _is_responses_item(m: Any) -> bool:
