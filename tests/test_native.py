@@ -12,8 +12,8 @@ import pytest
 
 from _messages import conversation
 from _native_stub import BETA, NativeStub
-from conftest import claude_code_corpus_files, corpus_or_skip
 from _responses import to_responses
+from conftest import claude_code_corpus_files, corpus_or_skip
 from context_compactor import CompactionConfig, ContextCompactor, io, validate_messages
 from context_compactor.summarizers import anthropic_compaction, openai_responses_compact
 
