@@ -111,7 +111,9 @@ def place_items(plan: Any, reply: SummaryResponse, **extra: Any) -> CompactResul
     if problems:
         p = problems[0]
         raise BadReply(f"the items of {source} do not make a valid request: {p.rule} at message {p.index}: {p.message}")
-    counts = _core.measure(new, system=rule.system, tokenizer=plan._tokenizer)
+    # The rule result's count (system, tools, overheads) with its messages swapped for the new ones.
+    was = _core.measure(rule.messages, system=rule.system, tokenizer=plan._tokenizer)
+    now = _core.measure(new, system=rule.system, tokenizer=plan._tokenizer)
     retained = sum(1 for kind, _ in origins if kind in ("kept", "edited"))
     return replace(
         rule,
@@ -119,7 +121,7 @@ def place_items(plan: Any, reply: SummaryResponse, **extra: Any) -> CompactResul
         summary=reply.text or visible or None,
         summary_source=source,
         strategy="summary",
-        tokens_after=sum(counts.messages) + counts.system,
+        tokens_after=rule.tokens_after - sum(was.messages) + sum(now.messages),
         retained_count=retained,
         compacted_count=rule.original_count - retained,
         origins=tuple(origins),
