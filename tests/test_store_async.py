@@ -140,15 +140,21 @@ def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
                 assert released.is_set() and waited > 0.4
                 await asyncio.sleep(0.02)
             assert ticker.worst < 0.2, f"aappend stalled the loop {ticker.worst:.3f} s"
-        with lock_held(store_target, "locked", 0.6):
+        await s.aextend(
+            [{"role": r, "content": f"{r} {k} " + "words " * 60} for k in range(12) for r in ("user", "assistant")]
+        )
+        with lock_held(store_target, "locked", 0.6) as released:
             with Ticker() as ticker:
-                await s.aprepare(force=True)
+                result = await s.aprepare(force=True)  # its commit waits for the lock
+                assert released.is_set()
                 await asyncio.sleep(0.02)
             assert ticker.worst < 0.2, f"aprepare stalled the loop {ticker.worst:.3f} s"
-        assert (await s.acompactions())[-1].upto_seq == 2
+        assert result is not None and result.summary_source == "llm"
+        assert (await s.acompactions())[-1].upto_seq == 26
         assert row in s.history_ids()
         with lock_held(store_target, "locked", 0.6):
             with Ticker() as ticker:
+                await asyncio.sleep(0.02)  # the ticker runs
                 s.append({"role": "user", "content": "sync, from a coroutine"})
                 await asyncio.sleep(0.02)
             assert ticker.worst > 0.4  # the baseline: the sync call blocked the loop
@@ -181,9 +187,12 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         s2 = await Session.aopen(
             ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=slow), store_target, "cancel"
         )
-        await s2.aextend([{"role": "user", "content": "u " * 50}, {"role": "assistant", "content": "a " * 50}])
+        await s2.aextend(
+            [{"role": r, "content": f"{r} {k} " + "words " * 60} for k in range(12) for r in ("user", "assistant")]
+        )
         task = asyncio.create_task(s2.aprepare(force=True))
         await asyncio.sleep(0.3)
+        assert not task.done()  # in the summarizer
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -194,7 +203,7 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         result = await s.aprepare(force=True)
         assert result is not None and len(await s.acompactions()) == 1
         assert validate_messages(await s.acontext(), format="openai") == []
-        assert len(await s.ahistory()) == 5
+        assert len(await s.ahistory()) == 27
         await s.aclose()
         with pytest.raises(StoreError, match="closed"):
             await s.aappend({"role": "user", "content": "too late"})
