@@ -125,39 +125,39 @@ def test_concurrent_tasks_append_and_compact_one_session(store_target: str) -> N
 
 
 def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
-    """Another connection holds the session's lock for 0.6 s: ``aappend`` and ``aprepare`` wait
+    """Another connection holds the session's lock for 1 s: ``aappend`` and ``aprepare`` wait
     for it in a worker thread while the loop keeps ticking; the sync ``append`` in a coroutine
     stalls the loop for the whole wait (what the ticker would see without the async methods)."""
 
     async def main() -> None:
         s = await Session.aopen(compactor(), store_target, "locked", format="openai")
         await s.aappend({"role": "user", "content": "first"})
-        with lock_held(store_target, "locked", 0.6) as released:
+        with lock_held(store_target, "locked", 1.0) as released:
             with Ticker() as ticker:
                 t0 = time.perf_counter()
                 row = await s.aappend({"role": "assistant", "content": "waited for the lock"})
                 waited = time.perf_counter() - t0
-                assert released.is_set() and waited > 0.4
+                assert released.is_set() and waited > 0.8
                 await asyncio.sleep(0.02)
-            assert ticker.worst < 0.2, f"aappend stalled the loop {ticker.worst:.3f} s"
+            assert ticker.worst < 0.35, f"aappend stalled the loop {ticker.worst:.3f} s"
         await s.aextend(
             [{"role": r, "content": f"{r} {k} " + "words " * 60} for k in range(12) for r in ("user", "assistant")]
         )
-        with lock_held(store_target, "locked", 0.6) as released:
+        with lock_held(store_target, "locked", 1.0) as released:
             with Ticker() as ticker:
                 result = await s.aprepare(force=True)  # its commit waits for the lock
                 assert released.is_set()
                 await asyncio.sleep(0.02)
-            assert ticker.worst < 0.2, f"aprepare stalled the loop {ticker.worst:.3f} s"
+            assert ticker.worst < 0.35, f"aprepare stalled the loop {ticker.worst:.3f} s"
         assert result is not None and result.summary_source == "llm"
         assert (await s.acompactions())[-1].upto_seq == 26
         assert row in s.history_ids()
-        with lock_held(store_target, "locked", 0.6):
+        with lock_held(store_target, "locked", 1.0):
             with Ticker() as ticker:
                 await asyncio.sleep(0.02)  # the ticker runs
                 s.append({"role": "user", "content": "sync, from a coroutine"})
                 await asyncio.sleep(0.02)
-            assert ticker.worst > 0.4  # the baseline: the sync call blocked the loop
+            assert ticker.worst > 0.8  # the baseline: the sync call blocked the loop
         await s.aclose()
 
     asyncio.run(main())
@@ -173,6 +173,11 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         return "never"
 
     async def main() -> None:
+        opening = asyncio.create_task(Session.aopen(compactor(), store_target, "cancel", format="openai"))
+        await asyncio.sleep(0)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
         s = await Session.aopen(compactor(), store_target, "cancel", format="openai")
         await s.aappend({"role": "user", "content": "first"})
         with lock_held(store_target, "cancel", 0.5) as released:

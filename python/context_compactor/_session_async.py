@@ -28,7 +28,6 @@ the message is in :meth:`history` then, with its row id.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -80,7 +79,19 @@ class AsyncMethods:
         Example:
             >>> session = await Session.aopen(compactor, "postgresql://app@db/agents", "ticket-42")  # doctest: +SKIP
         """
-        return await off_loop(functools.partial(cls, *args, **kwargs))
+        built: list[Any] = []
+
+        def build() -> Any:
+            built.append(cls(*args, **kwargs))
+            return built[0]
+
+        try:
+            session: Self = await off_loop(build)
+            return session
+        except asyncio.CancelledError:
+            for session in built:  # opened after all: a cancelled aopen leaves no connection open
+                session.close()
+            raise
 
     async def aappend(self, message: Any) -> int:
         """:meth:`append` with the store call off the event loop. Returns the row id."""
