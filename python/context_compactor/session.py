@@ -45,6 +45,7 @@ from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
+from context_compactor._session_async import AsyncMethods, off_loop
 from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
 from context_compactor._store import NewCompaction, SessionStore, StoredContext
 from context_compactor._summarize import call_hook_sync
@@ -126,7 +127,7 @@ def _stored_json(value: Any, field: str) -> str:
 # -- the session ---------------------------------------------------------------------------------------
 
 
-class Session(BackgroundCompaction):
+class Session(BackgroundCompaction, AsyncMethods):
     """A conversation kept in a SQLite store, compacted when it has to be.
 
     Opens the session ``session_id`` in ``store`` if it exists, else creates it. Append what the
@@ -670,7 +671,7 @@ class Session(BackgroundCompaction):
         self, compactor: ContextCompactor, force: bool, instructions: str | None
     ) -> CompactResult | None:
         for _ in range(_ATTEMPTS):
-            snap = self._begin(force)
+            snap = await off_loop(self._begin, force)
             if snap is None:
                 return None
             result = await compactor.acompact(
@@ -682,14 +683,15 @@ class Session(BackgroundCompaction):
                 instructions=instructions,
                 state=self._state,
             )
-            done = self._settle(snap, result)
+            done = await off_loop(self._settle, snap, result)
             if not isinstance(done, _Retry):
                 return done
         raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
 
     async def aprepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
         """:meth:`prepare` for async code: an async (or sync, run in a worker thread) summarizer
-        and hooks, through :meth:`ContextCompactor.acompact`.
+        and hooks, through :meth:`ContextCompactor.acompact`. Its store calls run in a worker thread,
+        never on the event loop (:mod:`context_compactor._session_async`).
 
         Example:
             >>> result = await session.aprepare()                   # doctest: +SKIP
@@ -708,10 +710,9 @@ class Session(BackgroundCompaction):
             steps = self._background_steps(instructions)
             value: Any = None
             while True:
-                try:
-                    kind, arg = steps.send(value)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+                kind, arg = await off_loop(_step, steps, value)  # the store calls, off the loop
+                if kind == "done":
+                    return arg  # type: ignore[no-any-return]
                 value = None
                 if kind == "hook":
                     fn, payload = arg
@@ -958,6 +959,15 @@ class Session(BackgroundCompaction):
             f"Session({self._id!r}, store={getattr(self._store, 'path', self._store)!r}, messages={self._last_seq}, "
             f"context={len(self._msgs)}, compactions={'none' if self._head is None else 'head ' + str(self._head)})"
         )
+
+
+def _step(steps: Any, value: Any) -> tuple[str, Any]:
+    """One step of :meth:`Session._background_steps` (its end as ``("done", result)``: a
+    StopIteration cannot cross a future)."""
+    try:
+        return steps.send(value)  # type: ignore[no-any-return]
+    except StopIteration as stop:
+        return ("done", stop.value)
 
 
 def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, dict[str, Any], str, int | None]]:
