@@ -430,7 +430,7 @@ def test_compaction_uses_the_summary(server: StubServer, kind: str, mode: str) -
     # The summarizer reads the tool output itself (not this compaction's placeholders): at this
     # window that is several chunks, each updating the summary of the ones before.
     bodies = server.bodies(path_of(kind))
-    assert len(bodies) == 4
+    assert len(bodies) == 3
     body = bodies[0]
     if kind == "anthropic":
         # The summary growth bound: a quarter of the target (summary_token_limit).
@@ -470,7 +470,7 @@ def test_sdk_retries_a_429_with_retry_after_ms_0(server: StubServer, kind: str) 
     t0 = time.monotonic()
     r = compact_with(kind, "sync", server.url(), max_retries=2)
     assert r.strategy == "summary" and r.fallback_reason is None
-    assert len(server.requests) == 5  # the 429, then the four chunks
+    assert len(server.requests) == 4  # the 429, then the three chunks
     assert time.monotonic() - t0 < 5
 
 
