@@ -325,16 +325,23 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
     let keep_from = results.len().saturating_sub(cfg.keep_recent_tool_results);
     // The old results to clear, each with its tool's name, and the ids of the old calls
     // (calls whose results are old), worked out before any edit.
-    let (to_clear, old_ids, sup) = {
+    // Superseded reads (`supersede_reads`) go too, the recent results included.
+    let sup = if cfg.supersede_reads {
+        superseded(slots)
+    } else {
+        FxHashMap::default()
+    };
+    let (to_clear, old_ids) = {
         let names = tool_names(slots);
         let mut old_ids: FxHashSet<String> = FxHashSet::default();
         let mut to_clear: Vec<(usize, usize, String)> = Vec::new();
-        for &(si, k) in &results[..keep_from] {
+        for (n, &(si, k)) in results.iter().enumerate() {
             let b = &slots[si].view.blocks[k];
-            if let Some(id) = &b.id {
+            let old = n < keep_from;
+            if let (true, Some(id)) = (old, &b.id) {
                 old_ids.insert(id.clone());
             }
-            if frozen[si] {
+            if frozen[si] || !(old || sup.contains_key(&(si, k))) {
                 continue;
             }
             let name = b
@@ -346,30 +353,7 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
                 to_clear.push((si, k, name.to_owned()));
             }
         }
-        // Superseded reads anywhere outside the frozen slots, the recent results included.
-        if cfg.supersede_reads {
-            let old = to_clear.len();
-            for &(si, k) in &results[keep_from..] {
-                let b = &slots[si].view.blocks[k];
-                let name = b
-                    .name
-                    .as_deref()
-                    .or_else(|| b.id.as_deref().and_then(|id| names.get(id).copied()))
-                    .unwrap_or("a tool");
-                if !frozen[si] && !protected(name) {
-                    to_clear.push((si, k, name.to_owned()));
-                }
-            }
-            let sup = superseded(slots);
-            let mut i = 0;
-            to_clear.retain(|(si, k, _)| {
-                i += 1;
-                i <= old || sup.contains_key(&(*si, *k))
-            });
-            (to_clear, old_ids, sup)
-        } else {
-            (to_clear, old_ids, FxHashMap::default())
-        }
+        (to_clear, old_ids)
     };
 
     // Edits go to the slots directly; the few edited slots are backed up first, so a pass that
