@@ -134,6 +134,14 @@ class CompactionConfig:
     protected_tools: tuple[str, ...] = ()
     micro_trigger_ratio: float = 0.5
     clear_at_least_tokens: int = 2_000
+    #: Micro-compaction also clears the output of a read that a later call superseded (the same
+    #: file read whole again, or changed): a placeholder names the later message.
+    supersede_reads: bool = False
+    #: Cache-aware micro-compaction: a clearing must free at least this share of the tokens from
+    #: its first edited message to the end (the part of the cached prefix it makes the provider
+    #: write again), so old results are cleared in batches that repay the cache write. 0: only
+    #: ``clear_at_least_tokens``.
+    micro_min_gain_ratio: float = 0.0
     offload_dir: str | None = None
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     summary_max_tokens: int = 2_000
@@ -259,6 +267,11 @@ class CompactionConfig:
         choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
+        if not isinstance(self.supersede_reads, bool):
+            raise ConfigError(f"supersede_reads: expected a bool, got {self.supersede_reads!r}", "supersede_reads")
+        g = self.micro_min_gain_ratio
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not (0 <= g <= 1):
+            raise ConfigError(f"micro_min_gain_ratio: expected a number in [0, 1], got {g!r}", "micro_min_gain_ratio")
         if not isinstance(self.background, bool):
             raise ConfigError(f"background: expected a bool, got {self.background!r}", "background")
         if not isinstance(self.log_content, bool):

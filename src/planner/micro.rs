@@ -11,6 +11,7 @@
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
 use super::shorten::{cut_keeping_facts, with_cut_facts};
+use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
 use crate::cut::{cut_json_args, head_tail, is_cut};
 use crate::message::{Block, BlockKind, Role};
@@ -200,6 +201,7 @@ fn clear_result(
     cfg: &PlanConfig,
     counter: &dyn Count,
     pass: &mut Pass,
+    superseded: Option<&Superseded>,
 ) -> usize {
     let b = &slot.view.blocks[k];
     // Our placeholders start with the prefix; nothing is cleared twice.
@@ -224,12 +226,15 @@ fn clear_result(
         let text = result_text(slot, k);
         (offload_path(dir, &text), text)
     });
-    let placeholder = result_placeholder(
-        name,
-        chars,
-        tokens,
-        offloaded.as_ref().map(|o| o.0.as_str()),
-    );
+    let placeholder = match superseded {
+        Some(s) if offloaded.is_none() => s.placeholder(name),
+        _ => result_placeholder(
+            name,
+            chars,
+            tokens,
+            offloaded.as_ref().map(|o| o.0.as_str()),
+        ),
+    };
     let new = counter.count(crate::text::Text::Utf8(&placeholder));
     if new + 8 >= tokens {
         return 0;
@@ -246,7 +251,10 @@ fn clear_result(
         pass.record.push(RecordEntry {
             index: i,
             action: Change::Cleared,
-            detail: format!("output of {name}: {chars} chars, ~{tokens} tokens"),
+            detail: match superseded {
+                Some(s) => format!("output of {name} superseded by message {}", s.later),
+                None => format!("output of {name}: {chars} chars, ~{tokens} tokens"),
+            },
         });
     }
     before.saturating_sub(slot.tokens)
@@ -317,16 +325,23 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
     let keep_from = results.len().saturating_sub(cfg.keep_recent_tool_results);
     // The old results to clear, each with its tool's name, and the ids of the old calls
     // (calls whose results are old), worked out before any edit.
+    // Superseded reads (`supersede_reads`) go too, the recent results included.
+    let sup = if cfg.supersede_reads {
+        superseded(slots)
+    } else {
+        FxHashMap::default()
+    };
     let (to_clear, old_ids) = {
         let names = tool_names(slots);
         let mut old_ids: FxHashSet<String> = FxHashSet::default();
         let mut to_clear: Vec<(usize, usize, String)> = Vec::new();
-        for &(si, k) in &results[..keep_from] {
+        for (n, &(si, k)) in results.iter().enumerate() {
             let b = &slots[si].view.blocks[k];
-            if let Some(id) = &b.id {
+            let old = n < keep_from;
+            if let (true, Some(id)) = (old, &b.id) {
                 old_ids.insert(id.clone());
             }
-            if frozen[si] {
+            if frozen[si] || !(old || sup.contains_key(&(si, k))) {
                 continue;
             }
             let name = b
@@ -353,7 +368,8 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
             touched[si] = true;
             backup.push((si, slots[si].clone()));
         }
-        saved += clear_result(&mut slots[si], *k, name, cfg, counter, &mut pass);
+        let why = sup.get(&(si, *k));
+        saved += clear_result(&mut slots[si], *k, name, cfg, counter, &mut pass, why);
     }
     // Old calls with long arguments: cut on the pool when there is enough text (cutting JSON
     // is most of a micro pass over a long agent run), written in order.
@@ -392,7 +408,17 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
             pass.record.push(entry);
         }
     }
-    if pass.changed == 0 || saved < cfg.clear_at_least_tokens {
+    // Cache-aware: an edit re-writes the provider's cache from the first edited message on;
+    // the pass must free at least `micro_min_gain_ratio` of what it makes the cache write again.
+    let rewritten: usize = backup
+        .iter()
+        .map(|b| b.0)
+        .min()
+        .map_or(0, |first| slots[first..].iter().map(|s| s.tokens).sum());
+    if pass.changed == 0
+        || saved < cfg.clear_at_least_tokens
+        || (saved as f64) < cfg.micro_min_gain_ratio * rewritten as f64
+    {
         for (si, slot) in backup {
             slots[si] = slot;
         }
@@ -477,6 +503,7 @@ pub fn selective(
                                         cfg,
                                         counter,
                                         &mut pass,
+                                        None,
                                     );
                                 }
                             }

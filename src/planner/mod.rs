@@ -31,6 +31,7 @@ mod repair_responses;
 mod request;
 mod shape;
 mod shorten;
+pub mod superseded;
 
 pub use apply::SummarySource;
 pub use assemble::Outcome;
@@ -122,6 +123,11 @@ pub struct PlanConfig {
     pub max_tool_arg_chars: usize,
     pub protected_tools: Vec<String>,
     pub clear_at_least_tokens: usize,
+    /// Micro-compaction also clears reads a later call superseded (`supersede_reads`).
+    pub supersede_reads: bool,
+    /// A micro pass must free at least this share of the tokens from its first edit to the end
+    /// (what the provider's cache writes again); 0: only `clear_at_least_tokens`.
+    pub micro_min_gain_ratio: f64,
     pub offload_dir: Option<String>,
     pub selective_rules: Vec<(Item, Action, i64)>,
     pub summary_max_tokens: usize,
@@ -154,6 +160,8 @@ impl Default for PlanConfig {
             max_tool_arg_chars: 500,
             protected_tools: Vec::new(),
             clear_at_least_tokens: 2_000,
+            supersede_reads: false,
+            micro_min_gain_ratio: 0.0,
             offload_dir: None,
             selective_rules: vec![
                 (Item::ToolResults, Action::Placeholder, 10),

@@ -63,6 +63,8 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         max_tool_arg_chars: attr(cfg, "max_tool_arg_chars")?,
         protected_tools: attr(cfg, "protected_tools")?,
         clear_at_least_tokens: attr(cfg, "clear_at_least_tokens")?,
+        supersede_reads: attr(cfg, "supersede_reads")?,
+        micro_min_gain_ratio: attr(cfg, "micro_min_gain_ratio")?,
         offload_dir: attr(cfg, "offload_dir")?,
         selective_rules: rules,
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,

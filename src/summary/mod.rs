@@ -48,7 +48,7 @@ pub mod language;
 pub mod prompts;
 pub mod reply;
 pub mod rule;
-mod tools;
+pub(crate) mod tools;
 pub mod transcript;
 pub mod truncation;
 

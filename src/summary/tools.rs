@@ -5,7 +5,7 @@ use super::facts::is_error_name;
 use crate::cut::shorten;
 
 /// Whether a tool runs shell commands (`bash`, `execute_bash`, `run_terminal_cmd`, …).
-pub(super) fn is_shell_tool(name: &str) -> bool {
+pub(crate) fn is_shell_tool(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
@@ -18,7 +18,7 @@ pub(super) fn is_shell_tool(name: &str) -> bool {
 }
 
 /// Whether a tool may change files (`str_replace_editor`, `Write`, `apply_patch`, …).
-pub(super) fn is_edit_tool(name: &str) -> bool {
+pub(crate) fn is_edit_tool(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     [
         "edit", "write", "create", "replace", "patch", "insert", "apply", "save", "append",
@@ -30,7 +30,7 @@ pub(super) fn is_edit_tool(name: &str) -> bool {
 
 /// The shell command of a call's arguments (`command`, `cmd`, `script`; a string or an argv
 /// array, `bash -lc` dropped), or the raw arguments when they are not JSON.
-pub(super) fn shell_command(args: &str) -> Option<String> {
+pub(crate) fn shell_command(args: &str) -> Option<String> {
     let v: serde_json::Value = match serde_json::from_str(args) {
         Ok(v) => v,
         Err(_) => return (!args.trim().is_empty()).then(|| args.trim().to_owned()),
@@ -61,7 +61,7 @@ pub(super) fn shell_command(args: &str) -> Option<String> {
 }
 
 /// Whether a call's arguments say it only reads (`"command": "view"`).
-pub(super) fn is_view_only(args: &str) -> bool {
+pub(crate) fn is_view_only(args: &str) -> bool {
     match serde_json::from_str::<serde_json::Value>(args) {
         Ok(serde_json::Value::Object(o)) => o
             .get("command")
