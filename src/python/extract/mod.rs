@@ -10,6 +10,11 @@
 //! (`content[2].text`, `tool_calls[0].function.arguments`); values the provider would reject
 //! but that are well-typed are left for validation to report.
 //!
+//! Length (just over 600 lines): this file is where the five readers meet — chat messages,
+//! Responses items, Gemini contents, LangChain and pydantic-ai objects — so the per-message
+//! dispatch and the shared block reader stay together; the next split is `block()` and its
+//! helpers into `blocks.rs`.
+//!
 //! Parts: `loc` (where a value sits, for errors), `access` (dict, mapping or attribute
 //! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
 //! while counting on the pool), `parts` (untyped blocks, tool-result content, the separate
