@@ -39,6 +39,7 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 from agents.run_config import CallModelData, ModelInputData
 
+from context_compactor import _core
 from context_compactor.compactor import ContextCompactor
 from context_compactor.errors import MessageTypeError
 from context_compactor.session import Session
@@ -52,21 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompactingInputFilter", "CompactingSession", "input_filter", "legal_suffix"]
 
-# Items that answer an earlier item by call_id (Responses items): never the first of a slice
-# whose call was cut off.
-_ANSWERS = frozenset(
-    {
-        "function_call_output",
-        "custom_tool_call_output",
-        "local_shell_call_output",
-        "computer_call_output",
-        "shell_call_output",
-        "apply_patch_call_output",
-        "tool_search_output",
-        "mcp_approval_response",
-    }
-)
-
 
 def _field(item: Any, name: str) -> Any:
     if isinstance(item, Mapping):
@@ -75,31 +61,20 @@ def _field(item: Any, name: str) -> Any:
 
 
 def legal_suffix(items: Sequence[Any], limit: int | None) -> list[Any]:
-    """The last ``limit`` items (all when ``None``), less any leading item the cut would orphan.
-
-    A ``function_call_output`` (or another output / approval response) whose call falls before the
-    cut is dropped, and so is a leading run of ``reasoning`` items whose following item was
-    dropped: the provider refuses both. The result may therefore hold fewer than ``limit`` items.
+    """The last ``limit`` items (all when ``None``), starting at the first legal cut at or after
+    ``len(items) - limit`` (the core's cut points: never inside a tool block, so no output
+    without its call, and never right after a reasoning item), less a trailing run of reasoning
+    items left without their following item. The provider refuses both; the result may
+    therefore hold fewer than ``limit`` items.
     """
     items = list(items)
     if limit is None or limit >= len(items):
         return items
     if limit <= 0:
         return []
-    start = len(items) - limit
-    kept = items[start:]
-    calls = {_field(i, "call_id") for i in kept if _field(i, "type") not in _ANSWERS}
-    calls |= {_field(i, "id") for i in kept if _field(i, "type") == "mcp_approval_request"}
-    out: list[Any] = []
-    for item in kept:
-        kind = _field(item, "type")
-        if kind in _ANSWERS:
-            key = _field(item, "approval_request_id") if kind == "mcp_approval_response" else _field(item, "call_id")
-            if key not in calls:
-                continue
-        out.append(item)
-    # A reasoning item must be followed by its item: drop reasoning runs left at the end or
-    # followed by nothing kept.
+    want = len(items) - limit
+    cuts = _core.analyze_conversation(items, format="responses").cut_points
+    out = items[next((c for c in cuts if c >= want), len(items)) :]
     while out and _field(out[-1], "type") == "reasoning":
         out.pop()
     return out
