@@ -123,6 +123,47 @@ def _check_signature(fn: str, create: Any, params: Mapping[str, Any]) -> None:
         )
 
 
+def sdk_summarizer(
+    name: str,
+    model: str,
+    client: Any,
+    params: Mapping[str, Any],
+    call: Callable[..., Any],
+    build: Callable[[SummaryRequest], dict[str, Any]],
+    parse: Callable[[Any], SummaryResponse],
+    wrap_error: Callable[[Exception], Exception] | None = None,
+) -> Summarizer | AsyncSummarizer:
+    """A summarizer around an SDK call: ``parse(call(**build(request)))``, awaited when ``call``
+    is a coroutine function (then an :class:`AsyncSummarizer`). With ``wrap_error``, an exception
+    the call raises is replaced by ``wrap_error(e)`` (chained); without, it passes unchanged."""
+    details = _details(model, client, params)
+    if _is_async(client, call):
+
+        async def acall(request: SummaryRequest) -> SummaryResponse:
+            kw = build(request)
+            try:
+                response = await call(**kw)
+            except Exception as e:
+                if wrap_error is None:
+                    raise
+                raise wrap_error(e) from e
+            return parse(response)
+
+        return AsyncSummarizer(name, model, details, acall)
+
+    def scall(request: SummaryRequest) -> SummaryResponse:
+        kw = build(request)
+        try:
+            response = call(**kw)
+        except Exception as e:
+            if wrap_error is None:
+                raise
+            raise wrap_error(e) from e
+        return parse(response)
+
+    return Summarizer(name, model, details, scall)
+
+
 def _details(model: str, client: Any, params: Mapping[str, Any]) -> str:
     parts = [f"model={model!r}"]
     if client is not None:

@@ -14,9 +14,8 @@ from context_compactor.summarizers._base import (
     _check_params,
     _check_signature,
     _client_attr,
-    _details,
     _field,
-    _is_async,
+    sdk_summarizer,
 )
 
 if TYPE_CHECKING:
@@ -103,15 +102,4 @@ def anthropic_messages(client: Any, model: str, **params: Any) -> Summarizer | A
         kw.update(params)
         return kw
 
-    details = _details(model, client, params)
-    if _is_async(client, create):
-
-        async def acall(request: SummaryRequest) -> SummaryResponse:
-            return _anthropic_response(await create(**arguments(request)))
-
-        return AsyncSummarizer("anthropic_messages", model, details, acall)
-
-    def call(request: SummaryRequest) -> SummaryResponse:
-        return _anthropic_response(create(**arguments(request)))
-
-    return Summarizer("anthropic_messages", model, details, call)
+    return sdk_summarizer("anthropic_messages", model, client, params, create, arguments, _anthropic_response)

@@ -44,9 +44,8 @@ from context_compactor.summarizers._base import (
     Summarizer,
     _check_params,
     _client_attr,
-    _details,
     _field,
-    _is_async,
+    sdk_summarizer,
 )
 
 __all__ = ["ANTHROPIC_COMPACTION_BETA", "ProviderCompactionError", "anthropic_compaction", "openai_responses_compact"]
@@ -104,34 +103,11 @@ def _anthropic_items(response: Any) -> SummaryResponse:
 
 
 def _make(fn: str, model: str, client: Any, params: Mapping[str, Any], call: Any, build: Any, parse: Any) -> Any:
-    """A (sync or async) summarizer around ``call(**build(request))``, errors wrapped."""
-    details = _details(model, client, params)
-
-    def failed(e: Exception) -> ProviderCompactionError:
-        return ProviderCompactionError(f"{fn}: {describe(e)}")
-
-    if _is_async(client, call):
-
-        async def acall(request: SummaryRequest) -> SummaryResponse:
-            kw = build(request)
-            try:
-                response = await call(**kw)
-            except Exception as e:
-                raise failed(e) from e
-            return parse(response)  # type: ignore[no-any-return]
-
-        s: Any = AsyncSummarizer(fn, model, details, acall)
-    else:
-
-        def scall(request: SummaryRequest) -> SummaryResponse:
-            kw = build(request)
-            try:
-                response = call(**kw)
-            except Exception as e:
-                raise failed(e) from e
-            return parse(response)  # type: ignore[no-any-return]
-
-        s = Summarizer(fn, model, details, scall)
+    """A (sync or async) summarizer around ``call(**build(request))``, any error it raises wrapped
+    in :class:`ProviderCompactionError` (the compactor's fallback takes it as transient)."""
+    s: Any = sdk_summarizer(
+        fn, model, client, params, call, build, parse, lambda e: ProviderCompactionError(f"{fn}: {describe(e)}")
+    )
     s.wants_span = True
     return s
 

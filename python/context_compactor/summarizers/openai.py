@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, overload
 
-from context_compactor.results import SummaryRequest, SummaryResponse
+from context_compactor.results import SummaryRequest
 from context_compactor.summarizers._base import (
     _TOKEN_LIMIT_KEYS,
     AsyncSummarizer,
@@ -15,9 +15,8 @@ from context_compactor.summarizers._base import (
     _check_params,
     _check_signature,
     _client_attr,
-    _details,
-    _is_async,
     _openai_response,
+    sdk_summarizer,
 )
 
 if TYPE_CHECKING:
@@ -79,15 +78,4 @@ def openai_chat(client: Any, model: str, **params: Any) -> Summarizer | AsyncSum
         kw.update(params)
         return kw
 
-    details = _details(model, client, params)
-    if _is_async(client, create):
-
-        async def acall(request: SummaryRequest) -> SummaryResponse:
-            return _openai_response(await create(**arguments(request)))
-
-        return AsyncSummarizer("openai_chat", model, details, acall)
-
-    def call(request: SummaryRequest) -> SummaryResponse:
-        return _openai_response(create(**arguments(request)))
-
-    return Summarizer("openai_chat", model, details, call)
+    return sdk_summarizer("openai_chat", model, client, params, create, arguments, _openai_response)
