@@ -503,4 +503,4 @@ def test_missing_file_and_bad_format(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "nope.json")
     with pytest.raises(ValueError, match="format"):
-        loads("[]", format="gemini")  # type: ignore[arg-type]
+        loads("[]", format="yaml")  # type: ignore[arg-type]

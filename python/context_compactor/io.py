@@ -1,6 +1,6 @@
 """Load real transcript files into a valid request, and save one.
 
-Three inputs are read:
+These inputs are read:
 
 - **OpenAI Chat Completions JSON**: a list of messages, or ``{"messages": [...], "tools": [...]}``.
 - **Anthropic Messages JSON**: ``{"system": ..., "messages": [...], "tools": [...]}``, or a bare list
@@ -10,6 +10,14 @@ Three inputs are read:
 - **Codex CLI rollout JSONL** (``~/.codex/sessions/**/rollout-*.jsonl``, both the older bare-item
   layout and the current ``RolloutLine`` one): rebuilt into the Responses item list Codex would
   send next (``format="responses"``; see ``_codex.py`` for the rules).
+- **OpenAI Responses request JSON**: ``{"input": [...items], "instructions": ..., "tools": [...]}``
+  (``format="responses"``; ``_io_responses.py``). A bare list of Responses items is read too.
+- **Gemini generateContent request JSON**: ``{"contents": [...], "system_instruction": ..., "tools":
+  [...]}``, ``systemInstruction`` accepted (``format="gemini"``; ``_io_gemini.py``). A bare list
+  of ``contents`` is read too.
+
+:func:`save` writes each format in the request shape :func:`load` reads back (Responses items
+and Gemini contents in the two request shapes above).
 
 A JSONL file whose lines are plain messages (``{"role": ...}``) is read like a JSON list.
 
@@ -47,6 +55,7 @@ behaviour):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -56,12 +65,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from context_compactor import _codex
+from context_compactor import _codex, _core, _io_gemini, _io_responses
+from context_compactor._io_fields import FieldError
 from context_compactor.errors import CompactorError
 
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
-Format = Literal["openai", "anthropic", "responses"]
+Format = Literal["openai", "anthropic", "responses", "gemini"]
+_FORMATS = ("openai", "anthropic", "responses", "gemini")
 
 #: Content of the synthetic result given to a call whose result the log never recorded.
 NO_RESULT_TEXT = "(no result was recorded)"
@@ -94,6 +105,8 @@ class TranscriptError(CompactorError, ValueError):
         line: 1-based line number of the fault (a JSONL record, or the JSON parser's position),
             ``None`` when the fault is not on one line.
         path: The file, when it was read by :func:`load`.
+        field: The request field at fault (``"input[3]"``, ``"contents[2].parts"``,
+            ``"system_instruction"``), ``None`` when the fault is not in one field.
 
     Example:
         >>> from context_compactor.io import loads, TranscriptError
@@ -104,10 +117,20 @@ class TranscriptError(CompactorError, ValueError):
         2
     """
 
-    def __init__(self, message: str, *, line: int | None = None, path: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, line: int | None = None, path: str | None = None, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.line = line
         self.path = path
+        self.field = field
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable with its attributes (batch workers send it)
+        return (_transcript_error, (str(self), self.line, self.path, self.field))
+
+
+def _transcript_error(message: str, line: int | None, path: str | None, field: str | None) -> TranscriptError:
+    return TranscriptError(message, line=line, path=path, field=field)
 
 
 @dataclass(frozen=True)
@@ -116,14 +139,16 @@ class Transcript:
 
     Attributes:
         messages: The messages, as plain JSON dicts (fresh objects: yours to change); Responses
-            items for a Codex rollout.
-        format: ``"openai"``, ``"anthropic"`` or ``"responses"`` (Codex rollouts).
+            items for a Codex rollout or a Responses request; Gemini ``contents`` for a Gemini request.
+        format: ``"openai"``, ``"anthropic"``, ``"responses"`` (Codex rollouts, Responses requests)
+            or ``"gemini"``.
         system: Anthropic's separate system prompt (``str`` or text blocks); a Codex session's
-            instructions (the Responses ``instructions``); always ``None`` for OpenAI, whose
-            system prompt stays in ``messages``.
+            instructions or a Responses request's ``instructions``; a Gemini request's
+            ``system_instruction``; always ``None`` for OpenAI, whose system prompt stays in
+            ``messages``.
         tools: The tool definitions the file carried, if any.
         source: What the file was: ``"openai_json"``, ``"anthropic_json"``, ``"claude_code_jsonl"``,
-            ``"codex_jsonl"``
+            ``"codex_jsonl"``, ``"responses_json"``, ``"gemini_json"``
             (``"openai_jsonl"``/``"anthropic_jsonl"`` for a JSONL file of plain messages).
         path: The file read, or ``None`` for :func:`loads`.
         skipped: Records or lines dropped (progress, snapshots, system records, sidechains,
@@ -139,7 +164,7 @@ class Transcript:
 
     messages: list[dict[str, Any]]
     format: Format
-    system: str | list[dict[str, Any]] | None = None
+    system: str | list[Any] | dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     source: str = ""
     path: str | None = None
@@ -160,7 +185,8 @@ class Transcript:
 
 
 def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Transcript:
-    """Read a transcript file: OpenAI JSON, Anthropic JSON or a Claude Code session JSONL.
+    """Read a transcript file: OpenAI JSON, Anthropic JSON, a Claude Code session JSONL, a Codex
+    rollout JSONL, a Responses request JSON or a Gemini generateContent request JSON.
 
     Args:
         path: The file. A missing file raises ``FileNotFoundError``.
@@ -173,7 +199,8 @@ def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Trans
         The :class:`Transcript`. Claude Code logs come back as a valid Anthropic request.
 
     Raises:
-        TranscriptError: Malformed JSON (with the line number) or an unknown shape.
+        TranscriptError: Malformed JSON (with the line number), a malformed request field (with
+            its ``field`` path) or an unknown shape.
 
     Example:
         >>> from context_compactor.io import load
@@ -218,7 +245,7 @@ def save(
     path: str | os.PathLike[str],
     messages: Sequence[Any],
     *,
-    system: str | list[dict[str, Any]] | None = None,
+    system: Any = None,
     tools: Sequence[Any] | None = None,
     format: Format | None = None,
 ) -> None:
@@ -227,16 +254,21 @@ def save(
     OpenAI is written as a bare list (``{"messages", "tools"}`` when there are tools; a ``system``
     string given here becomes a leading system message). Anthropic is written as
     ``{"system", "messages", "tools"}`` (``system`` always present, so the file reads back as
-    Anthropic). SDK pydantic objects are written through their ``model_dump``. The file is
-    written to a temporary file in the same folder and moved into place with ``os.replace``.
+    Anthropic). Responses items are written as the request ``{"input", "instructions", "tools"}``
+    (``system`` is the ``instructions``), Gemini contents as ``{"contents", "system_instruction",
+    "tools"}`` (``system`` is the ``system_instruction``). SDK pydantic objects are written through
+    their ``model_dump``; text is written as UTF-8 (CJK as it is, not ``\\u`` escapes). The file
+    is written to a temporary file in the same folder and moved into place with ``os.replace``.
 
     Args:
         path: Where to write.
         messages: The messages (dicts or SDK objects).
-        system: Anthropic's system prompt.
+        system: Anthropic's system prompt, the Responses ``instructions`` or Gemini's
+            ``system_instruction``.
         tools: Tool definitions.
-        format: ``"openai"`` or ``"anthropic"``; detected from the messages when ``None``
-            (a ``system`` argument means Anthropic).
+        format: ``"openai"``, ``"anthropic"``, ``"responses"`` or ``"gemini"``; detected from the
+            messages when ``None`` (Responses items and Gemini contents by their shape; otherwise
+            a ``system`` argument means Anthropic).
 
     Example:
         >>> save("out.json", [{"role": "user", "content": "hi"}], system="Be brief.")  # doctest: +SKIP
@@ -245,9 +277,15 @@ def save(
     """
     msgs = [_jsonable(m) for m in messages]
     tool_list = None if tools is None else [_jsonable(t) for t in tools]
-    fmt: Format = format or ("anthropic" if system is not None else _detect(msgs))
+    if format is not None and format not in _FORMATS:
+        raise ValueError(f"format must be 'openai', 'anthropic', 'responses' or 'gemini', not {format!r}")
+    fmt: Format = format or _detect_request(msgs) or ("anthropic" if system is not None else _detect(msgs))
     data: Any
-    if fmt == "anthropic":
+    if fmt == "responses":
+        data = _io_responses.write(msgs, _jsonable(system), tool_list)
+    elif fmt == "gemini":
+        data = _io_gemini.write(msgs, _jsonable(system), tool_list)
+    elif fmt == "anthropic":
         data = {"system": _jsonable(system), "messages": msgs}
         if tool_list is not None:
             data["tools"] = tool_list
@@ -255,8 +293,6 @@ def save(
         if system is not None:
             msgs = [{"role": "system", "content": _jsonable(system)}, *msgs]
         data = msgs if tool_list is None else {"messages": msgs, "tools": tool_list}
-    else:
-        raise ValueError(f"format must be 'openai' or 'anthropic', not {format!r}")
     _write_atomic(os.fspath(path), json.dumps(data, ensure_ascii=False, indent=2, default=_jsonable) + "\n")
 
 
@@ -266,8 +302,8 @@ def save(
 
 
 def _parse(text: str, format: Format | None) -> Transcript:
-    if format not in (None, "openai", "anthropic", "responses"):
-        raise ValueError(f"format must be 'openai', 'anthropic', 'responses' or None, not {format!r}")
+    if format is not None and format not in _FORMATS:
+        raise ValueError(f"format must be 'openai', 'anthropic', 'responses', 'gemini' or None, not {format!r}")
     if not text.strip():
         raise TranscriptError("the transcript is empty", line=1)
     try:
@@ -280,7 +316,31 @@ def _parse(text: str, format: Format | None) -> Transcript:
         return _from_jsonl([(_first_content_line(text), data)], format)
     if isinstance(data, dict) and _is_claude_code_record(data):
         return _from_jsonl([(_first_content_line(text), data)], format)
+    if _io_responses.is_request(data) or _io_gemini.is_request(data):
+        return _from_request(data, format)
     return _from_json(data, format)
+
+
+def _from_request(data: dict[str, Any], format: Format | None) -> Transcript:
+    """A Responses or Gemini request object (``_io_responses`` / ``_io_gemini``)."""
+    fmt: Format = "responses" if _io_responses.is_request(data) else "gemini"
+    if format not in (None, fmt):
+        name = "Responses" if fmt == "responses" else "Gemini"
+        raise TranscriptError(f"a {name} request loads as format={fmt!r}; format={format!r} is not supported")
+    try:
+        messages, system, tools = (_io_responses if fmt == "responses" else _io_gemini).read(data)
+    except FieldError as e:
+        raise TranscriptError(f"{'Responses' if fmt == 'responses' else 'Gemini'} request: {e}", field=e.field) from e
+    return Transcript(messages=messages, format=fmt, system=system, tools=tools, source=f"{fmt}_json")
+
+
+def _detect_request(messages: list[Any]) -> Format | None:
+    """``"responses"`` or ``"gemini"`` when the core's detection says so (DESIGN's rules), else ``None``."""
+    try:
+        fmt = _core.detect_format(messages)
+    except Exception:  # a list the core cannot read: left to the OpenAI/Anthropic path and its checks
+        return None
+    return fmt if fmt in ("responses", "gemini") else None
 
 
 def _first_content_line(text: str) -> int:
@@ -347,6 +407,10 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
             "not a transcript: expected a list of messages, an object with 'messages', or JSONL records"
         )
 
+    if isinstance(data, list) and format in (None, "responses", "gemini"):
+        kind = format or _detect_request(messages)
+        if kind is not None:
+            return Transcript(messages=messages, format=kind, tools=tools, source=f"{kind}_json")
     detected = _detect(messages)
     # Anthropic tool definitions carry ``input_schema``; OpenAI's are ``{"type": "function", ...}``.
     if explicit_anthropic or (tools and all(isinstance(t, dict) and "input_schema" in t for t in tools)):
@@ -675,7 +739,8 @@ def _to_openai(messages: Sequence[dict[str, Any]], system: Any = None) -> list[d
 
 
 def _jsonable(obj: Any) -> Any:
-    """Dicts, lists and scalars as they are; SDK pydantic objects through ``model_dump``."""
+    """Dicts, lists and scalars as they are; SDK pydantic objects through ``model_dump``; bytes as
+    URL-safe base64 text (what ``google-genai`` writes for a ``thought_signature``)."""
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         return dump(mode="json", exclude_unset=True)
@@ -683,6 +748,8 @@ def _jsonable(obj: Any) -> Any:
         return obj
     if isinstance(obj, tuple):
         return list(obj)
+    if isinstance(obj, (bytes, bytearray)):  # a Gemini thought_signature in a dict: as the SDK dumps it
+        return base64.urlsafe_b64encode(obj).decode("ascii")
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 

@@ -9,11 +9,19 @@ bar goes to stderr. A file that cannot be read, compacted or written is reported
 (``"ok": false``, ``"error": {"type", "message"}``) and skipped; the batch never stops for it, and
 the exit status is 1 at the end if any file failed.
 
-Design note: the work runs in ``--workers`` worker processes (``spawn``: no fork of a process
-holding threads), each building its compactor once. Files are streamed: only their paths are
-listed up front, and at most ``4 x workers`` files are in flight at a time (read, compacted and
-written inside the worker; only the small report comes back), so memory stays bounded whatever
-the folder's size. ``--workers 1`` runs in this process.
+Design note (where the time goes; figures in ``benches/bench_batch.py``): ``--workers 1`` runs
+in this process, with no pool: the honest baseline. With ``--workers N`` the worker processes do
+all of a file's work: read, compact, validate, write, and the report line's JSON text; the parent
+only walks the folder, hands out paths and writes the lines it gets back, so it never competes
+with the workers for a core. Paths go out in chunks of up to 16 (one hand-off per chunk instead
+of per file, and one write of the report per chunk), and at most ``2 x workers`` chunks are in
+flight at a time: the folder is streamed (walked once to count the files for the progress bar,
+once to hand them out; a file's contents only ever live in the worker compacting it), so memory
+stays bounded whatever the folder's size. Workers start from a ``forkserver`` that imported the
+library once (on Linux; ``spawn`` where there is no forkserver): no fork of a process holding
+threads, and no second import per worker. A worker that dies (killed, out of memory) breaks
+the pool: the files it had in flight are reported with the error, a new pool is started and the
+batch goes on.
 """
 
 from __future__ import annotations
@@ -25,8 +33,9 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TextIO
 
 __all__ = ["add_batch_parser", "add_parser", "cmd_batch", "iter_inputs"]
@@ -49,9 +58,31 @@ def output_path(root: str, path: str, out_dir: str) -> str:
     return os.path.join(out_dir, os.path.splitext(rel)[0] + ".json")
 
 
+def iter_jobs(root: str, out_dir: str) -> Iterator[tuple[str, str | None]]:
+    """``(input, output)`` for every input (streamed), ``output`` ``None`` when an earlier input of
+    the same folder writes it (``a.json`` and ``a.jsonl``); inputs inside ``out_dir`` skipped.
+    Outputs are remembered per folder only (a collision is always inside one folder), so memory
+    does not grow with the number of files."""
+    inside = os.path.abspath(out_dir) + os.sep
+    folder, outputs = None, set()
+    for p in iter_inputs(root):
+        if os.path.abspath(p).startswith(inside):
+            continue
+        if os.path.dirname(p) != folder:
+            folder, outputs = os.path.dirname(p), set()
+        out = output_path(root, p, out_dir)
+        if out in outputs:
+            yield p, None
+        else:
+            outputs.add(out)
+            yield p, out
+
+
 # -- the worker ------------------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
+#: What a worker process imports before its first file: preloaded once by the forkserver.
+_PRELOAD = ["context_compactor.compactor", "context_compactor.io", "context_compactor.cli.batch"]
 
 
 def _init_worker(config: Any, summarizer: str | None, force: bool) -> None:
@@ -66,11 +97,23 @@ def _init_worker(config: Any, summarizer: str | None, force: bool) -> None:
     _WORKER["force"] = force
 
 
-def _compact_file(path: str, out: str) -> dict[str, Any]:
-    """Read, compact and write one file; the report line (never raises for the file's own errors)."""
+def _line(report: dict[str, Any]) -> tuple[bool, str]:
+    return bool(report["ok"]), json.dumps(report, ensure_ascii=False) + "\n"
+
+
+def _failed(path: str, kind: str, message: str) -> dict[str, Any]:
+    return {"file": path, "ok": False, "error": {"type": kind, "message": message}, "seconds": 0.0}
+
+
+def _compact_file(path: str, out: str | None) -> tuple[bool, str]:
+    """Read, compact and write one file: ``(ok, its JSONL report line)``; never raises for the
+    file's own errors. ``out`` ``None``: the output is already written by another input."""
     from context_compactor import _core
     from context_compactor.io import load, save
 
+    if out is None:
+        msg = "another input of this folder has the same name up to its suffix and already writes the same output"
+        return _line(_failed(path, "OutputCollision", msg))
     t0 = time.perf_counter()
     line: dict[str, Any] = {"file": path}
     try:
@@ -104,7 +147,38 @@ def _compact_file(path: str, out: str) -> dict[str, Any]:
     except Exception as e:  # the file's error, reported; the batch goes on
         line.update(ok=False, error={"type": type(e).__name__, "message": str(e)})
     line["seconds"] = round(time.perf_counter() - t0, 4)
-    return line
+    return _line(line)
+
+
+def _compact_chunk(jobs: list[tuple[str, str | None]]) -> list[tuple[bool, str]]:
+    """A worker's task: a few files, their report lines in order."""
+    return [_compact_file(p, out) for p, out in jobs]
+
+
+def _chunks(jobs: Iterable[tuple[str, str | None]], size: int) -> Iterator[list[tuple[str, str | None]]]:
+    chunk: list[tuple[str, str | None]] = []
+    for job in jobs:
+        chunk.append(job)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def chunk_size(total: int, workers: int) -> int:
+    """Files per task: 1 for small folders (every worker busy, the bar moving), up to 16 for large
+    ones (fewer hand-offs), always leaving ~32 tasks a worker so the last ones end together."""
+    return max(1, min(16, total // (32 * workers)))
+
+
+def _context() -> Any:
+    """``forkserver`` (preloading the library once) where there is one, else ``spawn``."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 # -- progress --------------------------------------------------------------------------------------
@@ -121,9 +195,9 @@ class Progress:
         self._tty = bool(getattr(stream, "isatty", lambda: False)())
         self._step = 0
 
-    def update(self, ok: bool) -> None:
-        self.done += 1
-        self.failed += not ok
+    def update(self, done: int, failed: int) -> None:
+        self.done += done
+        self.failed += failed
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -168,75 +242,79 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if os.path.abspath(out_dir) == os.path.abspath(root):
         raise ValueError("batch: --out must not be the input folder (the inputs would be overwritten)")
     config = load_config(args)
-    # Only the paths are listed up front (for the progress bar's total); the files are read
-    # one at a time by the workers.
-    paths = [p for p in iter_inputs(root) if not os.path.abspath(p).startswith(os.path.abspath(out_dir) + os.sep)]
+    # The folder is walked once to count its files (the bar's total), once to hand them out:
+    # no list of every file is kept.
+    total = sum(1 for _ in iter_jobs(root, out_dir))
     report: TextIO = open(args.report, "w", encoding="utf-8") if args.report else sys.stdout  # noqa: SIM115
-    progress = Progress(len(paths), sys.stderr, enabled=not args.no_progress)
-    outputs: set[str] = set()
-    failed = 0
+    progress = Progress(total, sys.stderr, enabled=not args.no_progress)
 
-    def emit(line: dict[str, Any]) -> None:
-        nonlocal failed
-        failed += not line["ok"]
-        progress.update(line["ok"])
-        report.write(json.dumps(line, ensure_ascii=False) + "\n")
+    def emit(lines: list[tuple[bool, str]]) -> None:
+        report.write("".join(text for _, text in lines))
         report.flush()
-
-    def jobs() -> Iterator[tuple[str, str | None]]:
-        for p in paths:
-            out = output_path(root, p, out_dir)
-            if out in outputs:  # a.json and a.jsonl: the second would overwrite the first
-                yield p, None
-            else:
-                outputs.add(out)
-                yield p, out
-
-    def collided(p: str) -> dict[str, Any]:
-        msg = f"its output {output_path(root, p, out_dir)} is already written by another input"
-        return {"file": p, "ok": False, "error": {"type": "OutputCollision", "message": msg}, "seconds": 0.0}
+        progress.update(len(lines), sum(not ok for ok, _ in lines))
 
     try:
         init = (config, args.summarizer, args.force)
         if args.workers == 1:
             _init_worker(*init)
-            for p, out in jobs():
-                emit(_compact_file(p, out) if out else collided(p))
+            for p, out in iter_jobs(root, out_dir):
+                emit([_compact_file(p, out)])
         else:
-            ctx = multiprocessing.get_context("spawn")
-            window: collections.deque[tuple[str, Future[dict[str, Any]] | None]] = collections.deque()
-            with ProcessPoolExecutor(args.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as pool:
-                for p, out in jobs():
-                    window.append((p, pool.submit(_compact_file, p, out) if out else None))
-                    if len(window) >= 4 * args.workers:
-                        _drain_one(window, emit, collided)
-                while window:
-                    _drain_one(window, emit, collided)
+            _run_pool(iter_jobs(root, out_dir), args.workers, chunk_size(total, args.workers), init, emit)
     finally:
         progress.close()
         if report is not sys.stdout:
             report.close()
     print(
-        f"context-compactor batch: {len(paths)} files, {len(paths) - failed} compacted, {failed} failed "
-        f"({time.perf_counter() - progress.start:.1f} s)",
+        f"context-compactor batch: {progress.done} files, {progress.done - progress.failed} compacted, "
+        f"{progress.failed} failed ({time.perf_counter() - progress.start:.1f} s)",
         file=sys.stderr,
     )
-    return 1 if failed else 0
+    return 1 if progress.failed else 0
+
+
+def _run_pool(
+    jobs: Iterable[tuple[str, str | None]],
+    workers: int,
+    size: int,
+    init: tuple[Any, ...],
+    emit: Callable[[list[tuple[bool, str]]], None],
+) -> None:
+    """Hand the jobs to ``workers`` processes in chunks, at most ``2 x workers`` chunks in flight,
+    and emit their lines in input order. A broken pool (a worker died) fails the chunks it had in
+    flight and is replaced."""
+    ctx = _context()
+    window: collections.deque[tuple[list[tuple[str, str | None]], Future[list[tuple[bool, str]]]]]
+    window = collections.deque()
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init)
+    try:
+        for chunk in _chunks(jobs, size):
+            try:
+                window.append((chunk, pool.submit(_compact_chunk, chunk)))
+            except BrokenProcessPool:  # broken while we were away: drain, then a new pool
+                while window:
+                    _drain_one(window, emit)
+                pool.shutdown(wait=True)
+                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init)
+                window.append((chunk, pool.submit(_compact_chunk, chunk)))
+            if len(window) >= 2 * workers:
+                _drain_one(window, emit)
+        while window:
+            _drain_one(window, emit)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _drain_one(
-    window: collections.deque[tuple[str, Future[dict[str, Any]] | None]],
-    emit: Callable[[dict[str, Any]], None],
-    collided: Callable[[str], dict[str, Any]],
+    window: collections.deque[tuple[list[tuple[str, str | None]], Future[list[tuple[bool, str]]]]],
+    emit: Callable[[list[tuple[bool, str]]], None],
 ) -> None:
-    p, fut = window.popleft()
-    if fut is None:
-        emit(collided(p))
-        return
+    chunk, fut = window.popleft()
     try:
-        emit(fut.result())
-    except Exception as e:  # the worker process died (killed, out of memory): report the file
-        emit({"file": p, "ok": False, "error": {"type": type(e).__name__, "message": str(e)}, "seconds": 0.0})
+        lines = fut.result()
+    except Exception as e:  # the worker process died (killed, out of memory): report its files
+        lines = [_line(_failed(p, type(e).__name__, str(e) or "a worker process died")) for p, _ in chunk]
+    emit(lines)
 
 
 def add_batch_parser(sub: Any) -> argparse.ArgumentParser:
