@@ -4,18 +4,22 @@ against a Python loop of `compact()`, both baselines measured in the same run.
     python benches/bench_batch.py [--copies 100] [--runs 3] [--check]
 
 The shared corpus (CORPUS_DIR, default ../shared/corpus) is copied COPIES times into a temporary
-folder (~29 files a copy) with one planted bad file; each command runs RUNS times and the
-median is reported. Peak memory is the largest resident set of any process of the run
-(the CLI or one of its workers), measured for the full folder and for a tenth of it: bounded
-means it does not grow with the number of files. `--check` exits 1 if `--workers 2` is under
-1.6x `--workers 1`, the bad file is not reported and skipped, or peak memory grows by more
-than half from a tenth of the files to all of them.
+folder (29 files a copy) with one planted bad file; each command runs RUNS times, alternating
+which of the two goes first, and the median is reported. Nothing is pinned that a user would not
+have (no CPU affinity, no thread-count variables): the machine's load average is printed before
+and after every run, since other processes on a shared machine take cores from `--workers 2`
+(and the ratio with them). CPU time is printed too: the time of every process of the run, and
+of the CLI process alone (with workers, its bookkeeping). Peak memory is the largest resident
+set of any process of the run (the CLI, the forkserver or a worker), measured for the full
+folder and for a tenth of it: bounded means it does not grow with the number of files.
+`--check` exits 1 if `--workers 2` is under 1.6x `--workers 1`, the bad file is not reported
+and skipped, any other file fails, or peak memory grows by more than half from a tenth of the
+files to all of them.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -25,17 +29,36 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 CORPUS = Path(os.environ.get("CORPUS_DIR", HERE.parent.parent / "shared" / "corpus"))
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus")
 
-# Runs the CLI as a child and prints the largest resident set (kB) of it and its workers.
+# Runs the CLI as a child and prints, as JSON: its exit status, wall time, its own CPU time (the
+# parent's bookkeeping when there are workers), the CPU time of every process of the run and the
+# largest resident set of any of them. Workers are children of the forkserver, which the CLI
+# never waits for: this wrapper makes itself their subreaper (Linux prctl) and waits for every
+# descendant, so their time and memory are counted.
 WRAP = """
-import resource, subprocess, sys
-rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+import ctypes, json, os, resource, subprocess, sys, time
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except Exception:
+    pass
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, own = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+while True:
+    try:
+        os.wait4(-1, 0)
+    except ChildProcessError:
+        break
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "wall": wall, "cli_cpu": own.ru_utime + own.ru_stime,
+                  "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": ru.ru_maxrss}))
 """
 
 
@@ -50,48 +73,61 @@ def make_folder(root: Path, copies: int) -> int:
     return copies * len(files) + 1
 
 
-def run_batch(src: Path, out: Path, workers: int, report: Path) -> tuple[float, int, int]:
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def run_batch(src: Path, out: Path, workers: int, report: Path) -> dict[str, float]:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "context_compactor.cli", "batch", str(src), "--out", str(out)]
     cmd += ["--workers", str(workers), "--max-tokens", "8000", "--report", str(report), "--no-progress"]
-    t0 = time.perf_counter()
+    before = load1()
     r = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, check=True)
-    elapsed = time.perf_counter() - t0
-    rc, rss = map(int, r.stdout.split())
-    return elapsed, rc, rss
+    run: dict[str, float] = json.loads(r.stdout)
+    run.update(load_before=before, load_after=load1())
+    return run
 
 
-def bench_cli(copies: int, runs: int) -> dict[str, float | bool | int]:
+def bench_cli(copies: int, runs: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         src, small = Path(tmp) / "in", Path(tmp) / "in-small"
         n = make_folder(src, copies)
         n_small = make_folder(small, max(1, copies // 10))
         report = Path(tmp) / "report.jsonl"
-        times: dict[int, list[float]] = {1: [], 2: []}
-        rss: dict[int, int] = {1: 0, 2: 0}
-        for _ in range(runs):
-            for w in (1, 2):
-                t, rc, peak = run_batch(src, Path(tmp) / "out", w, report)
-                times[w].append(t)
-                rss[w] = max(rss[w], peak)
+        done: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+        for i in range(runs):
+            for w in (1, 2) if i % 2 == 0 else (2, 1):  # alternate the order: a drift in load hits both
+                run = run_batch(src, Path(tmp) / "out", w, report)
+                done[w].append(run)
+                print(
+                    f"  run {i + 1} --workers {w}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU in all, "
+                    f"{run['cli_cpu']:.1f} s in the CLI process; load average {run['load_before']:.1f} "
+                    f"before, {run['load_after']:.1f} after",
+                    flush=True,
+                )
         lines = [json.loads(line) for line in report.read_text("utf-8").splitlines()]
         bad = [x for x in lines if x["file"].endswith("planted_bad.json")]
         failed = [x for x in lines if not x["ok"]]
-        _, _, rss_small = run_batch(small, Path(tmp) / "out-small", 2, Path(tmp) / "report-small.jsonl")
-    w1, w2 = statistics.median(times[1]), statistics.median(times[2])
+        small_run = run_batch(small, Path(tmp) / "out-small", 2, Path(tmp) / "report-small.jsonl")
+    med = {w: {k: statistics.median(r[k] for r in done[w]) for k in ("wall", "cpu", "cli_cpu")} for w in (1, 2)}
     return {
         "files": n,
         "files_small": n_small,
-        "workers1_s": w1,
-        "workers2_s": w2,
-        "speedup": w1 / w2,
-        "rc": rc,
+        "workers1_s": med[1]["wall"],
+        "workers2_s": med[2]["wall"],
+        "workers1_cpu": med[1]["cpu"],
+        "workers2_cpu": med[2]["cpu"],
+        "workers2_parent_cpu": med[2]["cli_cpu"],
+        "speedup": med[1]["wall"] / med[2]["wall"],
+        "rc": done[2][-1]["rc"],
+        "rc1": done[1][-1]["rc"],
         "reported_lines": len(lines),
         "failed": len(failed),
+        "failed_other": [x["file"] for x in failed if not x["file"].endswith("planted_bad.json")],
         "bad_reported": len(bad) == 1 and not bad[0]["ok"] and bad[0]["error"]["type"] == "TranscriptError",
-        "peak_rss_mb_workers1": rss[1] / 1024,
-        "peak_rss_mb_workers2": rss[2] / 1024,
-        "peak_rss_mb_tenth": rss_small / 1024,
+        "peak_rss_mb_workers1": max(r["rss_kb"] for r in done[1]) / 1024,
+        "peak_rss_mb_workers2": max(r["rss_kb"] for r in done[2]) / 1024,
+        "peak_rss_mb_tenth": small_run["rss_kb"] / 1024,
     }
 
 
@@ -101,8 +137,7 @@ def bench_many(copies: int, runs: int) -> dict[str, float]:
 
     transcripts = []
     for p in sorted(CORPUS.rglob("*.json*")):
-        with contextlib.suppress(Exception):  # the corpus has a file io.load does not read yet
-            transcripts.append(load(p))
+        transcripts.append(load(p))
     transcripts *= copies
     c = ContextCompactor(max_context_tokens=8000)
     loop, many = [], []
@@ -129,7 +164,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    print(f"cores: {os.cpu_count()}, load average {load1():.1f} (1 min) at the start")
     m = bench_many(10, args.runs)
     print(
         f"compact_many vs a loop of compact(): {m['conversations']} conversations, loop {m['loop_s']:.3f} s, "
@@ -141,19 +176,25 @@ def main() -> int:
         f"speedup {r['speedup']:.2f}x (median of {args.runs}; target >= 1.6x)"
     )
     print(
+        f"CPU time (median): {r['workers1_cpu']:.1f} s with 1 worker, {r['workers2_cpu']:.1f} s with 2 "
+        f"(of which {r['workers2_parent_cpu']:.1f} s in the parent process)"
+    )
+    print(
         f"peak RSS (largest process): {r['peak_rss_mb_workers1']:.0f} MB with 1 worker, "
         f"{r['peak_rss_mb_workers2']:.0f} MB with 2; {r['peak_rss_mb_tenth']:.0f} MB for {r['files_small']} files"
     )
     print(
         f"report: {r['reported_lines']} lines, {r['failed']} failed, exit status {r['rc']}, "
-        f"planted bad file reported and skipped: {r['bad_reported']}"
+        f"planted bad file reported and skipped: {r['bad_reported']}, other failures: {r['failed_other'][:3]}"
     )
-    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    print(f"load average after: {load1():.1f}")
     if args.check:
         ok = (
             r["speedup"] >= 1.6
             and r["bad_reported"]
+            and not r["failed_other"]
             and r["rc"] == 1
+            and r["rc1"] == 1
             and r["reported_lines"] == r["files"]
             and r["peak_rss_mb_workers2"] <= 1.5 * r["peak_rss_mb_tenth"]
         )

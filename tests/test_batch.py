@@ -26,18 +26,14 @@ from context_compactor import (
 )
 from context_compactor.batch import BatchError
 from context_compactor.cli import main
-from context_compactor.io import Transcript, load
+from context_compactor.io import Transcript, load, save
+from _gemini import to_gemini
+from _responses import to_responses
 from strategies import cases
 
 
 def _corpus(corpus_dir: Path) -> list[Transcript]:
-    out = []
-    for p in sorted(corpus_dir.rglob("*.json*")):
-        try:
-            out.append(load(p))
-        except Exception:  # a file io.load does not read (yet): the batch command reports it
-            continue
-    return out
+    return [load(p) for p in sorted(corpus_dir.rglob("*.json*"))]  # every corpus file reads
 
 
 @pytest.fixture(scope="module")
@@ -267,8 +263,19 @@ def folder(corpus_dir: Path, tmp_path: Path) -> Path:
     src = tmp_path / "in"
     shutil.copytree(corpus_dir, src)
     (src / "openai" / "planted_bad.json").write_text('[{"role": "user", "content": "未结束', "utf-8")
+    # The CJK conversations as a Gemini request and as a Responses request, read and written back.
+    (src / "gemini").mkdir()
+    for name in sorted((corpus_dir / "openai").glob("*glaive_toolcall_zh*")):
+        chat = json.loads(name.read_text("utf-8"))
+        contents, system = to_gemini(chat, "openai")
+        save(src / "gemini" / name.name, contents, system={"parts": [{"text": system or "用中文回答。"}]})
+        save(src / "responses" / name.name, to_responses(chat), system="用中文回答。", format="responses")
     (src / "notes.txt").write_text("not a transcript", "utf-8")
     return src
+
+
+def bad_path(folder: Path) -> Path:
+    return folder / "openai" / "planted_bad.json"
 
 
 def _report(text: str) -> list[dict[str, Any]]:
@@ -288,10 +295,12 @@ def test_batch_command_compacts_a_folder_and_reports_bad_files(
     assert status == 1  # some files failed
     bad = next(x for x in lines if x["file"].endswith("planted_bad.json"))
     assert not bad["ok"] and bad["error"]["type"] == "TranscriptError" and "line" in bad["error"]["message"]
+    assert [x["file"] for x in lines if not x["ok"]] == [str(bad_path(folder))]  # every other file compacts
     good = [x for x in lines if x["ok"]]
-    assert len(good) >= len(files) - 2
+    assert {x["format"] for x in good} == {"openai", "anthropic", "responses", "gemini"}
     for x in good:
         t = load(x["out"])
+        assert t.format == x["format"]
         assert Path(x["out"]).relative_to(out)
         assert len(t.messages) == x["messages_after"]
         assert not validate_messages(t.messages, format=t.format, system=t.system)
@@ -323,3 +332,23 @@ def test_batch_command_refuses_bad_arguments(tmp_path: Path, capsys: pytest.Capt
     assert main(["batch", str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
     # An empty folder: nothing to do, success.
     assert main(["batch", str(tmp_path), "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+
+
+def test_a_worker_that_dies_fails_only_its_file(corpus_dir: Path, tmp_path: Path) -> None:
+    from _batch_summarizer import MARKER
+
+    src = tmp_path / "in"
+    src.mkdir()
+    chats = sorted((corpus_dir / "openai").glob("*.json"))[:8]
+    for i, name in enumerate(chats):
+        chat = json.loads(name.read_text("utf-8"))
+        if i == 3:  # in the span the summarizer sees
+            chat[1]["content"] = f"{MARKER} {chat[1].get('content') or ''}"
+        (src / f"{i:02d}.json").write_text(json.dumps(chat, ensure_ascii=False), "utf-8")
+    rep = tmp_path / "r.jsonl"
+    args = ["batch", str(src), "--out", str(tmp_path / "o"), "--workers", "2", "--report", str(rep), "--force"]
+    status = main([*args, "--no-progress", "--summarizer", "_batch_summarizer:die_on_marker"])
+    lines = _report(rep.read_text("utf-8"))
+    assert status == 1 and [x["file"] for x in lines] == sorted(str(p) for p in src.iterdir())
+    assert [(x["file"][-7:], x["error"]["type"]) for x in lines if not x["ok"]] == [("03.json", "WorkerDied")]
+    assert all(Path(x["out"]).is_file() for x in lines if x["ok"])  # the others are compacted and written

@@ -143,6 +143,7 @@ def _pair(items: list[tuple[int, dict[str, Any]]], repairs: list[str]) -> list[d
     made up (but for calls still pending at the end), trailing reasoning dropped."""
     calls: dict[str, int] = {}
     results: dict[str, dict[str, Any]] = {}
+    result_lines: dict[str, int] = {}
     for n, it in items:
         cid = it.get("call_id")
         if not isinstance(cid, str):
@@ -159,6 +160,7 @@ def _pair(items: list[tuple[int, dict[str, Any]]], repairs: list[str]) -> list[d
                 repairs.append(f"line {n}: a second result for call_id {cid!r} was dropped")
             else:
                 results[cid] = it
+                result_lines[cid] = n
     # Calls after the last message or result are still pending: they may wait for their result.
     last_settled = max(
         (k for k, (_, it) in enumerate(items) if it.get("type") not in CALL_TYPES and it.get("type") != "reasoning"),
@@ -178,7 +180,7 @@ def _pair(items: list[tuple[int, dict[str, Any]]], repairs: list[str]) -> list[d
             out.append(it)
             result = results.get(cid)
             if result is not None:
-                if any(r is result and rn < n for rn, r in items):
+                if result_lines[cid] < n:
                     repairs.append(f"line {n}: the result of call {cid!r} was written before the call; moved after it")
                 out.append(result)
             elif k < last_settled:

@@ -273,48 +273,81 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return 1 if progress.failed else 0
 
 
+_Job = tuple[str, "str | None"]
+_Lines = list[tuple[bool, str]]
+
+
 def _run_pool(
-    jobs: Iterable[tuple[str, str | None]],
+    jobs: Iterable[_Job],
     workers: int,
     size: int,
     init: tuple[Any, ...],
-    emit: Callable[[list[tuple[bool, str]]], None],
+    emit: Callable[[_Lines], None],
 ) -> None:
     """Hand the jobs to ``workers`` processes in chunks, at most ``2 x workers`` chunks in flight,
-    and emit their lines in input order. A broken pool (a worker died) fails the chunks it had in
-    flight and is replaced."""
+    and emit their lines in input order.
+
+    A worker that dies breaks the whole pool, and every chunk in flight fails with it. Then a new
+    pool is started and the files of the failed chunks are run again one at a time, so that a
+    file that kills its worker again is the one reported (``WorkerDied``), and the others are
+    compacted as usual."""
     ctx = _context()
-    window: collections.deque[tuple[list[tuple[str, str | None]], Future[list[tuple[bool, str]]]]]
-    window = collections.deque()
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init)
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init)
+
+    pool = new_pool()
+    window: collections.deque[tuple[list[_Job], Future[_Lines] | None]] = collections.deque()
+
+    def drain_one() -> None:
+        nonlocal pool
+        chunk, fut = window[0]
+        done = _lines_of(fut, chunk) if fut is not None else None
+        if done is not None:
+            window.popleft()
+            emit(done)
+            return
+        # The pool is broken: wait for it to settle every future, then recover in order.
+        pool.shutdown(wait=True)
+        pool = new_pool()
+        while window:
+            chunk, fut = window.popleft()
+            done = _lines_of(fut, chunk) if fut is not None else None
+            if done is not None:
+                emit(done)
+                continue
+            for job in chunk:
+                try:
+                    lines = pool.submit(_compact_chunk, [job]).result()
+                except BrokenProcessPool:
+                    lines = [_line(_failed(job[0], "WorkerDied", "the worker process died compacting this file"))]
+                    pool.shutdown(wait=True)
+                    pool = new_pool()
+                emit(lines)
+
     try:
         for chunk in _chunks(jobs, size):
             try:
                 window.append((chunk, pool.submit(_compact_chunk, chunk)))
-            except BrokenProcessPool:  # broken while we were away: drain, then a new pool
-                while window:
-                    _drain_one(window, emit)
-                pool.shutdown(wait=True)
-                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init)
-                window.append((chunk, pool.submit(_compact_chunk, chunk)))
+            except BrokenProcessPool:  # noticed at submission: recovered when drained
+                window.append((chunk, None))
             if len(window) >= 2 * workers:
-                _drain_one(window, emit)
+                drain_one()
         while window:
-            _drain_one(window, emit)
+            drain_one()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _drain_one(
-    window: collections.deque[tuple[list[tuple[str, str | None]], Future[list[tuple[bool, str]]]]],
-    emit: Callable[[list[tuple[bool, str]]], None],
-) -> None:
-    chunk, fut = window.popleft()
+def _lines_of(fut: Future[_Lines], chunk: list[_Job]) -> _Lines | None:
+    """The chunk's lines (waiting for them), ``None`` when its pool broke. Any other failure of
+    the task (the files' own errors are caught inside it) is reported for each of its files."""
     try:
-        lines = fut.result()
-    except Exception as e:  # the worker process died (killed, out of memory): report its files
-        lines = [_line(_failed(p, type(e).__name__, str(e) or "a worker process died")) for p, _ in chunk]
-    emit(lines)
+        return fut.result()
+    except BrokenProcessPool:
+        return None
+    except Exception as e:
+        return [_line(_failed(p, type(e).__name__, str(e))) for p, _ in chunk]
 
 
 def add_batch_parser(sub: Any) -> argparse.ArgumentParser:
