@@ -12,6 +12,11 @@ and after every run, since other processes on a shared machine take cores from `
 of the CLI process alone (with workers, its bookkeeping). Peak memory is the largest resident
 set of any process of the run (the CLI, the forkserver or a worker), measured for the full
 folder and for a tenth of it: bounded means it does not grow with the number of files.
+Linux shares CPU time between sessions (autogroup scheduling), not processes: when another
+session keeps the cores busy, the batch's session gets its share however many workers it
+runs, and `--workers 2` is then barely faster than `--workers 1`. So each run prints how many
+cores other processes used just before it (from /proc/stat), and `--wait-quiet SECONDS` waits
+for a quiet machine before each run.
 `--check` exits 1 if `--workers 2` is under 1.6x `--workers 1`, the bad file is not reported
 and skipped, any other file fails, or peak memory grows by more than half from a tenth of the
 files to all of them.
@@ -77,14 +82,46 @@ def load1() -> float:
     return os.getloadavg()[0]
 
 
+def busy_cores(seconds: float = 1.0) -> float:
+    """Cores kept busy by other processes, sampled from /proc/stat over ``seconds`` (before a run,
+    when nothing of ours runs); ``nan`` where there is no /proc/stat."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + v[4]  # idle + iowait
+        return sum(v[:8]) - idle, sum(v[:8])
+
+    try:
+        b0, t0 = sample()
+        time.sleep(seconds)
+        b1, t1 = sample()
+    except OSError:
+        return float("nan")
+    return (os.cpu_count() or 1) * (b1 - b0) / max(t1 - t0, 1)
+
+
+def wait_quiet(limit: float, timeout: float) -> float:
+    """Wait (up to ``timeout`` seconds) until other processes use under ``limit`` cores; their use."""
+    end = time.monotonic() + timeout
+    busy = busy_cores()
+    while busy >= limit and time.monotonic() < end:
+        busy = busy_cores(2.0)
+    return busy
+
+
+QUIET: dict[str, float] = {"limit": 0.0, "timeout": 0.0}
+
+
 def run_batch(src: Path, out: Path, workers: int, report: Path) -> dict[str, float]:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "context_compactor.cli", "batch", str(src), "--out", str(out)]
     cmd += ["--workers", str(workers), "--max-tokens", "8000", "--report", str(report), "--no-progress"]
+    busy = wait_quiet(QUIET["limit"], QUIET["timeout"]) if QUIET["timeout"] else busy_cores()
     before = load1()
     r = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, check=True)
     run: dict[str, float] = json.loads(r.stdout)
-    run.update(load_before=before, load_after=load1())
+    run.update(load_before=before, load_after=load1(), busy_before=busy)
     return run
 
 
@@ -101,8 +138,9 @@ def bench_cli(copies: int, runs: int) -> dict[str, Any]:
                 done[w].append(run)
                 print(
                     f"  run {i + 1} --workers {w}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU in all, "
-                    f"{run['cli_cpu']:.1f} s in the CLI process; load average {run['load_before']:.1f} "
-                    f"before, {run['load_after']:.1f} after",
+                    f"{run['cli_cpu']:.1f} s in the CLI process; before it other processes used "
+                    f"{run['busy_before']:.2f} cores, load average {run['load_before']:.1f} before, "
+                    f"{run['load_after']:.1f} after",
                     flush=True,
                 )
         lines = [json.loads(line) for line in report.read_text("utf-8").splitlines()]
@@ -163,7 +201,16 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before each run, wait up to SECONDS until other processes use under --quiet-cores cores",
+    )
+    ap.add_argument("--quiet-cores", type=float, default=0.3)
     args = ap.parse_args()
+    QUIET.update(limit=args.quiet_cores, timeout=args.wait_quiet)
     print(f"cores: {os.cpu_count()}, load average {load1():.1f} (1 min) at the start")
     m = bench_many(10, args.runs)
     print(

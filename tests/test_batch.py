@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _gemini import to_gemini
+from _responses import to_responses
 from context_compactor import (
     CompactionConfig,
     CompactResult,
@@ -27,8 +29,6 @@ from context_compactor import (
 from context_compactor.batch import BatchError
 from context_compactor.cli import main
 from context_compactor.io import Transcript, load, save
-from _gemini import to_gemini
-from _responses import to_responses
 from strategies import cases
 
 

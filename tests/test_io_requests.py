@@ -160,13 +160,15 @@ def test_every_corpus_conversation_round_trips_as_a_gemini_request(corpus_dir: P
         contents, format="gemini", system=instruction
     )
     sigs = [p["thought_signature"] for c in back.messages for p in c["parts"] if "thought_signature" in p]
-    assert sigs == [p["thought_signature"] for c in _round_trip(contents) for p in c["parts"] if "thought_signature" in p]
+    assert sigs == [
+        p["thought_signature"] for c in _round_trip(contents) for p in c["parts"] if "thought_signature" in p
+    ]
 
 
 def test_sdk_gemini_contents_are_written_through_model_dump_and_validate_back(corpus_dir: Path, tmp_path: Path) -> None:
     types = pytest.importorskip("google.genai.types", reason="google-genai is a test dependency (CPython >= 3.11)")
     chat = json.loads(next((corpus_dir / "openai").glob(f"*{CJK}*")).read_text("utf-8"))
-    contents, system = to_gemini(chat, "openai")
+    contents, _ = to_gemini(chat, "openai")
     sdk = [types.Content.model_validate(c) for c in contents]
     out = tmp_path / "sdk.json"
     save(out, sdk, system=types.Content(parts=[types.Part(text="用中文回答。")]))

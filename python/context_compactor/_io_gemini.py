@@ -29,9 +29,7 @@ def is_request(data: Any) -> bool:
 
 def _system(data: dict[str, Any]) -> Any:
     if "system_instruction" in data and "systemInstruction" in data:
-        raise FieldError(
-            'both "system_instruction" and "systemInstruction" are given; keep one', "systemInstruction"
-        )
+        raise FieldError('both "system_instruction" and "systemInstruction" are given; keep one', "systemInstruction")
     key = "systemInstruction" if "systemInstruction" in data else "system_instruction"
     system = data.get(key)
     if system is None or isinstance(system, str):
@@ -43,7 +41,9 @@ def _system(data: dict[str, Any]) -> Any:
     if isinstance(system, list):
         for i, part in enumerate(system):
             if not isinstance(part, (str, dict)):
-                raise FieldError(f"{key}[{i}] must be a part (a JSON object) or a string, not {kind(part)}", f"{key}[{i}]")
+                raise FieldError(
+                    f"{key}[{i}] must be a part (a JSON object) or a string, not {kind(part)}", f"{key}[{i}]"
+                )
         return system
     raise FieldError(f'"{key}" must be a Content, a string or a list of parts, not {kind(system)}', key)
 
