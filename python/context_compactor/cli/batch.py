@@ -10,7 +10,8 @@ bar goes to stderr. A file that cannot be read, compacted or written is reported
 the exit status is 1 at the end if any file failed.
 
 Design note (where the time goes; figures in ``benches/bench_batch.py``): ``--workers 1`` runs
-in this process, with no pool: the honest baseline. With ``--workers N`` the worker processes do
+in this process, with no pool: the honest baseline (so does a folder of one file; no more
+workers start than there are files). With ``--workers N`` the worker processes do
 all of a file's work: read, compact, validate, write, and the report line's JSON text; the parent
 only walks the folder, hands out paths and writes the lines it gets back, so it never competes
 with the workers for a core. Paths go out in chunks of up to 16 (one hand-off per chunk instead
@@ -64,7 +65,8 @@ def iter_jobs(root: str, out_dir: str) -> Iterator[tuple[str, str | None]]:
     Outputs are remembered per folder only (a collision is always inside one folder), so memory
     does not grow with the number of files."""
     inside = os.path.abspath(out_dir) + os.sep
-    folder, outputs = None, set()
+    folder: str | None = None
+    outputs: set[str] = set()
     for p in iter_inputs(root):
         if os.path.abspath(p).startswith(inside):
             continue
@@ -255,12 +257,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     try:
         init = (config, args.summarizer, args.force)
-        if args.workers == 1:
+        workers = min(args.workers, total)  # no idle workers to start for a small folder
+        if workers <= 1:
             _init_worker(*init)
             for p, out in iter_jobs(root, out_dir):
                 emit([_compact_file(p, out)])
         else:
-            _run_pool(iter_jobs(root, out_dir), args.workers, chunk_size(total, args.workers), init, emit)
+            _run_pool(iter_jobs(root, out_dir), workers, chunk_size(total, workers), init, emit)
     finally:
         progress.close()
         if report is not sys.stdout:
