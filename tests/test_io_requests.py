@@ -238,3 +238,21 @@ def test_transcript_errors_pickle_with_their_fields() -> None:
         loads('{"input": [1]}')
     copy = pickle.loads(pickle.dumps(e.value))
     assert (type(copy), str(copy), copy.field, copy.line) == (TranscriptError, str(e.value), "input[0]", None)
+
+
+@pytest.mark.parametrize("fmt", ["responses", "gemini"])
+def test_the_compact_command_writes_a_request_that_loads_back(corpus_dir: Path, tmp_path: Path, fmt: str) -> None:
+    from context_compactor.cli import main
+
+    chat = json.loads(next((corpus_dir / "openai").glob("*astropy*")).read_text("utf-8"))
+    src = tmp_path / "in.json"
+    if fmt == "responses":
+        save(src, to_responses(chat), system="用中文回答。", format="responses")
+    else:
+        save(src, to_gemini(chat, "openai")[0], system={"parts": [{"text": "用中文回答。"}]}, format="gemini")
+    out = tmp_path / "out.json"
+    assert main(["compact", str(src), "--max-tokens", "8000", "--format", fmt, "--out", str(out)]) == 0
+    back = load(out)
+    assert back.format == fmt and len(back.messages) < len(load(src).messages)
+    assert "用中文回答。" in out.read_text("utf-8")
+    assert not validate_messages(back.messages, format=fmt, system=back.system)

@@ -22,7 +22,7 @@ __all__ = [
     "summarizer_from_args",
 ]
 
-FILE_HELP = "OpenAI JSON, Anthropic JSON, or Claude Code session JSONL"
+FILE_HELP = "OpenAI JSON, Anthropic JSON, Claude Code or Codex JSONL, a Responses or Gemini request JSON"
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -30,7 +30,10 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=None, help="the model's window (max_context_tokens)")
     p.add_argument("--config", default=None, help="a TOML file of CompactionConfig fields (or a preset = ...)")
     p.add_argument(
-        "--format", choices=["openai", "anthropic", "responses"], default=None, help="force the message format"
+        "--format",
+        choices=["openai", "anthropic", "responses", "gemini"],
+        default=None,
+        help="force the message format",
     )
     p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
     p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
