@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FieldError", "check_list", "check_object", "check_optional_list", "kind"]
+__all__ = ["FieldError", "check_list", "check_object", "check_optional_list", "kind", "request"]
 
 
 class FieldError(ValueError):
@@ -52,3 +52,13 @@ def check_object(value: Any, field: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FieldError(f"{field} must be {what} (a JSON object), not {kind(value)}", field)
     return value
+
+
+def request(key: str, messages: list[Any], system_key: str, system: Any, tools: list[Any] | None) -> dict[str, Any]:
+    """A request object: the conversation under ``key``, the system prompt and the tools only when given."""
+    data: dict[str, Any] = {key: messages}
+    if system is not None:
+        data[system_key] = system
+    if tools is not None:
+        data["tools"] = tools
+    return data

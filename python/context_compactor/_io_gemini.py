@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_compactor._io_fields import FieldError, check_list, check_object, check_optional_list, kind
+from context_compactor._io_fields import FieldError, check_list, check_object, check_optional_list, kind, request
 
 __all__ = ["is_request", "read", "write"]
 
@@ -70,9 +70,4 @@ def read(data: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, list[Any] | N
 
 def write(contents: list[Any], system: Any, tools: list[Any] | None) -> dict[str, Any]:
     """The request object (``system_instruction`` and ``tools`` only when given)."""
-    data: dict[str, Any] = {"contents": contents}
-    if system is not None:
-        data["system_instruction"] = system
-    if tools is not None:
-        data["tools"] = tools
-    return data
+    return request("contents", contents, "system_instruction", system, tools)

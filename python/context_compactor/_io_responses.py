@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_compactor._io_fields import FieldError, check_list, check_object, check_optional_list, kind
+from context_compactor._io_fields import FieldError, check_list, check_object, check_optional_list, kind, request
 
 __all__ = ["is_request", "read", "write"]
 
@@ -42,9 +42,4 @@ def read(data: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, list[A
 
 def write(items: list[Any], instructions: Any, tools: list[Any] | None) -> dict[str, Any]:
     """The request object (``instructions`` and ``tools`` only when given)."""
-    data: dict[str, Any] = {"input": items}
-    if instructions is not None:
-        data["instructions"] = instructions
-    if tools is not None:
-        data["tools"] = tools
-    return data
+    return request("input", items, "instructions", instructions, tools)
