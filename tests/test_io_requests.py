@@ -224,6 +224,10 @@ def test_a_request_loads_only_as_its_own_format(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError, match="format='responses'"):
         loads('{"input": []}', format="anthropic")
     assert loads('{"contents": []}', format="gemini").messages == []
+    with pytest.raises(TranscriptError, match="OpenAI or Anthropic"):
+        loads('{"messages": []}', format="gemini")
+    with pytest.raises(TranscriptError, match="'input' \\(a Responses request\\)"):
+        loads('{"inputs": []}')
     with pytest.raises(ValueError, match="format"):
         save(tmp_path / "x.json", [], format="xml")  # type: ignore[arg-type]
 

@@ -404,8 +404,11 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
                 raise TranscriptError(f'"system" must be a string or a list of blocks, not {type(system).__name__}')
     else:
         raise TranscriptError(
-            "not a transcript: expected a list of messages, an object with 'messages', or JSONL records"
+            "not a transcript: expected a list of messages, an object with 'messages', 'input' (a Responses "
+            "request) or 'contents' (a Gemini request), or JSONL records"
         )
+    if isinstance(data, dict) and format in ("responses", "gemini"):
+        raise TranscriptError(f"an object with 'messages' is OpenAI or Anthropic; format={format!r} is not supported")
 
     if isinstance(data, list) and format in (None, "responses", "gemini"):
         kind = format or _detect_request(messages)
