@@ -21,8 +21,13 @@ once to hand them out; a file's contents only ever live in the worker compacting
 stays bounded whatever the folder's size. Workers start from a ``forkserver`` that imported the
 library once (on Linux; ``spawn`` where there is no forkserver): no fork of a process holding
 threads, and no second import per worker. A worker that dies (killed, out of memory) breaks
-the pool: the files it had in flight are reported with the error, a new pool is started and the
-batch goes on.
+the pool and every chunk in flight with it: a new pool is started and those files are run again
+one at a time, so the file that kills a worker again is reported (``WorkerDied``) and the others
+are compacted; the batch goes on.
+
+On a machine shared with other sessions, Linux's autogroup scheduling gives the batch's session
+one share of the CPU however many workers it runs: ``--workers 2`` then gets little more CPU
+time than ``--workers 1`` (README, "Many conversations at once").
 """
 
 from __future__ import annotations
