@@ -71,7 +71,7 @@ impl<'py> Counter<'py> {
         }
     }
 
-    fn call(&self, text: &str) -> PyResult<usize> {
+    pub(super) fn call(&self, text: &str) -> PyResult<usize> {
         let Counter::Callable(c) = self else {
             unreachable!("only callables are called")
         };
