@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from context_compactor import _core
-from context_compactor.cli.common import FILE_HELP
+from context_compactor.cli.common import FILE_HELP, add_format_arg
 from context_compactor.tokens import TokenCounter
 
 __all__ = ["Stats", "ToolUsage", "add_parser", "collect", "run"]
@@ -34,9 +34,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "stats", help="where a transcript's tokens go: by role, block kind and tool, largest messages"
     )
     p.add_argument("file", help=FILE_HELP)
-    p.add_argument(
-        "--format", choices=["openai", "anthropic", "responses"], default=None, help="force the message format"
-    )
+    add_format_arg(p)
     p.add_argument("--tokenizer", default="approx", help="approx (default), o200k_base or cl100k_base (exact, offline)")
     p.add_argument("--top", type=int, default=10, help="how many of the largest messages to list")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -125,7 +123,7 @@ def collect(
     Example:
         >>> s = collect([{"role": "user", "content": "列出 src/ 下的文件"}])
         >>> s.by_kind["text"], s.messages[0].preview
-        ([1, 9], '列出 src/ 下的文件')
+        ([1, 8], '列出 src/ 下的文件')
     """
     counter = TokenCounter(tokenizer)
     counts = counter.count_each(messages, system=system, tools=tools, format=format)

@@ -282,18 +282,22 @@ def facts_in_text(text: str) -> list[str]:
 # -- where facts are read --------------------------------------------------------------------------
 
 
-def string_values(value: Any) -> Iterator[str]:
-    """Every string value inside a JSON-like value (dict values, list items), not keys."""
+def string_values(value: Any, *, parse_arguments: bool = False) -> Iterator[str]:
+    """Every string value inside a JSON-like value (dict values, list items, SDK objects through
+    ``model_dump``), not keys. With ``parse_arguments``, the JSON text of an ``arguments`` key also
+    gives its parsed values (a tool call's arguments, as :func:`haystack` reads an output)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from string_values(v)
+        for k, v in value.items():
+            yield from string_values(v, parse_arguments=parse_arguments)
+            if parse_arguments and k == "arguments" and isinstance(v, str):
+                yield from argument_values(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from string_values(v)
+            yield from string_values(v, parse_arguments=parse_arguments)
     elif hasattr(value, "model_dump"):
-        yield from string_values(value.model_dump())
+        yield from string_values(value.model_dump(), parse_arguments=parse_arguments)
 
 
 def argument_values(arguments: Any) -> Iterator[str]:
@@ -427,25 +431,9 @@ def fact_texts(message: Any) -> list[str]:
     return texts
 
 
-def output_strings(value: Any) -> Iterator[str]:
-    """Every string of the output, tool-call arguments also as parsed values."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from output_strings(v)
-            if k == "arguments" and isinstance(v, str):
-                yield from argument_values(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from output_strings(v)
-    elif hasattr(value, "model_dump"):
-        yield from output_strings(value.model_dump())
-
-
 def haystack(messages: Sequence[Any], system: Any = None) -> str:
     """Every string of a context (messages and system), tool-call arguments also as parsed values."""
-    return "\n".join([*output_strings(list(messages)), *output_strings(system)])
+    return "\n".join(string_values([list(messages), system], parse_arguments=True))
 
 
 def message_facts(message: Any) -> list[str]:
