@@ -4,7 +4,7 @@ and results per tool with their tokens, blocks per kind, the preview of every me
 
 OpenAI, Anthropic (a Claude Code session) and Responses (a Codex rollout) go through the command
 line on the file, as a user runs it; Gemini contents (the corpus converted by ``tests/_gemini.py``,
-as dicts and as ``google.genai`` objects, with and without call ids) and LangChain messages go
+as dicts and as ``google.genai`` objects, with and without call ids), LangChain and pydantic-ai messages go
 through :func:`context_compactor.cli.stats.collect`, since no file format holds them.
 """
 
@@ -326,6 +326,21 @@ def test_langchain_messages() -> None:
     assert len(stats.messages) == len(openai)
     for i, expected in truth.previews.items():
         assert stats.messages[i].preview == expected, i
+
+
+def test_pydantic_ai_messages() -> None:
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai is not installed (an extra)")
+    import _frameworks
+    import sweep
+
+    path = corpus_or_skip() / OPENAI
+    openai = json.loads(path.read_text(encoding="utf-8"))
+    messages = _frameworks.to_pydantic_ai(sweep.Case(path.name, "openai", openai, None, None))
+    truth = openai_truth(openai)
+    stats = collect(messages, tokenizer="o200k_base")
+    assert type(messages[0]).__module__.startswith("pydantic_ai")
+    got = {k: (u.calls, u.results) for k, u in stats.by_tool.items()}
+    assert got == {k: (v[0], v[2]) for k, v in truth.tools.items()}
 
 
 # -- the library call ------------------------------------------------------------------------------
