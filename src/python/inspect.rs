@@ -2,11 +2,9 @@
 //! `crate::inspect` for Python (what `context-compactor stats` prints), read by the same
 //! readers as every other entry point, so every format and framework object is covered.
 
-use super::counter::Counter;
+use super::counter::{parse_framing, Counter};
 use super::extract::{parse_format, Extractor};
-use super::image::parse_image_model;
 use crate::inspect::{self, inspect_with, kind_name};
-use crate::tokens::counter::{Framing, Tokenizer};
 use pyo3::prelude::*;
 use std::convert::Infallible;
 
@@ -74,16 +72,9 @@ pub fn inspect_messages(
     image_model: Option<&str>,
     preview_chars: usize,
 ) -> PyResult<Vec<MessageInfo>> {
-    let counter = match tokenizer {
-        None => Counter::Builtin(Tokenizer::Approx),
-        Some(t) => Counter::parse(t)?,
-    };
+    let counter = Counter::parse_or_approx(tokenizer)?;
     let format = parse_format(py, format)?;
-    let framing = Framing {
-        message_overhead_tokens,
-        image_tokens,
-        image_model: parse_image_model(py, image_model)?,
-    };
+    let framing = parse_framing(py, message_overhead_tokens, image_tokens, image_model)?;
     let ex = Extractor::new(py).conversation(messages, format, None, None)?;
     let msgs = &ex.conv().messages;
     let infos = match &counter {
