@@ -97,6 +97,14 @@ def run_stats(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> di
     return json.loads(capsys.readouterr().out)
 
 
+def load_and_run(name: str, fmt: str, capsys: pytest.CaptureFixture[str]) -> tuple[Any, dict[str, Any]]:
+    """The corpus file ``name`` as ``io.load`` reads it (in format ``fmt``), and its ``stats --json``."""
+    path = corpus_or_skip() / name
+    transcript = load(path)
+    assert transcript.format == fmt
+    return transcript, run_stats(path, capsys)
+
+
 def totals_add_up(report: dict[str, Any], per_message: list[int]) -> None:
     """Roles and kinds share the messages' total; each message's tokens are ``measure``'s."""
     assert sorted(e["tokens"] for e in report["largest"]) == sorted(per_message)
@@ -207,10 +215,7 @@ def anthropic_truth(messages: list[dict[str, Any]]) -> Truth:
 
 
 def test_claude_code_session(capsys: pytest.CaptureFixture[str]) -> None:
-    path = corpus_or_skip() / CLAUDE_CODE
-    transcript = load(path)
-    assert transcript.format == "anthropic"
-    report = run_stats(path, capsys)
+    transcript, report = load_and_run(CLAUDE_CODE, "anthropic", capsys)
     truth = anthropic_truth(transcript.messages)
     truth.check(report)
     # Several results share one user message here: each is counted for the call it answers.
@@ -249,10 +254,7 @@ def responses_truth(items: list[dict[str, Any]]) -> Truth:
 
 
 def test_codex_rollout(capsys: pytest.CaptureFixture[str]) -> None:
-    path = corpus_or_skip() / CODEX
-    transcript = load(path)
-    assert transcript.format == "responses"
-    report = run_stats(path, capsys)
+    transcript, report = load_and_run(CODEX, "responses", capsys)
     responses_truth(transcript.messages).check(report)
     # The corpus README's own count of this file.
     assert report["by_tool"]["shell"]["calls"] == 196 and report["by_tool"]["update_plan"]["calls"] == 9
