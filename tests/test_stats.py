@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import _gemini
 from _messages import get
@@ -26,6 +28,7 @@ from context_compactor import TokenCounter
 from context_compactor.cli import main
 from context_compactor.cli.stats import FRAMING, collect
 from context_compactor.io import load
+from strategies import Case, cases
 
 #: Tokens a tool call adds besides its name and arguments (the counting rule's call framing).
 CALL_FRAMING = 3
@@ -355,3 +358,20 @@ def test_collect_on_chinese_text_and_a_bad_message() -> None:
 
     with pytest.raises(MessageTypeError, match=r'message 1, field "content"'):
         collect([{"role": "user", "content": "hi"}, {"role": "user", "content": 5}])
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(), st.sampled_from(["approx", "o200k_base"]))
+def test_every_call_and_result_is_counted_and_blocks_add_up(case: Case, tokenizer: str) -> None:
+    """Any OpenAI or Anthropic conversation (dicts and SDK objects, parallel calls, thinking,
+    images, a pending last step): each message's tokens are ``measure``'s and its blocks' plus the
+    framing; every call of the script is counted under its tool, every answered one's result too."""
+    stats = collect(case.messages, format=case.fmt, system=case.system, tools=case.tools, tokenizer=tokenizer)
+    counts = TokenCounter(tokenizer).count_each(case.messages, system=case.system, tools=case.tools, format=case.fmt)
+    assert [m.tokens for m in stats.messages] == list(counts.messages)
+    assert all(m.tokens == MESSAGE_FRAMING + sum(b.tokens for b in m.blocks) for m in stats.messages)
+    steps = [s for t in case.script.turns for s in t.steps]
+    calls = Counter(c.name for s in steps for c in s.calls)
+    answered = calls - Counter(c.name for c in steps[-1].calls) if case.script.pending else calls
+    assert {k: u.calls for k, u in stats.by_tool.items() if u.calls} == dict(calls)
+    assert {k: u.results for k, u in stats.by_tool.items() if u.results} == dict(answered)
