@@ -1,5 +1,5 @@
 """The cache-aware defaults the eval chose (README, "What compaction costs"): the ladder cuts the
-kept tail's tool output down to the target (`cut_to_target`), so the next calls do not cut again."""
+kept tail's tool output down to the target (`cache_aware_cuts`), so the next calls do not cut again."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_the_last_block_is_cut_to_the_target_not_just_under_the_threshold() -> N
     msgs = one_block(3, 400)
     cfg = CompactionConfig(max_context_tokens=20_000, reserve_tokens=2_000)
     deep = ContextCompactor(cfg).compact(msgs)
-    shallow = ContextCompactor(cfg.replace(cut_to_target=False)).compact(msgs)
+    shallow = ContextCompactor(cfg.replace(cache_aware_cuts=False)).compact(msgs)
     for r in (deep, shallow):
         assert r.tokens_before > cfg.soft_threshold and not r.over_budget
         assert validate_messages(r.messages, format="openai") == []

@@ -146,7 +146,7 @@ class CompactionConfig:
     #: before ``over_budget``), it cuts down to the target, not just under the soft threshold.
     #: Each cut breaks the provider's cached prefix from that message on; cutting only to the
     #: threshold made the next call cut again (a prefix break at every call). False: as in 0.1.
-    cut_to_target: bool = True
+    cache_aware_cuts: bool = True
     offload_dir: str | None = None
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     summary_max_tokens: int = 2_000
@@ -274,8 +274,8 @@ class CompactionConfig:
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.supersede_reads, bool):
             raise ConfigError(f"supersede_reads: expected a bool, got {self.supersede_reads!r}", "supersede_reads")
-        if not isinstance(self.cut_to_target, bool):
-            raise ConfigError(f"cut_to_target: expected a bool, got {self.cut_to_target!r}", "cut_to_target")
+        if not isinstance(self.cache_aware_cuts, bool):
+            raise ConfigError(f"cache_aware_cuts: expected a bool, got {self.cache_aware_cuts!r}", "cache_aware_cuts")
         g = self.micro_min_gain_ratio
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not (0 <= g <= 1):
             raise ConfigError(f"micro_min_gain_ratio: expected a number in [0, 1], got {g!r}", "micro_min_gain_ratio")

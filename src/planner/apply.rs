@@ -212,7 +212,7 @@ impl<'a> Planned<'a> {
             // Down to the target, not just under the soft threshold: cutting the kept tail's
             // output breaks the cached prefix from that message on, and cutting only to the
             // threshold makes the next call cut again (a prefix break at every call).
-            let aim = if self.cfg.cut_to_target {
+            let aim = if self.cfg.cache_aware_cuts {
                 raw_of(self.cfg.target, self.ratio).min(soft)
             } else {
                 soft

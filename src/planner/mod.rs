@@ -129,8 +129,8 @@ pub struct PlanConfig {
     /// (what the provider's cache writes again); 0: only `clear_at_least_tokens`.
     pub micro_min_gain_ratio: f64,
     /// The ladder cuts the kept tail's tool output down to the target (not just under the soft
-    /// threshold): one prefix break buys room for the next calls (`cut_to_target`).
-    pub cut_to_target: bool,
+    /// threshold): one prefix break buys room for the next calls (`cache_aware_cuts`).
+    pub cache_aware_cuts: bool,
     pub offload_dir: Option<String>,
     pub selective_rules: Vec<(Item, Action, i64)>,
     pub summary_max_tokens: usize,
@@ -165,7 +165,7 @@ impl Default for PlanConfig {
             clear_at_least_tokens: 2_000,
             supersede_reads: false,
             micro_min_gain_ratio: 0.5,
-            cut_to_target: true,
+            cache_aware_cuts: true,
             offload_dir: None,
             selective_rules: vec![
                 (Item::ToolResults, Action::Placeholder, 10),
