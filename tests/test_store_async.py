@@ -126,7 +126,8 @@ def test_concurrent_tasks_append_and_compact_one_session(store_target: str) -> N
 
 def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
     """Another connection holds the session's lock for 1 s: ``aappend`` and ``aprepare`` wait
-    for it in a worker thread while the loop keeps ticking; the sync ``append`` in a coroutine
+    for it (on the async connection with PostgreSQL, in a worker thread with SQLite) while the
+    loop keeps ticking; the sync ``append`` in a coroutine
     stalls the loop for the whole wait (what the ticker would see without the async methods)."""
 
     async def main() -> None:

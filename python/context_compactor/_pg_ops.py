@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from context_compactor._store import (
     REMOVED,
@@ -122,11 +122,28 @@ _MIGRATION_LOCK = 0x63636D69677200
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 #: The transaction a driver opens around an operation: a write (committed at the end, rolled back
-#: on an error) or one ``REPEATABLE READ`` read-only snapshot.
+#: on an error) or one ``REPEATABLE READ`` read-only snapshot; :data:`BEGIN` starts it (one
+#: statement: a round trip counts, above all on the async path).
 WRITE, READ = "write", "read"
-SET_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
+BEGIN = {WRITE: "BEGIN", READ: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 
-Op = Generator[tuple[str, Any, Sequence[Any]], Any, Any]
+T = TypeVar("T")
+#: An operation: yields ``(mode, query, params)``, receives each result, returns its own.
+Op = Generator[tuple[str, Any, Sequence[Any]], Any, T]
+
+
+def transaction(txn: str, op: Op[T]) -> Op[T]:
+    """``op`` in one transaction: :data:`WRITE` or a :data:`READ` snapshot. A driver that sees an
+    error rolls back what is open (:func:`open_transaction`)."""
+    yield ("exec", BEGIN[txn], ())
+    result = yield from op
+    yield ("exec", "COMMIT", ())
+    return result
+
+
+def open_transaction(conn: Any) -> bool:
+    """Whether ``conn`` (sync or async) is inside a transaction (to roll back after an error)."""
+    return bool(conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)
 
 
 def check_schema_name(schema: Any) -> str:
@@ -152,7 +169,7 @@ def connect_error(e: Exception) -> StoreError:
 # -- opening: session settings and the schema (outside a transaction, then in one) -------------------------
 
 
-def setup(schema: str, timeout: float) -> Op:
+def setup(schema: str, timeout: float) -> Op[None]:
     """The connection's settings: the store's timeouts and its schema on the search path."""
     ms = int(timeout * 1000)
     yield ("exec", f"SET lock_timeout = {ms}", ())
@@ -160,7 +177,7 @@ def setup(schema: str, timeout: float) -> Op:
     yield ("exec", sql.SQL("SET search_path = {}").format(sql.Identifier(schema)), ())
 
 
-def version(schema: str) -> Op:
+def version(schema: str) -> Op[int]:
     """The version recorded in ``<schema>.schema_version`` (0: none)."""
     exists = yield (
         "one",
@@ -180,7 +197,7 @@ def newer(schema: str, found: int) -> StoreError:
     )
 
 
-def migrate(schema: str) -> Op:
+def migrate(schema: str) -> Op[None]:
     """(In a :data:`WRITE` transaction.) Bring the schema to :data:`SCHEMA_VERSION` under a
     transaction-level advisory lock, so concurrent workers migrate once."""
     yield ("exec", "SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -203,7 +220,7 @@ def migrate(schema: str) -> Op:
 # -- sessions and contexts (each in the transaction its driver names) -----------------------------------------
 
 
-def open_session(session_id: str, system: str | None, tools: str | None, format: str | None) -> Op:
+def open_session(session_id: str, system: str | None, tools: str | None, format: str | None) -> Op[SessionInfo]:
     t = now()
     yield (
         "exec",
@@ -226,23 +243,45 @@ def open_session(session_id: str, system: str | None, tools: str | None, format:
             (*changes.values(), t, session_id),
         )
         row = (changes.get("system", row[0]), changes.get("tools", row[1]), changes.get("format", row[2]))
-    context = yield from load_context(session_id, None, None)
-    return SessionInfo(row[0], row[1], row[2], context)
+    ctx = yield from context(session_id)
+    return SessionInfo(row[0], row[1], row[2], ctx)
 
 
-def load_context(session_id: str, head: int | None, after_seq: int | None) -> Op:
-    row = yield ("one", "SELECT last_seq, head FROM sessions WHERE id = %s", (session_id,))
+def load_context(session_id: str, head: int | None, after_seq: int | None) -> Op[StoredContext]:
+    """(Its own transactions.) With ``after_seq``, the common case, what was appended since is
+    one statement (one snapshot, one round trip): the session's pointers and the originals after
+    ``after_seq`` when the head is still ``head``; otherwise the whole context in a
+    :data:`READ` transaction."""
+    if after_seq is not None:
+        rows = yield (
+            "all",
+            "SELECT s.last_seq, s.head, c.upto_seq, c.system, m.id, m.json FROM sessions s "
+            "LEFT JOIN compactions c ON c.id = s.head "
+            "LEFT JOIN messages m ON m.session = s.id AND m.seq > %s AND s.head IS NOT DISTINCT FROM %s "
+            "WHERE s.id = %s ORDER BY m.seq",
+            (after_seq, head, session_id),
+        )
+        if not rows:
+            raise StoreError(f"session {session_id!r} was deleted from the store")
+        last_seq, stored_head, upto, system = rows[0][:4]
+        if stored_head == head:
+            found = tuple((int(r[4]), r[5]) for r in rows if r[4] is not None)
+            return StoredContext(head, 0 if upto is None else int(upto), system, int(last_seq), found, False, None)
+    return (yield from transaction(READ, context(session_id)))
+
+
+def context(session_id: str) -> Op[StoredContext]:
+    """(In a transaction.) The whole context: the head compaction's, then the later originals."""
+    row = yield (
+        "one",
+        "SELECT s.last_seq, s.head, c.upto_seq, c.system FROM sessions s "
+        "LEFT JOIN compactions c ON c.id = s.head WHERE s.id = %s",
+        (session_id,),
+    )
     if row is None:
         raise StoreError(f"session {session_id!r} was deleted from the store")
     last_seq, stored_head = int(row[0]), row[1]
-    upto, system = 0, None
-    if stored_head is not None:
-        upto, system = yield ("one", "SELECT upto_seq, system FROM compactions WHERE id = %s", (stored_head,))
-        upto = int(upto)
-    after = "SELECT id, json FROM messages WHERE session = %s AND seq > %s ORDER BY seq"
-    if after_seq is not None and stored_head == head:
-        rows = yield ("all", after, (session_id, after_seq))
-        return StoredContext(head, upto, system, last_seq, tuple((int(i), j) for i, j in rows), False, None)
+    upto, system = (0, None) if stored_head is None else (int(row[2]), row[3])
     out: list[tuple[int, str]] = []
     if stored_head is not None:
         out.extend(
@@ -255,31 +294,49 @@ def load_context(session_id: str, head: int | None, after_seq: int | None) -> Op
                 )
             )
         )
-    out.extend((yield ("all", after, (session_id, upto))))
+    out.extend(
+        (
+            yield (
+                "all",
+                "SELECT id, json FROM messages WHERE session = %s AND seq > %s ORDER BY seq",
+                (session_id, upto),
+            )
+        )
+    )
     return StoredContext(stored_head, upto, system, last_seq, tuple((int(i), j) for i, j in out), True, None)
 
 
-def append_rows(session_id: str, rows: Sequence[tuple[str, str]]) -> Op:
+def append_rows(session_id: str, rows: Sequence[tuple[str, str]]) -> Op[Appended]:
+    """(One statement: its own transaction, one round trip.) The update of the session's
+    ``last_seq`` takes its row lock (appends to a session are serialised, seqs have no gap) and
+    gives the seqs of the inserted rows."""
     t = now()
-    row = yield ("one", "SELECT last_seq, head FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
-    if row is None:
-        raise StoreError(f"session {session_id!r} was deleted from the store")
-    first, head = int(row[0]) + 1, row[1]
-    ids = yield (
-        "ids",
+    found = yield (
+        "all",
+        "WITH s AS (UPDATE sessions SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s "
+        "RETURNING last_seq, head) "
         "INSERT INTO messages (session, seq, kind, role, json, created_at) "
-        "VALUES (%s, %s, 'original', %s, %s, %s) RETURNING id",
-        [(session_id, first + k, role, text, t) for k, (role, text) in enumerate(rows)],
+        "SELECT %s, s.last_seq - %s + r.ord, 'original', r.role, r.json, %s "
+        "FROM s, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS r(role, json, ord) "
+        "RETURNING seq, id, (SELECT head FROM s)",
+        (
+            len(rows),
+            t,
+            session_id,
+            session_id,
+            len(rows),
+            t,
+            [role for role, _ in rows],
+            [text for _, text in rows],
+        ),
     )
-    yield (
-        "exec",
-        "UPDATE sessions SET last_seq = %s, updated_at = %s WHERE id = %s",
-        (first + len(rows) - 1, t, session_id),
-    )
-    return Appended(tuple(ids), first, head, None)
+    if not found:
+        raise StoreError(f"session {session_id!r} was deleted from the store")
+    found = sorted(found)
+    return Appended(tuple(int(r[1]) for r in found), int(found[0][0]), found[0][2], None)
 
 
-def save_compaction(session_id: str, c: NewCompaction) -> Op:
+def save_compaction(session_id: str, c: NewCompaction) -> Op[Saved | None]:
     t = c.created_at
     head = yield ("one", "SELECT head FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
     if head is None or head[0] != c.base_head:
@@ -314,7 +371,7 @@ def save_compaction(session_id: str, c: NewCompaction) -> Op:
     return Saved(comp, tuple(ids), None)
 
 
-def compactions(session_id: str) -> Op:
+def compactions(session_id: str) -> Op[list[StoredCompaction]]:
     comps = yield (
         "all",
         "SELECT id, created_at, strategy, summary, tokens_before, tokens_after, upto_seq, details "
@@ -331,7 +388,7 @@ def compactions(session_id: str) -> Op:
     return found
 
 
-def expand(session_id: str, compaction_id: int) -> Op:
+def expand(session_id: str, compaction_id: int) -> Op[list[str]]:
     """The walk of :func:`~context_compactor._store.expand_walk`, its questions answered here."""
     found = yield ("one", "SELECT 1 FROM compactions WHERE id = %s AND session = %s", (compaction_id, session_id))
     if found is None:
@@ -365,7 +422,7 @@ def expand(session_id: str, compaction_id: int) -> Op:
             ]
 
 
-def history(session_id: str) -> Op:
+def history(session_id: str) -> Op[list[tuple[int, str]]]:
     rows = yield (
         "all",
         "SELECT id, json FROM messages WHERE session = %s AND seq IS NOT NULL ORDER BY seq",
@@ -374,7 +431,7 @@ def history(session_id: str) -> Op:
     return [(int(r[0]), r[1]) for r in rows]
 
 
-def message(session_id: str, row_id: int) -> Op:
+def message(session_id: str, row_id: int) -> Op[str | None]:
     row = yield ("one", "SELECT json FROM messages WHERE session = %s AND id = %s", (session_id, row_id))
     return None if row is None else row[0]
 
@@ -387,7 +444,7 @@ def add_usage(
     head: int | None,
     context_len: int,
     learned: bool,
-) -> Op:
+) -> Op[None]:
     yield (
         "exec",
         "INSERT INTO usage (session, created_at, model, prompt_tokens, usage, head, context_len, learned) "
@@ -396,7 +453,7 @@ def add_usage(
     )
 
 
-def learned_usage(session_id: str, head: int | None, limit: int) -> Op:
+def learned_usage(session_id: str, head: int | None, limit: int) -> Op[list[tuple[int, int]]]:
     rows = yield (
         "all",
         "SELECT prompt_tokens, context_len FROM usage WHERE session = %s AND head IS NOT DISTINCT FROM %s "
@@ -406,11 +463,11 @@ def learned_usage(session_id: str, head: int | None, limit: int) -> Op:
     return [(int(p), int(n)) for p, n in reversed(rows)]
 
 
-def session_ids() -> Op:
+def session_ids() -> Op[list[str]]:
     return [r[0] for r in (yield ("all", "SELECT id FROM sessions ORDER BY created_at, id", ()))]
 
 
-def delete_session(session_id: str) -> Op:
+def delete_session(session_id: str) -> Op[bool]:
     if (yield ("one", "SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,))) is None:
         return False
     yield ("exec", "UPDATE sessions SET head = NULL WHERE id = %s", (session_id,))
@@ -430,7 +487,7 @@ def delete_session(session_id: str) -> Op:
     return True
 
 
-def pop_original(session_id: str) -> Op:
+def pop_original(session_id: str) -> Op[tuple[int, str] | None]:
     row = yield ("one", "SELECT last_seq, head FROM sessions WHERE id = %s FOR UPDATE", (session_id,))
     if row is None:
         raise StoreError(f"session {session_id!r} was deleted from the store")
@@ -455,6 +512,6 @@ def pop_original(session_id: str) -> Op:
     return int(rid), str(text)
 
 
-def query(sql_text: str, params: Sequence[Any]) -> Op:
+def query(sql_text: str, params: Sequence[Any]) -> Op[list[Any]]:
     """A read query's rows (for inspection and tests)."""
     return (yield ("all", sql_text, params))

@@ -11,14 +11,17 @@ same database, and they may append to and compact the same session.
 
 Transactions and locks:
 
-- Each append (or ``extend`` batch) and each compaction is one transaction that starts by
-  locking the session's row (``SELECT ... FOR UPDATE``): appends to a session are serialized
-  (seqs have no gaps or duplicates), a compaction's head check and its new head are atomic, and
-  appends to other sessions never wait. A compaction computed on a snapshot is saved over the
-  rows appended since (the delta rule: they follow its context verbatim); one whose base head
-  moved meanwhile is refused (``None``) and planned again by the Session.
+- Each append (or ``extend`` batch) is one statement, so one transaction and one round trip: it
+  updates the session's row (``last_seq``), which locks it, and inserts the rows with the seqs
+  it got; appends to a session are serialized (seqs have no gaps or duplicates) and appends to
+  other sessions never wait. Each compaction is one transaction that starts by locking the
+  session's row (``SELECT ... FOR UPDATE``): its head check and its new head are atomic. A
+  compaction computed on a snapshot is saved over the rows appended since (the delta rule: they
+  follow its context verbatim); one whose base head moved meanwhile is refused (``None``) and
+  planned again by the Session.
 - Reads (the context, the compactions, ``expand``) run in one ``REPEATABLE READ`` read-only
-  transaction: one consistent snapshot.
+  transaction: one consistent snapshot. What was appended since a known point when the head did
+  not move (a Session's read before each ``context()``/``prepare()``) is one statement.
 - A worker killed mid-transaction (SIGKILL included) leaves nothing: the server rolls the
   transaction back when the connection drops. An acknowledged append is committed on the server
   (durable per the server's own ``fsync``/``synchronous_commit`` settings).
@@ -56,7 +59,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from context_compactor import _pg_ops as ops
-from context_compactor._pg_ops import MIGRATIONS, READ, SCHEMA_VERSION, SET_READ, WRITE, Op, wrap
+from context_compactor._pg_ops import MIGRATIONS, READ, SCHEMA_VERSION, WRITE, Op, T, wrap
 from context_compactor._store import (
     Appended,
     NewCompaction,
@@ -94,7 +97,7 @@ def _execute(conn: psycopg.Connection[Any], mode: str, query: Any, params: Seque
     return cur.fetchone() if mode == "one" else cur.fetchall() if mode == "all" else None
 
 
-def run(conn: psycopg.Connection[Any], op: Op) -> Any:
+def run(conn: psycopg.Connection[Any], op: Op[T]) -> T:
     """Drive an operation of :mod:`context_compactor._pg_ops` on ``conn`` (the caller holds the
     transaction)."""
     reply: Any = None
@@ -194,44 +197,53 @@ class PostgresStore(SessionStore):
             except psycopg.Error as e:
                 raise wrap(e, what, self.timeout) from e
 
-    def _do(self, txn: str, what: str, op: Op) -> Any:
-        """One operation in its own transaction: a write, or a ``REPEATABLE READ`` read-only snapshot."""
-        with self.transaction(what) as conn:
-            if txn == READ:
-                conn.execute(SET_READ)
-            return run(conn, op)
+    def _do(self, what: str, op: Op[T]) -> T:
+        """One operation (it opens its transactions, :func:`~context_compactor._pg_ops.transaction`),
+        under the lock; after an error, what it left open is rolled back."""
+        with self.locked():
+            conn = self._connection()
+            try:
+                try:
+                    return run(conn, op)
+                except BaseException:
+                    if ops.open_transaction(conn):
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+            except psycopg.Error as e:
+                raise wrap(e, what, self.timeout) from e
 
     def query(self, sql_text: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query under the lock and return all rows (for inspection and tests)."""
-        return self._do(READ, "read", ops.query(sql_text, params))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.query(sql_text, params)))
 
     # -- the operations (:mod:`context_compactor._pg_ops`) ---------------------------------------------
 
     def open_session(
         self, session_id: str, *, system: str | None, tools: str | None, format: str | None
     ) -> SessionInfo:
-        return self._do(WRITE, "open a session", ops.open_session(session_id, system, tools, format))  # type: ignore[no-any-return]
+        return self._do("open a session", ops.transaction(WRITE, ops.open_session(session_id, system, tools, format)))
 
     def load_context(self, session_id: str, *, head: int | None = None, after_seq: int | None = None) -> StoredContext:
-        return self._do(READ, "read", ops.load_context(session_id, head, after_seq))  # type: ignore[no-any-return]
+        return self._do("read", ops.load_context(session_id, head, after_seq))
 
     def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
-        return self._do(WRITE, "append", ops.append_rows(session_id, rows))  # type: ignore[no-any-return]
+        return self._do("append", ops.append_rows(session_id, rows))
 
     def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
-        return self._do(WRITE, "save a compaction", ops.save_compaction(session_id, compaction))  # type: ignore[no-any-return]
+        return self._do("save a compaction", ops.transaction(WRITE, ops.save_compaction(session_id, compaction)))
 
     def compactions(self, session_id: str) -> list[StoredCompaction]:
-        return self._do(READ, "read", ops.compactions(session_id))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.compactions(session_id)))
 
     def expand(self, session_id: str, compaction_id: int) -> list[str]:
-        return self._do(READ, "read", ops.expand(session_id, compaction_id))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.expand(session_id, compaction_id)))
 
     def history(self, session_id: str) -> list[tuple[int, str]]:
-        return self._do(READ, "read", ops.history(session_id))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.history(session_id)))
 
     def message(self, session_id: str, row_id: int) -> str | None:
-        return self._do(READ, "read", ops.message(session_id, row_id))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.message(session_id, row_id)))
 
     def add_usage(
         self,
@@ -244,21 +256,19 @@ class PostgresStore(SessionStore):
         context_len: int,
         learned: bool,
     ) -> None:
-        self._do(
-            WRITE, "record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned)
-        )
+        self._do("record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned))
 
     def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
-        return self._do(READ, "read", ops.learned_usage(session_id, head, limit))  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.learned_usage(session_id, head, limit)))
 
     def session_ids(self) -> list[str]:
-        return self._do(READ, "read", ops.session_ids())  # type: ignore[no-any-return]
+        return self._do("read", ops.transaction(READ, ops.session_ids()))
 
     def delete_session(self, session_id: str) -> bool:
-        return self._do(WRITE, "delete a session", ops.delete_session(session_id))  # type: ignore[no-any-return]
+        return self._do("delete a session", ops.transaction(WRITE, ops.delete_session(session_id)))
 
     def pop_original(self, session_id: str) -> tuple[int, str] | None:
-        return self._do(WRITE, "pop an original", ops.pop_original(session_id))  # type: ignore[no-any-return]
+        return self._do("pop an original", ops.transaction(WRITE, ops.pop_original(session_id)))
 
     # -- the async twins -------------------------------------------------------------------------------
 
@@ -280,7 +290,8 @@ class PostgresStore(SessionStore):
             twin = self._twins.get(loop)
             if twin is None:
                 twin = self._twins[loop] = AsyncPostgresStore(self.url, timeout=self.timeout, schema=self.schema)
-        await twin.open()
+        if not twin.connected:
+            await twin.open()
         return twin
 
     async def aclose(self) -> None:

@@ -24,13 +24,14 @@ back, so the connection is never left mid-query and the caller knows the store's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
 from context_compactor import _pg_ops as ops
-from context_compactor._pg_ops import READ, SCHEMA_VERSION, SET_READ, WRITE, Op, wrap
+from context_compactor._pg_ops import READ, SCHEMA_VERSION, WRITE, Op, T, wrap
 from context_compactor._store import (
     Appended,
     AsyncSessionStore,
@@ -67,7 +68,7 @@ async def _execute(conn: psycopg.AsyncConnection[Any], mode: str, query: Any, pa
     return await cur.fetchall() if mode == "all" else None
 
 
-async def arun(conn: psycopg.AsyncConnection[Any], op: Op) -> Any:
+async def arun(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
     """Drive an operation of :mod:`context_compactor._pg_ops` on ``conn`` (the caller holds the
     transaction)."""
     reply: Any = None
@@ -116,11 +117,16 @@ class AsyncPostgresStore(AsyncSessionStore):
 
     async def open(self) -> None:
         """Connect and check the schema, once (later calls return at once)."""
-        await self._run(READ, "open", None)
+        await self._run("open", None)
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def connected(self) -> bool:
+        """Whether :meth:`open` connected (and the store is not closed)."""
+        return self._conn is not None and not self._closed
 
     @property
     def schema_version(self) -> int:
@@ -141,6 +147,9 @@ class AsyncPostgresStore(AsyncSessionStore):
         return self._lock
 
     async def _acquire(self, lock: asyncio.Lock) -> None:
+        if not lock.locked():
+            await lock.acquire()  # free: taken at once
+            return
         # asyncio.wait, not wait_for: a lock acquired as the timeout fires is kept, never leaked.
         task = asyncio.ensure_future(lock.acquire())
         await asyncio.wait({task}, timeout=self.timeout)
@@ -180,27 +189,30 @@ class AsyncPostgresStore(AsyncSessionStore):
         self._conn = conn
         return conn
 
-    async def _run(self, txn: str, what: str, op: Op | None) -> Any:
+    async def _run(self, what: str, op: Op[T] | None) -> T:
         """One operation in its own transaction (a write, or a ``REPEATABLE READ`` read-only
         snapshot), under the lock, to its end even when the caller is cancelled."""
         if self._closed:
             raise StoreError("the session store is closed")
         lock = self._bind()
-        return await finish(asyncio.ensure_future(self._locked_run(lock, txn, what, op)))
+        return await finish(asyncio.ensure_future(self._locked_run(lock, what, op)))
 
-    async def _locked_run(self, lock: asyncio.Lock, txn: str, what: str, op: Op | None) -> Any:
+    async def _locked_run(self, lock: asyncio.Lock, what: str, op: Op[T] | None) -> T:
         await self._acquire(lock)
         try:
             if self._closed:
                 raise StoreError("the session store is closed")
             conn = await self._connection()
             if op is None:
-                return None
+                return None  # type: ignore[return-value]  # open(): connected, nothing to run
             try:
-                async with conn.transaction():
-                    if txn == READ:
-                        await conn.execute(SET_READ)
+                try:
                     return await arun(conn, op)
+                except BaseException:
+                    if ops.open_transaction(conn):
+                        with contextlib.suppress(psycopg.Error):
+                            await conn.execute("ROLLBACK")
+                    raise
             except psycopg.Error as e:
                 raise wrap(e, what, self.timeout) from e
         finally:
@@ -208,37 +220,39 @@ class AsyncPostgresStore(AsyncSessionStore):
 
     async def query(self, sql_text: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query and return all rows (for inspection and tests)."""
-        return await self._run(READ, "read", ops.query(sql_text, params))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.query(sql_text, params)))
 
     # -- the operations (:mod:`context_compactor._pg_ops`) ----------------------------------------------
 
     async def open_session(
         self, session_id: str, *, system: str | None, tools: str | None, format: str | None
     ) -> SessionInfo:
-        return await self._run(WRITE, "open a session", ops.open_session(session_id, system, tools, format))  # type: ignore[no-any-return]
+        return await self._run(
+            "open a session", ops.transaction(WRITE, ops.open_session(session_id, system, tools, format))
+        )
 
     async def load_context(
         self, session_id: str, *, head: int | None = None, after_seq: int | None = None
     ) -> StoredContext:
-        return await self._run(READ, "read", ops.load_context(session_id, head, after_seq))  # type: ignore[no-any-return]
+        return await self._run("read", ops.load_context(session_id, head, after_seq))
 
     async def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
-        return await self._run(WRITE, "append", ops.append_rows(session_id, rows))  # type: ignore[no-any-return]
+        return await self._run("append", ops.append_rows(session_id, rows))
 
     async def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
-        return await self._run(WRITE, "save a compaction", ops.save_compaction(session_id, compaction))  # type: ignore[no-any-return]
+        return await self._run("save a compaction", ops.transaction(WRITE, ops.save_compaction(session_id, compaction)))
 
     async def compactions(self, session_id: str) -> list[StoredCompaction]:
-        return await self._run(READ, "read", ops.compactions(session_id))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.compactions(session_id)))
 
     async def expand(self, session_id: str, compaction_id: int) -> list[str]:
-        return await self._run(READ, "read", ops.expand(session_id, compaction_id))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.expand(session_id, compaction_id)))
 
     async def history(self, session_id: str) -> list[tuple[int, str]]:
-        return await self._run(READ, "read", ops.history(session_id))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.history(session_id)))
 
     async def message(self, session_id: str, row_id: int) -> str | None:
-        return await self._run(READ, "read", ops.message(session_id, row_id))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.message(session_id, row_id)))
 
     async def add_usage(
         self,
@@ -252,20 +266,20 @@ class AsyncPostgresStore(AsyncSessionStore):
         learned: bool,
     ) -> None:
         await self._run(
-            WRITE, "record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned)
+            "record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned)
         )
 
     async def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
-        return await self._run(READ, "read", ops.learned_usage(session_id, head, limit))  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.learned_usage(session_id, head, limit)))
 
     async def session_ids(self) -> list[str]:
-        return await self._run(READ, "read", ops.session_ids())  # type: ignore[no-any-return]
+        return await self._run("read", ops.transaction(READ, ops.session_ids()))
 
     async def delete_session(self, session_id: str) -> bool:
-        return await self._run(WRITE, "delete a session", ops.delete_session(session_id))  # type: ignore[no-any-return]
+        return await self._run("delete a session", ops.transaction(WRITE, ops.delete_session(session_id)))
 
     async def pop_original(self, session_id: str) -> tuple[int, str] | None:
-        return await self._run(WRITE, "pop an original", ops.pop_original(session_id))  # type: ignore[no-any-return]
+        return await self._run("pop an original", ops.transaction(WRITE, ops.pop_original(session_id)))
 
     # -- closing -----------------------------------------------------------------------------------------
 

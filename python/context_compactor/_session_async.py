@@ -18,11 +18,11 @@ Design note (what was built and why). Two paths, chosen by the store:
   (``background=True``) takes this path on both stores: its steps are written once for the sync
   and the async drivers (:mod:`context_compactor._session_background`).
 
-In-memory state on the native path: a store call and the update of the Session's in-memory
-context that follows it are one unit that runs to its end (:func:`~context_compactor._store.finish`);
-the update takes the store's thread lock without blocking the loop (polling) and only when the
-in-memory context is still the one the call started from, else it reads what changed again
-(appends, compactions from other tasks, threads or processes are never lost or counted twice).
+In-memory state on the native path: after a store call, the Session updates its in-memory
+context under the store's thread lock (taken without blocking the loop: polling), and only when
+that context is still the one the call started from; otherwise, or when the update was skipped
+(a cancellation), the next read of the store catches up: what other tasks, threads or processes
+appended or compacted is never lost or counted twice.
 
 Measured (``benches/bench_store_async.py``: ``aprepare()`` after an append on a 10k-message
 PostgreSQL session, native against the thread offload in the same run, with a ticker task
@@ -30,8 +30,9 @@ measuring how late the loop wakes it): the figures are in the README's "Sessions
 section.
 
 Cancellation: a store call, once started, runs to its end (its transaction commits or rolls
-back) before the cancelled task sees :class:`asyncio.CancelledError`, so the Session's
-in-memory context never disagrees with the store and no ``prepare()`` overlaps another. A
+back) before the cancelled task sees :class:`asyncio.CancelledError` (:func:`~context_compactor._store.finish`),
+so the connection is never left mid-query, the Session's next read sees what the call did, and
+no ``prepare()`` overlaps another. A
 cancelled ``aappend`` may therefore have committed, as a sync ``append`` whose reply was lost:
 the message is in :meth:`history` then, with its row id. A ``aprepare`` cancelled in its
 summarizer saves nothing.
@@ -103,6 +104,7 @@ class AsyncMethods:
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
         def _setup(self, compactor: ContextCompactor, session_id: str | None, format: str | None) -> None: ...
         def _open_args(self, system: Any, tools: Any, format: str | None) -> dict[str, Any]: ...
+        def _open(self, system: Any, tools: Any, format: str | None) -> None: ...
         def _opened(self, info: SessionInfo, forced: str | None) -> None: ...
         def _calibrate(self, reports: list[tuple[int, int]]) -> None: ...
         def _take(self, ctx: StoredContext) -> None: ...
@@ -245,7 +247,7 @@ class AsyncMethods:
         encoded = self._checked(messages)
         if not encoded:
             return []
-        return await finish(asyncio.ensure_future(self._aextend_on(astore, encoded)))
+        return await self._aextend_on(astore, encoded)
 
     async def _aextend_on(self, astore: AsyncSessionStore, encoded: list[tuple[dict[str, Any], str]]) -> list[int]:
         done = await astore.append_rows(self._id, [(plain.get("role"), text) for plain, text in encoded])
@@ -260,7 +262,7 @@ class AsyncMethods:
         astore = await self._native()
         if astore is None:
             return await off_loop(self.context)
-        await finish(asyncio.ensure_future(self._arefresh(astore)))
+        await self._arefresh(astore)
         async with self._alocked():
             snapshot = list(self._msgs)
             self._sent = (snapshot, self._head)
@@ -278,7 +280,7 @@ class AsyncMethods:
         astore = await self._native()
         if astore is None:
             return await off_loop(self.check)
-        await finish(asyncio.ensure_future(self._arefresh(astore)))
+        await self._arefresh(astore)
         async with self._alocked():
             return self._make_check()
 
@@ -301,7 +303,7 @@ class AsyncMethods:
         astore = await self._native()
         if astore is None:
             return await off_loop(self.record_usage, usage, model)
-        await finish(asyncio.ensure_future(self._arefresh(astore)))
+        await self._arefresh(astore)
         async with self._alocked():
             sent = self._sent if self._sent is not None else (list(self._msgs), self._head)
             report = self._usage_report(usage, model, sent)
@@ -359,7 +361,7 @@ class AsyncMethods:
             if astore is None:
                 snap = await off_loop(self._begin, force)
             else:
-                await finish(asyncio.ensure_future(self._arefresh(astore)))
+                await self._arefresh(astore)
                 async with self._alocked():
                     snap = self._decide(force)
             if snap is None:
@@ -376,7 +378,7 @@ class AsyncMethods:
             if astore is None:
                 done = await off_loop(self._settle, snap, result)
             else:
-                done = await finish(asyncio.ensure_future(self._asettle(astore, snap, result)))
+                done = await self._asettle(astore, snap, result)
             if not isinstance(done, _Retry):
                 return done  # type: ignore[no-any-return]
         raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")

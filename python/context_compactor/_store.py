@@ -35,6 +35,14 @@ implementation (:mod:`context_compactor._sqlite` for SQLite; PostgreSQL plugs in
 4. Thread-safe: every operation may be called from any thread; :meth:`~SessionStore.locked` is a
    re-entrant lock with a timeout that a Session holds around an operation and the in-memory
    state it updates from it, so the two stay in step.
+5. Async (optional): :meth:`~SessionStore.aio` returns an :class:`AsyncSessionStore` for the
+   running event loop, the same operations awaited, with the same guarantees (PostgreSQL's, on
+   psycopg's ``AsyncConnection``); a store without one (SQLite) is driven from async code in
+   worker threads.
+
+:meth:`~SessionStore.compactions` and :meth:`~SessionStore.expand` are the same for every store:
+:func:`stored_compactions` and the walk :func:`expand_walk` (resolving summaries and edited
+copies back to the originals) are written once here, and a store only fetches the rows they ask for.
 
 Messages cross this interface as ``(role, JSON text)``; encoding is :mod:`context_compactor._codec`'s.
 """
