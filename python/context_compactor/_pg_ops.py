@@ -311,6 +311,11 @@ def append_rows(session_id: str, rows: Sequence[tuple[str, str]]) -> Op[Appended
     ``last_seq`` takes its row lock (appends to a session are serialised, seqs have no gap) and
     gives the seqs of the inserted rows."""
     t = now()
+    if not rows:
+        row = yield ("one", "SELECT last_seq, head FROM sessions WHERE id = %s", (session_id,))
+        if row is None:
+            raise StoreError(f"session {session_id!r} was deleted from the store")
+        return Appended((), int(row[0]) + 1, row[1], None)
     found = yield (
         "all",
         "WITH s AS (UPDATE sessions SET last_seq = last_seq + %s, updated_at = %s WHERE id = %s "
