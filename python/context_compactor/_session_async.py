@@ -46,7 +46,7 @@ import inspect
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -243,7 +243,8 @@ class AsyncMethods:
         """:meth:`extend` (one transaction) without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.extend, list(messages))
+            listed = messages if isinstance(messages, (str, bytes, bytearray, Mapping, Sequence)) else list(messages)
+            return await off_loop(self.extend, listed)
         encoded = self._checked(messages)
         if not encoded:
             return []
