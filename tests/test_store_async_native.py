@@ -348,10 +348,12 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
         with lock_held(store_target, "cancel", 0.6) as released:
             task = asyncio.create_task(s.aprepare(force=True))
             await asyncio.sleep(0.3)
+            cancelled_at = time.perf_counter()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert released.is_set()  # it waited for the store call to end
+            # It waited for the store call to end: until the lock was released.
+            assert time.perf_counter() - cancelled_at > 0.2 and released.wait(5)
         assert len(await s.acompactions()) == before + 1
         with Session(c, store_target, "cancel") as fresh:
             assert await s.acontext() == fresh.context()
