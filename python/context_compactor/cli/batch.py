@@ -11,19 +11,21 @@ the exit status is 1 at the end if any file failed.
 
 Design note (where the time goes; figures in ``benches/bench_batch.py``): ``--workers 1`` runs
 in this process, with no pool: the honest baseline (so does a folder of one file; no more
-workers start than there are files). With ``--workers N`` the worker processes do
-all of a file's work: read, compact, validate, write, and the report line's JSON text; the parent
-only walks the folder, hands out paths and writes the lines it gets back, so it never competes
-with the workers for a core. Paths go out in chunks of up to 16 (one hand-off per chunk instead
-of per file, and one write of the report per chunk), and at most ``2 x workers`` chunks are in
-flight at a time: the folder is streamed (walked once to count the files for the progress bar,
-once to hand them out; a file's contents only ever live in the worker compacting it), so memory
-stays bounded whatever the folder's size. Workers start from a ``forkserver`` that imported the
-library once (on Linux; ``spawn`` where there is no forkserver): no fork of a process holding
-threads, and no second import per worker. A worker that dies (killed, out of memory) breaks
-the pool and every chunk in flight with it: a new pool is started and those files are run again
-one at a time, so the file that kills a worker again is reported (``WorkerDied``) and the others
-are compacted; the batch goes on.
+workers start than there are files). With ``--workers N`` the worker processes do all of a
+file's work: read, compact, validate, write, and the report line's JSON text; the parent only
+walks the folder, hands out paths and writes the lines it gets back, so it never competes with
+the workers for a core. Paths go out in chunks of up to 16 (one hand-off per chunk instead of
+per file, and one write of the report per chunk). At most ``8 x workers`` chunks are in flight
+or finished and waiting for a slower one before them (lines are written in input order; with
+only 2 per worker, one slow chunk at the head left the other worker idle). The folder is
+streamed (walked once to count the files for the progress bar, once to hand them out; a file's
+contents only ever live in the worker compacting it), so memory stays bounded whatever the
+folder's size. Workers start from a ``forkserver`` that imported the library once (on Linux;
+``spawn`` where there is no forkserver): no fork of a process holding threads, and no second
+import per worker. A worker that dies (killed, out of memory) breaks the pool and every chunk in
+flight with it: a new pool is started and those files are run again one at a time, so the file
+that kills a worker again is reported (``WorkerDied``) and the others are compacted; the batch
+goes on.
 
 On a machine shared with other sessions, Linux's autogroup scheduling gives the batch's session
 one share of the CPU however many workers it runs: ``--workers 2`` then gets little more CPU
@@ -173,6 +175,10 @@ def _chunks(jobs: Iterable[tuple[str, str | None]], size: int) -> Iterator[list[
         yield chunk
 
 
+#: Chunks in flight or finished but not yet written, per worker (see ``_run_pool``).
+WINDOW = 8
+
+
 def chunk_size(total: int, workers: int) -> int:
     """Files per task: 1 for small folders (every worker busy, the bar moving), up to 16 for large
     ones (fewer hand-offs), always leaving ~32 tasks a worker so the last ones end together."""
@@ -292,8 +298,8 @@ def _run_pool(
     init: tuple[Any, ...],
     emit: Callable[[_Lines], None],
 ) -> None:
-    """Hand the jobs to ``workers`` processes in chunks, at most ``2 x workers`` chunks in flight,
-    and emit their lines in input order.
+    """Hand the jobs to ``workers`` processes in chunks, at most ``WINDOW x workers`` chunks in
+    flight or waiting to be written, and emit their lines in input order.
 
     A worker that dies breaks the whole pool, and every chunk in flight fails with it. Then a new
     pool is started and the files of the failed chunks are run again one at a time, so that a
@@ -339,7 +345,12 @@ def _run_pool(
                 window.append((chunk, pool.submit(_compact_chunk, chunk)))
             except BrokenProcessPool:  # noticed at submission: recovered when drained
                 window.append((chunk, None))
-            if len(window) >= 2 * workers:
+            # Lines are written in input order, but a slow chunk at the head must not starve the
+            # workers: finished chunks wait behind it (their lines are small) while new ones go out,
+            # up to WINDOW x workers chunks; only then does the parent wait for the head.
+            while window and window[0][1] is not None and window[0][1].done():
+                drain_one()
+            if len(window) >= WINDOW * workers:
                 drain_one()
         while window:
             drain_one()
