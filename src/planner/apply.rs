@@ -5,7 +5,8 @@ use super::assemble::{Draft, Outcome, Shape};
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry, Strategy};
 use super::plan::{raw_of, Planned};
-use super::shorten::{shorten_results, shorten_task};
+use super::last_block::shorten_last_block;
+use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
@@ -202,14 +203,15 @@ impl<'a> Planned<'a> {
         d
     }
 
-    /// The task, then the kept tail's tool output, each cut only when still over (also the
-    /// whole ladder when there is nothing to summarise between the kept head and tail).
+    /// The task, then the last block (the kept tail, which the shorter tail brought down to the
+    /// last legal block), each cut only when still over (also the whole ladder when there is
+    /// nothing to summarise between the kept head and tail).
     fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         if d.tokens() > soft {
             self.shorten_task_in(d, counter);
         }
         if d.tokens() > soft {
-            self.shorten_tail_results(d, soft, counter);
+            self.shorten_tail(d, soft, counter);
         }
     }
 
@@ -226,12 +228,13 @@ impl<'a> Planned<'a> {
         }
     }
 
-    /// The ladder's last step: tool output after the summary (the kept tail, whose last block
-    /// the shorter tail could not remove) cut head + tail, oldest first, as far as needed.
-    fn shorten_tail_results(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+    /// The ladder's last step: the kept tail after the summary (the last block, which the
+    /// shorter tail could not remove) cut as far as needed: arguments of calls that ran, then
+    /// tool output (see `last_block.rs`).
+    fn shorten_tail(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         let from = d.tail_from;
         let excess = d.tokens() - soft;
-        let (_, entries) = shorten_results(&mut d.slots, from, excess, &self.cfg, counter);
+        let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
         for e in entries {
             d.note(e, Strategy::Truncation);
         }

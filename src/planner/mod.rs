@@ -21,7 +21,9 @@
 mod apply;
 mod assemble;
 pub mod draft;
+mod last_block;
 mod malformed;
+mod over_budget;
 pub mod micro;
 pub mod output;
 mod plan;

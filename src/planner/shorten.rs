@@ -1,15 +1,14 @@
 //! Cuts that keep their must-keep facts (a text or a call's arguments cut head + tail, the facts
-//! of the cut part written after the marker), and the ladder's last two steps before
-//! `over_budget`: the task shortened to `task_max_tokens` and tool results of the kept tail (the
-//! last block) cut head + tail.
+//! of the cut part written after the marker), and the ladder's task step before `over_budget`:
+//! the task shortened to `task_max_tokens` (the last block's cut is in `last_block.rs`).
 //!
-//! Design note: both only run when everything else (micro, selective, the summary, a shorter
-//! tail, the extra head messages) left the context above the soft threshold, and both cut only
-//! as much as the overflow needs. The task is never removed (DESIGN invariant 7): its head and
-//! tail stay, the cut is marked, and every must-keep fact of the cut part is written after the
-//! marker, so the agent still sees every path, URL and error name its task named. Tool results
-//! are cut the same way (tool output carries no must-keep facts by definition); thinking,
-//! signed and opaque blocks, pinned messages and protected tools are never touched.
+//! Design note: the task step only runs when everything else (micro, selective, the summary, a
+//! shorter tail, the extra head messages) left the context above the soft threshold. The task
+//! is never removed (DESIGN invariant 7): its head and tail stay, the cut is marked, and every
+//! must-keep fact of the cut part is written after the marker, so the agent still sees every
+//! path, URL and error name its task named. When those facts alone are longer than
+//! `task_max_tokens` the task keeps them all and is cut as far as that allows: the smallest cut
+//! found is used rather than none.
 
 use super::draft::{block_tokens, Count, Slot};
 use super::micro::PLACEHOLDER_PREFIX;
@@ -21,7 +20,6 @@ use crate::message::{BlockKind, Message, Role};
 use crate::summary::constraints::constraint_sentences;
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::text::Text;
-use rustc_hash::FxHashMap;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
 const MIN_CHARS: usize = 160;
@@ -174,7 +172,7 @@ pub fn cut_marker_end(cut: &str) -> Option<usize> {
 
 /// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
 /// tokens, never below `floor` tokens for the block. Returns the tokens saved.
-fn cut_block(
+pub(super) fn cut_block(
     slot: &mut Slot<'_>,
     k: usize,
     excess: usize,
@@ -210,7 +208,10 @@ fn cut_block(
         MIN_RESULT_CHARS
     };
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
-    // Counting is not linear in characters: shrink until the cut text is within the goal.
+    // Counting is not linear in characters: shrink until the cut text is within the goal. When
+    // it never gets there (a task whose must-keep facts alone are longer than the goal), the
+    // smallest cut found is used: a cut that falls short still saves what it can.
+    let mut best: Option<(String, usize)> = None;
     for _ in 0..6 {
         let cut = if keep_facts {
             cut_task_keeping_constraints(&text, max_chars)
@@ -218,19 +219,26 @@ fn cut_block(
             head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))
         };
         let Some(cut) = cut else {
-            return 0;
+            break;
         };
         let new = counter.count(Text::Utf8(&cut));
-        if new <= goal || max_chars <= min_chars {
-            let before = slot.tokens;
-            if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
-                return 0;
-            }
-            return before.saturating_sub(slot.tokens);
+        let done = new <= goal || max_chars <= min_chars;
+        if best.as_ref().is_none_or(|b| new < b.1) {
+            best = Some((cut, new));
+        }
+        if done {
+            break;
         }
         max_chars = max_chars * 8 / 10;
     }
-    0
+    let Some((cut, new)) = best else {
+        return 0;
+    };
+    let before = slot.tokens;
+    if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
+        return 0;
+    }
+    before.saturating_sub(slot.tokens)
 }
 
 /// Shorten the task in `slots[at]` to `task_max_tokens` (its text blocks, longest first).
@@ -276,103 +284,6 @@ pub fn shorten_task(
     })
 }
 
-/// Cut tool results in `slots[from..]` until `excess` tokens are saved: every result above a
-/// common cap is cut to it (the largest lose most, small ones stay whole), the cap chosen so
-/// the cuts add up to the excess. Returns the tokens saved and one record entry per shortened
-/// message.
-pub fn shorten_results(
-    slots: &mut [Slot<'_>],
-    from: usize,
-    excess: usize,
-    cfg: &PlanConfig,
-    counter: &dyn Count,
-) -> (usize, Vec<RecordEntry>) {
-    let mut names: FxHashMap<String, String> = FxHashMap::default();
-    for s in slots.iter() {
-        for c in s.view.calls() {
-            if let (Some(id), Some(name)) = (&c.id, &c.name) {
-                names.insert(id.clone(), name.clone());
-            }
-        }
-    }
-    let protected = |id: &Option<String>| {
-        id.as_ref()
-            .and_then(|id| names.get(id))
-            .is_some_and(|n| cfg.protected_tools.iter().any(|p| p == n))
-    };
-    let from = from.min(slots.len());
-    // (slot, block, tokens) of every result that may be cut.
-    let mut cands: Vec<(usize, usize, usize)> = Vec::new();
-    for (si, slot) in slots.iter().enumerate().skip(from) {
-        if slot.pinned {
-            continue;
-        }
-        for (k, b) in slot.view.blocks.iter().enumerate() {
-            if b.kind == BlockKind::ToolResult && !protected(&b.id) {
-                cands.push((si, k, block_tokens(b, cfg.framing, counter)));
-            }
-        }
-    }
-    let before: Vec<usize> = slots.iter().map(|s| s.tokens).collect();
-    let mut need = excess;
-    // Two passes: counting is not linear in characters, so the first may fall a little short.
-    for _ in 0..2 {
-        if need == 0 {
-            break;
-        }
-        let cap = water_level(cands.iter().map(|c| c.2), need);
-        for c in cands.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            if c.2 <= cap {
-                continue;
-            }
-            let saved = cut_block(&mut slots[c.0], c.1, c.2 - cap, 12, cfg, counter, false);
-            c.2 = c.2.saturating_sub(saved);
-            need = need.saturating_sub(saved);
-        }
-    }
-    let mut record = Vec::new();
-    for (si, slot) in slots.iter().enumerate().skip(from) {
-        if slot.tokens < before[si] {
-            if let Some(index) = slot.source() {
-                record.push(RecordEntry {
-                    index,
-                    action: Change::Shortened,
-                    detail: format!(
-                        "tool output cut from {} to {} tokens",
-                        before[si], slot.tokens
-                    ),
-                });
-            }
-        }
-    }
-    (excess - need, record)
-}
-
-/// The largest cap such that cutting every size above it down to it frees at least `need`
-/// (0 when even that is not enough).
-fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
-    let mut sizes: Vec<usize> = sizes.collect();
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
-    let mut above = 0; // sum of the sizes above the current level
-    for (k, &s) in sizes.iter().enumerate() {
-        // With the cap at `s`, the first k sizes are cut to `s`.
-        if above - k * s >= need {
-            // The cap lies between s and sizes[k-1]: solve above - k * cap = need.
-            return (above - need) / k;
-        }
-        above += s;
-    }
-    let k = sizes.len();
-    if k > 0 && above >= need {
-        (above - need) / k
-    } else {
-        0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,18 +303,6 @@ mod tests {
                 assert!(cut.contains(&f), "max {max}: {f} missing from {cut}");
             }
         }
-    }
-
-    #[test]
-    fn water_level_cuts_the_largest_first() {
-        // 1000 + 500 + 100: freeing 600 caps both large ones at 450.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 600), 450);
-        // Freeing 400 touches only the largest.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 400), 600);
-        // Everything: the cap goes to zero.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 1600), 0);
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 5000), 0);
-        assert_eq!(water_level(std::iter::empty(), 10), 0);
     }
 
     #[test]
