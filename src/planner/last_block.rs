@@ -10,6 +10,10 @@
 //!    marked and the must-keep facts of the cut part are written after the marker.
 //! 2. Then the tool results and those arguments together, the largest first, each down to a
 //!    floor (the marker and a few characters each side), only as far as the overflow needs.
+//! 3. Last, the assistant's own text in the block (what it wrote around its calls), head +
+//!    tail with its must-keep facts after the marker, as the selective rule cuts the assistant
+//!    text of old turns. Only the thinking of a message is signed: its text and call blocks may
+//!    be edited, the thinking block goes back as it came.
 //!
 //! Never cut: thinking and redacted thinking (Anthropic refuses an edited one: its signature is
 //! checked), signed parts (Gemini `thought_signature`), opaque items, the item after a Responses
@@ -38,8 +42,20 @@ use rustc_hash::{FxHashMap, FxHashSet};
 const RESULT_FLOOR: usize = 12;
 /// Tokens cut arguments keep at least (the JSON structure, each long value's head and tail).
 const ARGS_FLOOR: usize = 16;
+/// Tokens a cut assistant text keeps at least (its head and tail, the marker).
+const TEXT_FLOOR: usize = 48;
 /// Rounds of cutting from the original texts when counting makes a round fall short.
 const ROUNDS: usize = 3;
+
+/// What a candidate block is (the order the cut reaches them, see the module note).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// The arguments of a call that already ran.
+    Args,
+    Result,
+    /// The assistant's own text.
+    Text,
+}
 
 /// One block the last block's cut may shorten.
 #[derive(Clone, Debug)]
@@ -47,8 +63,7 @@ struct Cand {
     slot: usize,
     block: usize,
     tokens: usize,
-    /// The arguments of a call that already ran (else a tool result).
-    args: bool,
+    part: Part,
     /// Tokens the block keeps at least.
     floor: usize,
     /// Arguments: tokens at `max_tool_arg_chars` (where step 1 stops); results: `tokens`.
@@ -113,7 +128,7 @@ fn candidates(
                         slot: si,
                         block: k,
                         tokens,
-                        args: false,
+                        part: Part::Result,
                         floor: RESULT_FLOOR,
                         soft_floor: tokens,
                     });
@@ -137,10 +152,26 @@ fn candidates(
                         slot: si,
                         block: k,
                         tokens,
-                        args: true,
+                        part: Part::Args,
                         floor: ARGS_FLOOR.min(tokens),
                         soft_floor: soft_floor.max(ARGS_FLOOR).min(tokens),
                     });
+                }
+                BlockKind::Text if slot.view.role == Role::Assistant => {
+                    if text_of().starts_with(PLACEHOLDER_PREFIX) {
+                        continue;
+                    }
+                    let tokens = block_tokens(b, cfg.framing, counter);
+                    if tokens > TEXT_FLOOR {
+                        out.push(Cand {
+                            slot: si,
+                            block: k,
+                            tokens,
+                            part: Part::Text,
+                            floor: TEXT_FLOOR,
+                            soft_floor: tokens,
+                        });
+                    }
                 }
                 _ => {}
             }
@@ -179,28 +210,31 @@ pub(super) fn level(items: &[(usize, usize)], need: usize) -> usize {
 }
 
 /// How many tokens each candidate should keep to free `need`: arguments to
-/// `max_tool_arg_chars` first, then results and arguments together (see the module note).
+/// `max_tool_arg_chars` first, then results and arguments together, then the assistant's text
+/// (see the module note).
 fn targets(cands: &[Cand], need: usize) -> Vec<usize> {
     let mut keep: Vec<usize> = cands.iter().map(|c| c.tokens).collect();
-    let first: Vec<(usize, usize)> = cands
-        .iter()
-        .map(|c| (c.tokens, if c.args { c.soft_floor } else { c.tokens }))
-        .collect();
-    let cap = level(&first, need);
+    // Each step: the (size, floor) of every candidate, the candidates it does not cut at their
+    // current size.
+    let steps: [&dyn Fn(&Cand, usize) -> usize; 3] = [
+        &|c, k| if c.part == Part::Args { c.soft_floor.min(k) } else { k },
+        &|c, k| if c.part == Part::Text { k } else { c.floor.min(k) },
+        &|c, k| c.floor.min(k),
+    ];
     let mut freed = 0;
-    for (k, &(s, f)) in first.iter().enumerate() {
-        keep[k] = s.min(cap.max(f));
-        freed += s - keep[k];
-    }
-    if freed < need {
-        let both: Vec<(usize, usize)> = cands
+    for floor_of in steps {
+        if freed >= need {
+            break;
+        }
+        let items: Vec<(usize, usize)> = cands
             .iter()
             .zip(&keep)
-            .map(|(c, &k)| (k, c.floor.min(k)))
+            .map(|(c, &k)| (k, floor_of(c, k)))
             .collect();
-        let cap = level(&both, need - freed);
-        for (k, &(s, f)) in both.iter().enumerate() {
+        let cap = level(&items, need - freed);
+        for (k, &(s, f)) in items.iter().enumerate() {
             keep[k] = s.min(cap.max(f));
+            freed += s - keep[k];
         }
     }
     keep
@@ -276,11 +310,17 @@ pub fn shorten_last_block(
                 continue;
             }
             let slot = &mut slots[c.slot];
-            if c.args {
-                cut_args_to(slot, c.block, goal, cfg, counter);
-            } else {
-                let floor = goal.min(c.floor);
-                cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, false);
+            let floor = goal.min(c.floor);
+            match c.part {
+                Part::Args => {
+                    cut_args_to(slot, c.block, goal, cfg, counter);
+                }
+                Part::Result => {
+                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, false);
+                }
+                Part::Text => {
+                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, true);
+                }
             }
         }
         let now: usize = slots[from..].iter().map(|s| s.tokens).sum();
@@ -309,15 +349,28 @@ fn record(
             continue;
         }
         let Some(index) = now.source() else { continue };
-        let args: Vec<&str> = cands
-            .iter()
-            .filter(|c| c.args && c.slot == from + j)
-            .filter_map(|c| was.view.blocks[c.block].name.as_deref())
-            .collect();
-        let what = if args.is_empty() {
+        // What was cut, from the blocks that changed.
+        let mut what: Vec<String> = Vec::new();
+        for c in cands.iter().filter(|c| c.slot == from + j) {
+            let (b, a) = (&was.view.blocks[c.block], &now.view.blocks[c.block]);
+            if b.texts.len() == a.texts.len()
+                && b.texts.iter().zip(a.texts.iter()).all(|(x, y)| x.text().to_utf8() == y.text().to_utf8())
+            {
+                continue;
+            }
+            let w = match c.part {
+                Part::Args => format!("arguments of {}", b.name.as_deref().unwrap_or("a call")),
+                Part::Result => "tool output".to_owned(),
+                Part::Text => "assistant text".to_owned(),
+            };
+            if !what.contains(&w) {
+                what.push(w);
+            }
+        }
+        let what = if what.is_empty() {
             "tool output".to_owned()
         } else {
-            format!("arguments of {}", args.join(", "))
+            what.join(", ")
         };
         out.push(RecordEntry {
             index,

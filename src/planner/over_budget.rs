@@ -5,7 +5,8 @@
 //! legal block, the task is at `task_max_tokens`, the summary at its cap or shorter, and the
 //! last block cut as far as it goes (`last_block.rs`). What is left of the last block is what
 //! may not be cut (thinking, images, signed or opaque parts, the user's own text, calls still
-//! waiting) plus the floors of the cuts, and the reason says so by name.
+//! waiting) plus the floors of the cuts (and each message's framing), and the reason says so by
+//! name.
 
 use super::draft::{block_tokens, Count, Slot};
 use super::output::OutMsg;
@@ -17,16 +18,13 @@ fn kind_of(slot: &Slot<'_>, k: usize, answered: &dyn Fn(&str) -> bool) -> Option
     let b = &slot.view.blocks[k];
     Some(match b.kind {
         _ if b.kind.is_thinking() || b.kind == BlockKind::Reasoning => "thinking",
-        _ if b.images > 0 || b.kind == BlockKind::Image => {
-            "images (an image cannot be shortened)"
-        }
+        _ if b.images > 0 || b.kind == BlockKind::Image => "images",
         _ if b.opaque || b.signed || b.kind == BlockKind::Compaction => "signed or opaque parts",
         BlockKind::ToolCall if !b.id.as_deref().is_some_and(answered) => {
             "calls still waiting for their result"
         }
         BlockKind::ToolCall | BlockKind::ToolResult => return None,
-        _ if slot.view.role == Role::User => "the user's message",
-        _ if slot.view.role == Role::Assistant => "assistant text",
+        _ if slot.view.role == Role::User => "the user's own text",
         _ => return None,
     })
 }
@@ -112,7 +110,7 @@ impl<'a> Planned<'a> {
                 .map(|(k, t)| format!("{k} {}", c(*t)))
                 .collect();
             inner.push(format!(
-                "tool calls and results cut as far as they go {}",
+                "calls, results and assistant text cut as far as they go {}",
                 c(last.saturating_sub(kept))
             ));
             parts.push(format!(
@@ -130,14 +128,14 @@ impl<'a> Planned<'a> {
                 .to_owned()
         } else {
             let uncut: Vec<&str> = kinds.iter().map(|x| x.0).collect();
-            if uncut.is_empty() {
-                "the last block does not fit the room left".to_owned()
-            } else {
-                format!(
-                    "the last block does not fit the room left ({} are never cut)",
-                    uncut.join(", ")
-                )
+            let mut why = "the last block does not fit the room left".to_owned();
+            if !uncut.is_empty() {
+                why.push_str(&format!(" (never cut: {})", uncut.join(", ")));
             }
+            if uncut.contains(&"images") {
+                why.push_str("; an image cannot be shortened");
+            }
+            why
         };
         format!(
             "{tokens_after} tokens after compaction, above the soft threshold {soft}: the smallest legal context does not fit, {culprit} ({})",
