@@ -25,15 +25,15 @@
 //! threshold is a legitimate `over_budget` (the reason names the images).
 //!
 //! Token counts are not linear in characters, so the caps are worked out on estimates and the
-//! cuts made from the original texts again with a larger goal when the first round falls short
-//! (a value cut once is not cut again by [`cut_json_args`]).
+//! cuts made from the texts as they came again with a larger goal when a round falls short. A
+//! text an earlier compaction cut (a Session's tail) may be cut again here: the window must fit.
 
 use super::draft::{block_tokens, Count, Slot};
 use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_block, with_cut_facts};
+use super::shorten::{cut_block, with_cut_facts, Keep};
 use super::PlanConfig;
-use crate::cut::{cut_json_args, is_cut};
+use crate::cut::{cut_json_args_with, is_cut};
 use crate::message::{BlockKind, Role};
 use crate::text::Text;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -43,9 +43,10 @@ const RESULT_FLOOR: usize = 12;
 /// Tokens cut arguments keep at least (the JSON structure, each long value's head and tail).
 const ARGS_FLOOR: usize = 16;
 /// Tokens a cut assistant text keeps at least (its head and tail, the marker).
-const TEXT_FLOOR: usize = 48;
-/// Rounds of cutting from the original texts when counting makes a round fall short.
-const ROUNDS: usize = 3;
+const TEXT_FLOOR: usize = 32;
+/// Rounds of cutting from the original texts when a round falls short (counting is not linear
+/// in characters; a cut keeps its facts).
+const ROUNDS: usize = 5;
 
 /// What a candidate block is (the order the cut reaches them, see the module note).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,7 +261,7 @@ fn cut_args_to(
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
     let mut best: Option<(String, usize)> = None;
     for _ in 0..6 {
-        let Some(cut) = cut_json_args(&args, max_chars.max(1)) else {
+        let Some(cut) = cut_json_args_with(&args, max_chars.max(1), true) else {
             break;
         };
         let cut = with_cut_facts(&args, cut);
@@ -316,10 +317,10 @@ pub fn shorten_last_block(
                     cut_args_to(slot, c.block, goal, cfg, counter);
                 }
                 Part::Result => {
-                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, false);
+                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, Keep::Plain);
                 }
                 Part::Text => {
-                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, true);
+                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, Keep::Facts);
                 }
             }
         }
@@ -331,7 +332,9 @@ pub fn shorten_last_block(
             break;
         }
         saved = got;
-        need += excess - got;
+        // The floors the caps assumed were not all reached (facts kept, markers): ask the
+        // others for twice the shortfall.
+        need += 2 * (excess - got) + 4;
     }
     (saved, record(slots, &original, from, &cands))
 }

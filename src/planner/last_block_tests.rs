@@ -90,3 +90,4 @@ fn results_and_arguments_go_to_their_floors_when_needed() {
     assert_eq!(record.len(), 2);
     assert!(slots[1].tokens + slots[2].tokens < 120, "{} {}", slots[1].tokens, slots[2].tokens);
 }
+

@@ -23,14 +23,31 @@ use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
 const MIN_CHARS: usize = 160;
-/// Characters a cut tool result keeps at least: the last resort before `over_budget`, where the
-/// marker (how much was cut) and a few characters each side are all that fits.
+/// Characters a cut tool result or assistant text of the last block keeps at least: the last
+/// resort before `over_budget`, where the marker (how much was cut) and a few characters each
+/// side are all that fits (a CJK character is about a token: 160 would keep 160 tokens).
 const MIN_RESULT_CHARS: usize = 40;
+
+/// How [`cut_block`] cuts a text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// Head + tail (tool output: no must-keep facts by definition).
+    Plain,
+    /// Head + tail, the must-keep facts of the cut part after the marker (assistant text).
+    Facts,
+    /// The task: its facts and the user's constraint sentences kept, at least 160 characters.
+    Task,
+}
 
 /// `text` cut head + tail to about `max_chars`, with the must-keep facts of the cut part
 /// written right after the cut marker (a text cut before is cut again, its facts kept the same
 /// way). `None` when it is already that short.
 pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
+    cut_keeping_facts_min(text, max_chars, MIN_CHARS)
+}
+
+/// [`cut_keeping_facts`] keeping at least `min_chars` characters of text.
+fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Option<String> {
     let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
     // The list takes room from the text, and less text may lose more facts: grow the list until
     // it names every fact the cut it leaves room for lost (at most one round per fact).
@@ -39,7 +56,7 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
         let list = mentions(facts.iter().zip(&lost).filter(|(_, &l)| l).map(|(f, _)| f));
         let room = max_chars
             .saturating_sub(list.chars().count())
-            .max(MIN_CHARS);
+            .max(min_chars);
         let cut = head_tail_text(Text::Utf8(text), room)?;
         let mut more = false;
         for (f, l) in facts.iter().zip(lost.iter_mut()) {
@@ -179,7 +196,7 @@ pub(super) fn cut_block(
     floor: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
-    keep_facts: bool,
+    keep: Keep,
 ) -> usize {
     let b = &slot.view.blocks[k];
     if b.images > 0 {
@@ -202,7 +219,7 @@ pub(super) fn cut_block(
         return 0;
     }
     let chars = text.chars().count();
-    let min_chars = if keep_facts {
+    let min_chars = if keep == Keep::Task {
         MIN_CHARS
     } else {
         MIN_RESULT_CHARS
@@ -213,10 +230,10 @@ pub(super) fn cut_block(
     // smallest cut found is used: a cut that falls short still saves what it can.
     let mut best: Option<(String, usize)> = None;
     for _ in 0..6 {
-        let cut = if keep_facts {
-            cut_task_keeping_constraints(&text, max_chars)
-        } else {
-            head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))
+        let cut = match keep {
+            Keep::Task => cut_task_keeping_constraints(&text, max_chars),
+            Keep::Facts => cut_keeping_facts_min(&text, max_chars, min_chars),
+            Keep::Plain => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
         };
         let Some(cut) = cut else {
             break;
@@ -268,7 +285,7 @@ pub fn shorten_task(
         if need == 0 {
             break;
         }
-        let saved = cut_block(slot, k, need, 32, cfg, counter, true);
+        let saved = cut_block(slot, k, need, 32, cfg, counter, Keep::Task);
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
