@@ -20,9 +20,9 @@ user text message) at ``task_token_limit`` at most, the summary capped at
   one, images, the user's own text, calls still waiting for their result.
 
 The computation is an estimate, not exact: a cut list names the facts of the cut part only
-(here: every fact of the part, by the oracle's reader, not the library's), a shortened task keeps its facts and the user's constraint sentences beyond
-``task_max_tokens`` (here: not counted), and the approximate counter does not add up exactly
-over pieces. So an ``over_budget`` result is accepted when this bound is at least ``MARGIN``
+(here: every fact of the part, by the oracle's reader, not the library's), a shortened task
+keeps its facts and the user's constraint sentences beyond ``task_max_tokens`` (here: not
+counted), and the approximate counter does not add up exactly over pieces. So an ``over_budget`` result is accepted when this bound is at least ``MARGIN``
 (90%) of the soft threshold.
 
 ``python tests/_smallest.py [--full]`` replays the grid and prints each over-the-window call with
@@ -274,7 +274,7 @@ def cut_around(text: str, keep: int = KEEP_CHARS) -> str:
     if len(text) <= keep:
         return text
     h = keep // 2
-    return f"{text[:h]}…[{len(text) - keep} chars omitted]…{text[len(text) - (keep - h):]}"
+    return f"{text[:h]}…[{len(text) - keep} chars omitted]…{text[len(text) - (keep - h) :]}"
 
 
 def _cut_values(value: Any) -> Any:
@@ -471,7 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose:
         for f in out.over_window:
             print(f)
-    print(f"{out.calls} model calls, {len(out.over_window)} over the window (each with over_budget and a bound over it)")
+    print(
+        f"{out.calls} model calls, {len(out.over_window)} over the window (each with over_budget and a bound over it)"
+    )
     for f in out.unflagged:
         print("OVER THE WINDOW WITHOUT over_budget:", f)
     for f in out.too_early:

@@ -3,9 +3,9 @@
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::{Count, Slot};
+use super::last_block::shorten_last_block;
 use super::output::{Change, RecordEntry, Strategy};
 use super::plan::{raw_of, Planned};
-use super::last_block::shorten_last_block;
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
 use crate::message::Message;

@@ -72,12 +72,7 @@ struct Cand {
 }
 
 /// The blocks of `slots[from..]` that may be cut (see the module note).
-fn candidates(
-    slots: &[Slot<'_>],
-    from: usize,
-    cfg: &PlanConfig,
-    counter: &dyn Count,
-) -> Vec<Cand> {
+fn candidates(slots: &[Slot<'_>], from: usize, cfg: &PlanConfig, counter: &dyn Count) -> Vec<Cand> {
     let mut names: FxHashMap<&str, &str> = FxHashMap::default();
     let mut answered: FxHashSet<&str> = FxHashSet::default();
     for s in slots {
@@ -215,12 +210,18 @@ pub(super) fn level(items: &[(usize, usize)], need: usize) -> usize {
 /// (see the module note).
 fn targets(cands: &[Cand], need: usize) -> Vec<usize> {
     let mut keep: Vec<usize> = cands.iter().map(|c| c.tokens).collect();
-    // Each step: the (size, floor) of every candidate, the candidates it does not cut at their
-    // current size.
-    let steps: [&dyn Fn(&Cand, usize) -> usize; 3] = [
-        &|c, k| if c.part == Part::Args { c.soft_floor.min(k) } else { k },
-        &|c, k| if c.part == Part::Text { k } else { c.floor.min(k) },
-        &|c, k| c.floor.min(k),
+    // Each step gives the floor of every candidate at its current size `k` (a candidate the step
+    // does not cut keeps `k`).
+    let steps = [
+        |c: &Cand, k: usize| match c.part {
+            Part::Args => c.soft_floor.min(k),
+            _ => k,
+        },
+        |c: &Cand, k: usize| match c.part {
+            Part::Text => k,
+            _ => c.floor.min(k),
+        },
+        |c: &Cand, k: usize| c.floor.min(k),
     ];
     let mut freed = 0;
     for floor_of in steps {
@@ -317,10 +318,26 @@ pub fn shorten_last_block(
                     cut_args_to(slot, c.block, goal, cfg, counter);
                 }
                 Part::Result => {
-                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, Keep::Plain);
+                    cut_block(
+                        slot,
+                        c.block,
+                        c.tokens - goal,
+                        floor,
+                        cfg,
+                        counter,
+                        Keep::Plain,
+                    );
                 }
                 Part::Text => {
-                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, Keep::Facts);
+                    cut_block(
+                        slot,
+                        c.block,
+                        c.tokens - goal,
+                        floor,
+                        cfg,
+                        counter,
+                        Keep::Facts,
+                    );
                 }
             }
         }
@@ -357,7 +374,10 @@ fn record(
         for c in cands.iter().filter(|c| c.slot == from + j) {
             let (b, a) = (&was.view.blocks[c.block], &now.view.blocks[c.block]);
             if b.texts.len() == a.texts.len()
-                && b.texts.iter().zip(a.texts.iter()).all(|(x, y)| x.text().to_utf8() == y.text().to_utf8())
+                && b.texts
+                    .iter()
+                    .zip(a.texts.iter())
+                    .all(|(x, y)| x.text().to_utf8() == y.text().to_utf8())
             {
                 continue;
             }

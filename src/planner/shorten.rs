@@ -323,6 +323,43 @@ mod tests {
     }
 
     #[test]
+    fn a_task_whose_facts_outgrow_the_limit_is_still_cut_as_far_as_they_allow() {
+        // A demonstration trajectory of a swe-agent task: hundreds of paths. Its facts alone are
+        // longer than task_max_tokens; the task keeps them all and is still cut (it was left
+        // whole: 5,078 tokens against a limit of 281).
+        let text: String = (0..150)
+            .map(|i| format!("step {i}: open src/pkg_{i}/module_{i}.py and read it carefully. "))
+            .collect();
+        let conv = crate::message::Conversation::new(
+            crate::message::Format::OpenAi,
+            vec![Message::text(Role::User, text.as_str())],
+        );
+        let c = |t: Text<'_>| crate::tokens::counter::Tokenizer::Approx.count(t);
+        let framing = crate::tokens::counter::Framing::default();
+        let tokens = crate::tokens::counter::message_tokens(
+            crate::tokens::counter::Tokenizer::Approx,
+            &conv.messages[0],
+            framing,
+        );
+        let mut slots = vec![Slot::keep(&conv, 0, tokens, false)];
+        let cfg = PlanConfig {
+            task_max_tokens: 200,
+            ..PlanConfig::default()
+        };
+        let (saved, entry) = shorten_task(&mut slots, 0, &cfg, &c as &dyn Count).expect("cut");
+        assert!(saved > tokens / 3, "saved {saved} of {tokens}");
+        assert_eq!(entry.action, Change::Shortened);
+        let cut = slots[0].view.blocks[0].texts[0]
+            .text()
+            .to_utf8()
+            .into_owned();
+        for i in 0..150 {
+            let f = format!("src/pkg_{i}/module_{i}.py");
+            assert!(cut.contains(&f), "{f} missing");
+        }
+    }
+
+    #[test]
     fn a_cut_task_keeps_the_facts_of_the_cut_part() {
         let mut text = String::from("请修复 src/app/main.py 里的问题。");
         text.push_str(&"背景说明。".repeat(400));
