@@ -22,8 +22,9 @@ user text message) at ``task_token_limit`` at most, the summary capped at
 The computation is an estimate, not exact: a cut list names the facts of the cut part only
 (here: every fact of the part, by the oracle's reader, not the library's), a shortened task
 keeps its facts and the user's constraint sentences beyond ``task_max_tokens`` (here: not
-counted), and the approximate counter does not add up exactly over pieces. So an ``over_budget`` result is accepted when this bound is at least ``MARGIN``
-(90%) of the soft threshold.
+counted), and the approximate counter does not add up exactly over pieces. So an
+``over_budget`` result is accepted when this bound is at least ``MARGIN`` (90%) of the soft
+threshold.
 
 ``python tests/_smallest.py [--full]`` replays the grid and prints each over-the-window call with
 its bound; ``tests/test_smallest_context.py`` asserts on the default grid.
