@@ -152,9 +152,12 @@ def result_ids(m: Any, fmt: str) -> list[str | None]:
     return [_get(b, "tool_use_id") for b in _blocks(m) if _get(b, "type") == "tool_result"]
 
 
+THINKING = ("thinking", "redacted_thinking")
+
+
 def _starts_with_thinking(m: Any) -> bool:
     b = _blocks(m)
-    return _role(m) == "assistant" and bool(b) and _get(b[0], "type") in ("thinking", "redacted_thinking")
+    return _role(m) == "assistant" and bool(b) and _get(b[0], "type") in THINKING
 
 
 def _is_reasoning(m: Any) -> bool:
@@ -256,12 +259,17 @@ def _cuttable(m: Any, fmt: str, answered: set[Any], after_reasoning: bool) -> It
         c = _get(m, "content")
         if isinstance(c, str):
             yield "text", c
-        for b in _blocks(m):
+        blocks = _blocks(m)
+        # Nothing up to a message's last thinking block is cut (its signature covers it).
+        last = max((k for k, b in enumerate(blocks) if _get(b, "type") in THINKING), default=-1)
+        for b in blocks[last + 1 :]:
             if _get(b, "type") == "text":
                 yield "text", _get(b, "text") or ""
-        for cid, args in calls(m, fmt):
-            if cid in answered:
-                yield "args", args
+            elif _get(b, "type") == "tool_use" and _get(b, "id") in answered:
+                yield "args", json.dumps(_get(b, "input"), ensure_ascii=False)
+        for tc in _get(m, "tool_calls") or []:
+            if _get(tc, "id") in answered:
+                yield "args", _get(_get(tc, "function") or {}, "arguments") or ""
         return
     for b in _blocks(m):
         if _get(b, "type") == "tool_result":
@@ -397,6 +405,9 @@ class Outcome:
     unflagged: list[Finding] = field(default_factory=list)
     #: over_budget while the smallest legal context fits under MARGIN x soft.
     too_early: list[Finding] = field(default_factory=list)
+    #: Contexts a provider would reject for a rule the transcript itself did not break there
+    #: (``validate_messages``, as ``replay`` checks each call; "over_window" aside).
+    invalid: list[str] = field(default_factory=list)
 
 
 def window_of(transcript: Transcript, w: int | float) -> int:
@@ -418,6 +429,10 @@ def check_replay(path: Path, transcript: Transcript, window: int, out: Outcome) 
     fmt = transcript.format
     calls: list[ReplayCall] = []
     report = replay(transcript, compactor, on_call=calls.append)
+    for turn in report.turns:
+        rules = [p for p in turn.problems if "over_window" not in p]
+        if rules and not turn.inherited:
+            out.invalid.append(f"{path.name} window {window} call at {turn.message_index}: {rules[:3]}")
     for call in calls:
         out.calls += 1
         r = call.result
@@ -479,8 +494,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("OVER THE WINDOW WITHOUT over_budget:", f)
     for f in out.too_early:
         print("over_budget WITH A SMALLER LEGAL CONTEXT:", f)
+    for x in out.invalid:
+        print("INVALID FOR THE PROVIDER:", x)
     print(f"{time.perf_counter() - t0:.1f} s")
-    return 1 if out.unflagged or out.too_early else 0
+    return 1 if out.unflagged or out.too_early or out.invalid else 0
 
 
 if __name__ == "__main__":

@@ -43,6 +43,12 @@ def test_over_budget_only_when_the_smallest_legal_context_is_over(outcome: _smal
     assert not outcome.too_early, "\n".join(map(str, outcome.too_early[:10]))
 
 
+def test_every_context_sent_is_valid_for_the_provider(outcome: _smallest.Outcome) -> None:
+    # The cuts of the last block (arguments, results, text inside Anthropic's pending thinking
+    # loop, Responses items) keep every rule the transcript kept (DESIGN invariant 1).
+    assert not outcome.invalid, "\n".join(outcome.invalid[:10])
+
+
 def test_a_last_block_with_long_arguments_is_cut_to_fit(corpus_dir: Path) -> None:
     """openhands basic_gui_mode at a 1,500-token window: the last block is a call whose
     arguments are 4,509 characters (an HTML file written) and its short result. The arguments of

@@ -12,8 +12,9 @@
 //!    floor (the marker and a few characters each side), only as far as the overflow needs.
 //! 3. Last, the assistant's own text in the block (what it wrote around its calls), head +
 //!    tail with its must-keep facts after the marker, as the selective rule cuts the assistant
-//!    text of old turns. Only the thinking of a message is signed: its text and call blocks may
-//!    be edited, the thinking block goes back as it came.
+//!    text of old turns. Only the thinking of a message is signed: the text and call blocks
+//!    after a message's last thinking block may be edited, the thinking blocks and everything
+//!    before them go back as they came.
 //!
 //! Never cut: thinking and redacted thinking (Anthropic refuses an edited one: its signature is
 //! checked), signed parts (Gemini `thought_signature`), opaque items, the item after a Responses
@@ -103,7 +104,16 @@ fn candidates(slots: &[Slot<'_>], from: usize, cfg: &PlanConfig, counter: &dyn C
         if si > 0 && crate::responses::is_reasoning(&slots[si - 1].view) {
             continue;
         }
-        for (k, b) in slot.view.blocks.iter().enumerate() {
+        // Nothing before or in a thinking block changes: only what follows a message's last
+        // thinking block may be cut (its signature covers the thinking; a later thinking block
+        // would count what precedes it as its prefix).
+        let after_thinking = slot
+            .view
+            .blocks
+            .iter()
+            .rposition(|b| b.kind.is_thinking() || b.kind == BlockKind::Reasoning)
+            .map_or(0, |t| t + 1);
+        for (k, b) in slot.view.blocks.iter().enumerate().skip(after_thinking) {
             if b.opaque || b.signed || b.images > 0 || protected(b.id.as_deref(), b.name.as_deref())
             {
                 continue;
