@@ -17,7 +17,7 @@ user text message) at ``task_token_limit`` at most, the summary capped at
   must-keep facts (paths, URLs, error names, found by the oracle's own reader ``_oracle``) of what
   it removed after its marker, so their list is added to its floor;
 - never cut: thinking and redacted thinking, Responses reasoning items and the item right after
-  one, images, the user's own text, calls still waiting for their result.
+  one, images, the user's own text, a message holding a call still waiting for its result.
 
 The computation is an estimate, not exact: a cut list names the facts of the cut part only
 (here: every fact of the part, by the oracle's reader, not the library's), a shortened task
@@ -232,7 +232,7 @@ def last_block_start(messages: Sequence[Any], fmt: str) -> int:
 
 def _cuttable(m: Any, fmt: str, answered: set[Any], after_reasoning: bool) -> Iterator[tuple[str, str]]:
     """(kind, text) of each part of ``m`` the last block's cut may shorten."""
-    if after_reasoning:
+    if after_reasoning or any(cid not in answered for cid, _ in calls(m, fmt)):
         return
     if fmt == "responses":
         t = _get(m, "type")

@@ -18,9 +18,9 @@
 //!
 //! Never cut: thinking and redacted thinking (Anthropic refuses an edited one: its signature is
 //! checked), signed parts (Gemini `thought_signature`), opaque items, the item after a Responses
-//! reasoning item (it goes back exactly as the model wrote it), a call still waiting for its
-//! result (its arguments are what will run), pinned messages, protected tools, user text and
-//! images. The user's latest message is what the model answers now, and an image cannot be
+//! reasoning item (it goes back exactly as the model wrote it), a message holding a call still
+//! waiting for its result (its arguments are what will run; the caller appends the result right
+//! after that very object), pinned messages, protected tools, user text and images. The user's latest message is what the model answers now, and an image cannot be
 //! shortened: replacing the image the user just sent with a placeholder would have the model
 //! answer about a picture it cannot see, so a last block whose images alone are over the
 //! threshold is a legitimate `over_budget` (the reason names the images).
@@ -100,8 +100,14 @@ fn candidates(slots: &[Slot<'_>], from: usize, cfg: &PlanConfig, counter: &dyn C
         if slot.is_fixed() || slot.is_summary() {
             continue;
         }
-        // The item after a Responses reasoning item goes back exactly as the model wrote it.
-        if si > 0 && crate::responses::is_reasoning(&slots[si - 1].view) {
+        // The item after a Responses reasoning item goes back exactly as the model wrote it; a
+        // message holding a call still waiting for its result stays the caller's object (its
+        // result is appended to it next).
+        let waiting = slot
+            .view
+            .calls()
+            .any(|c| !c.id.as_deref().is_some_and(|id| answered.contains(id)));
+        if waiting || (si > 0 && crate::responses::is_reasoning(&slots[si - 1].view)) {
             continue;
         }
         // Nothing before or in a thinking block changes: only what follows a message's last
@@ -312,6 +318,7 @@ pub fn shorten_last_block(
     let before: usize = original.iter().map(|s| s.tokens).sum();
     let mut need = excess;
     let mut saved = 0;
+    let mut best: Option<Vec<Slot<'_>>> = None;
     for round in 0..ROUNDS {
         if round > 0 {
             slots[from..].clone_from_slice(&original);
@@ -353,12 +360,19 @@ pub fn shorten_last_block(
         }
         let now: usize = slots[from..].iter().map(|s| s.tokens).sum();
         let got = before.saturating_sub(now);
-        let all_floors = keep.iter().zip(&cands).all(|(&k, c)| k <= c.floor);
-        if got >= excess || all_floors || got <= saved {
-            saved = got;
+        if got <= saved {
+            // No better than the round before: that one stands.
+            if let Some(b) = &best {
+                slots[from..].clone_from_slice(b);
+            }
             break;
         }
         saved = got;
+        let all_floors = keep.iter().zip(&cands).all(|(&k, c)| k <= c.floor);
+        if got >= excess || all_floors || round + 1 == ROUNDS {
+            break;
+        }
+        best = Some(slots[from..].to_vec());
         // The floors the caps assumed were not all reached (facts kept, markers): ask the
         // others for twice the shortfall.
         need += 2 * (excess - got) + 4;

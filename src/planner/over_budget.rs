@@ -20,8 +20,12 @@ fn kind_of(slot: &Slot<'_>, k: usize, answered: &dyn Fn(&str) -> bool) -> Option
         _ if b.kind.is_thinking() || b.kind == BlockKind::Reasoning => "thinking",
         _ if b.images > 0 || b.kind == BlockKind::Image => "images",
         _ if b.opaque || b.signed || b.kind == BlockKind::Compaction => "signed or opaque parts",
-        BlockKind::ToolCall if !b.id.as_deref().is_some_and(answered) => {
-            "calls still waiting for their result"
+        _ if slot
+            .view
+            .calls()
+            .any(|c| !c.id.as_deref().is_some_and(answered)) =>
+        {
+            "a message with a call still waiting for its result"
         }
         BlockKind::ToolCall | BlockKind::ToolResult => return None,
         _ if slot.view.role == Role::User => "the user's own text",
