@@ -14,13 +14,14 @@ user text message) at ``task_token_limit`` at most, the summary capped at
 - cuttable, each to ``KEEP_CHARS`` characters around a cut marker (arguments: each string value,
   the JSON kept): tool results (text ones), the arguments of calls whose result is in the
   conversation, the assistant's text; a cut argument or text keeps the
-  must-keep facts (paths, URLs, error names, found by the oracle's own reader ``_oracle``) of what
+  must-keep facts (paths, URLs, error names, found by the eval's Python reader
+  ``context_compactor.eval.facts``, not the core's) of what
   it removed after its marker, so their list is added to its floor;
 - never cut: thinking and redacted thinking, Responses reasoning items and the item right after
   one, images, the user's own text, a message holding a call still waiting for its result.
 
 The computation is an estimate, not exact: a cut list names the facts of the cut part only
-(here: every fact of the part, by the oracle's reader, not the library's), a shortened task
+(here: every fact of the part, by the eval's reader, not the core's), a shortened task
 keeps its facts and the user's constraint sentences beyond ``task_max_tokens`` (here: not
 counted), and the approximate counter does not add up exactly over pieces. So an
 ``over_budget`` result is accepted when this bound is at least ``MARGIN`` (90%) of the soft
@@ -44,8 +45,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _oracle import argument_values, facts_in_text
 from context_compactor import CompactionConfig, ContextCompactor
+from context_compactor.eval.facts import argument_values, facts_in_text
 from context_compactor.io import Transcript, load
 from context_compactor.replay import ReplayCall, replay
 

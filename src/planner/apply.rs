@@ -211,7 +211,15 @@ impl<'a> Planned<'a> {
             self.shorten_task_in(d, counter);
         }
         if d.tokens() > soft {
-            self.shorten_tail(d, soft, counter);
+            // Down to the target, not just under the soft threshold: cutting the kept tail
+            // breaks the cached prefix from that message on, and cutting only to the threshold
+            // makes the next call cut again (a prefix break at every call).
+            let aim = if self.cfg.cache_aware_cuts {
+                raw_of(self.cfg.target, self.ratio).min(soft)
+            } else {
+                soft
+            };
+            self.shorten_tail(d, aim, counter);
         }
     }
 
@@ -231,9 +239,9 @@ impl<'a> Planned<'a> {
     /// The ladder's last step: the kept tail after the summary (the last block, which the
     /// shorter tail could not remove) cut as far as needed: arguments of calls that ran, then
     /// tool output (see `last_block.rs`).
-    fn shorten_tail(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+    fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
         let from = d.tail_from;
-        let excess = d.tokens() - soft;
+        let excess = d.tokens().saturating_sub(aim);
         let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
         for e in entries {
             d.note(e, Strategy::Truncation);
