@@ -340,8 +340,17 @@ impl<'a> Planned<'a> {
         let fits_now = raw_after <= soft && self.tokens_before > self.cfg.soft;
         let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard && !fits_now);
         if strategy != Strategy::None && refuse {
+            // Saving nothing is refused above the hard threshold too: the ladder ran to its end
+            // and found nothing left to cut (the context is already its smallest legal form,
+            // e.g. a Session's tail an earlier compaction cut), or the result would not be
+            // smaller.
+            let nothing = if saved == 0 {
+                " (nothing left to cut)"
+            } else {
+                ""
+            };
             reason = Some(format!(
-                "a compaction would save {saved} of {} tokens, under min_savings_ratio={}",
+                "a compaction would save {saved} of {} tokens{nothing}, under min_savings_ratio={}",
                 self.tokens_before, self.cfg.min_savings_ratio
             ));
             slots = self.repaired.clone();
