@@ -334,27 +334,14 @@ pub fn shorten_last_block(
                 Part::Args => {
                     cut_args_to(slot, c.block, goal, cfg, counter);
                 }
-                Part::Result => {
-                    cut_block(
-                        slot,
-                        c.block,
-                        c.tokens - goal,
-                        floor,
-                        cfg,
-                        counter,
-                        Keep::Plain,
-                    );
-                }
-                Part::Text => {
-                    cut_block(
-                        slot,
-                        c.block,
-                        c.tokens - goal,
-                        floor,
-                        cfg,
-                        counter,
-                        Keep::Facts,
-                    );
+                Part::Result | Part::Text => {
+                    // The assistant's text keeps its must-keep facts; tool output has none.
+                    let keep = if c.part == Part::Text {
+                        Keep::Facts
+                    } else {
+                        Keep::Plain
+                    };
+                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, keep);
                 }
             }
         }

@@ -332,11 +332,34 @@ fn assistant_text_is_cut_last_keeping_its_facts() {
     );
 }
 
+/// `plan` + `apply` with the rule summary (the whole ladder), in `Mode::Auto`.
+fn ladder<'a>(
+    conv: &Conversation<'a>,
+    tokens: &[usize],
+    cfg: &PlanConfig,
+) -> crate::planner::Outcome<'a> {
+    let c = count();
+    let pinned = vec![false; conv.messages.len()];
+    let p = crate::planner::plan(
+        conv,
+        tokens,
+        0,
+        &pinned,
+        cfg,
+        crate::planner::Mode::Auto,
+        false,
+        1.0,
+        None,
+        &c as &dyn Count,
+    )
+    .unwrap();
+    p.apply(None, false, &c as &dyn Count)
+}
+
 /// The ladder end to end (`plan` + `apply`): a task, an old block to summarise and a last block
 /// whose call wrote a long file. Without the argument cut the context is over; with it, it fits.
 #[test]
 fn the_ladder_fits_a_last_block_with_long_arguments() {
-    use crate::planner::{plan, Mode};
     let html = "<div class=\"todo-item\">buy milk</div>\n".repeat(150);
     let a = args("/workspace/todo/index.html", &html);
     let old = "ls output line\n".repeat(200);
@@ -366,7 +389,6 @@ fn the_ladder_fits_a_last_block_with_long_arguments() {
             ),
         ],
     );
-    let c = count();
     let tokens: Vec<usize> = conv
         .messages
         .iter()
@@ -377,21 +399,7 @@ fn the_ladder_fits_a_last_block_with_long_arguments() {
         tokens[3] > cfg.soft,
         "the last block alone is over the soft threshold"
     );
-    let pinned = vec![false; conv.messages.len()];
-    let p = plan(
-        &conv,
-        &tokens,
-        0,
-        &pinned,
-        &cfg,
-        Mode::Auto,
-        false,
-        1.0,
-        None,
-        &c as &dyn Count,
-    )
-    .unwrap();
-    let o = p.apply(None, false, &c as &dyn Count);
+    let o = ladder(&conv, &tokens, &cfg);
     assert!(!o.over_budget, "{:?}", o.over_budget_reason);
     assert!(o.tokens_after <= cfg.soft);
     let e = o
@@ -416,7 +424,6 @@ fn the_ladder_fits_a_last_block_with_long_arguments() {
 /// images of the user's latest message.
 #[test]
 fn the_reason_names_an_image_that_does_not_fit() {
-    use crate::planner::{plan, Mode};
     let mut img = Block::new(BlockKind::Image);
     img.images = 1;
     let mut latest = Message::new(Role::User, vec![Block::text("what is wrong here?"), img]);
@@ -432,7 +439,6 @@ fn the_reason_names_an_image_that_does_not_fit() {
             latest,
         ],
     );
-    let c = count();
     let framing = Framing {
         image_tokens: 3000,
         ..Framing::default()
@@ -446,21 +452,7 @@ fn the_reason_names_an_image_that_does_not_fit() {
         framing,
         ..PlanConfig::for_budget(1125)
     };
-    let pinned = vec![false; conv.messages.len()];
-    let p = plan(
-        &conv,
-        &tokens,
-        0,
-        &pinned,
-        &cfg,
-        Mode::Auto,
-        false,
-        1.0,
-        None,
-        &c as &dyn Count,
-    )
-    .unwrap();
-    let o = p.apply(None, false, &c as &dyn Count);
+    let o = ladder(&conv, &tokens, &cfg);
     assert!(o.over_budget);
     let why = o.over_budget_reason.unwrap();
     assert!(
