@@ -258,6 +258,7 @@ impl<'a> Planned<'a> {
         facts: &[String],
         user_texts: &[String],
         user_budget: usize,
+        late: &[Message<'a>],
         counter: &dyn Count,
     ) -> (String, Vec<String>, usize) {
         let zh = self.language == Language::Zh;
@@ -285,7 +286,14 @@ impl<'a> Planned<'a> {
             // thousands of files cannot blow the summary up.
             // A changed file says how it changed (`- path: created → edited`), as the artifact
             // trail would: the summary's own trail may have had no room.
-            let trail = Trail::of(self.previous_summary.as_deref(), &self.replaced);
+            // The tail messages the ladder moved into the summary (`late`) count too: a file
+            // their calls changed says how.
+            let trail = if late.is_empty() {
+                Trail::of(self.previous_summary.as_deref(), &self.replaced)
+            } else {
+                let all: Vec<Message<'a>> = self.replaced.iter().chain(late).cloned().collect();
+                Trail::of(self.previous_summary.as_deref(), &all)
+            };
             // The whole summary (body and details) stays within summary_max_tokens: the growth
             // bound the eval checks. The body is capped first, at the (smaller) summary cap.
             let room = cfg.summary_max_tokens.saturating_sub(count_str(&text));

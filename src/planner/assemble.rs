@@ -207,7 +207,7 @@ impl<'a> Planned<'a> {
             ));
         }
         let (text, missing, user_words) =
-            self.summary_message(&body, &facts, &users, shape.user_budget, counter);
+            self.summary_message(&body, &facts, &users, shape.user_budget, &late, counter);
 
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
