@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import Cancelled, call_async, call_sync, check_reply
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
@@ -77,6 +78,11 @@ class Job:
         result: The compaction of the snapshot, once done and successful.
         error: The exception, once done and failed.
         carried: The late summary it builds on (``previous_summary``), if any.
+        early: Started below the soft threshold by the growth forecast: its result is held until
+            the compaction is due.
+        upgrade: The rule-summary compaction saved over the same snapshot and span (``_Upgrade``):
+            the job's LLM summary, when it arrives, replaces that rule summary (a re-apply).
+        calls: How many ``prepare()`` calls found it still running.
     """
 
     def __init__(
@@ -89,8 +95,13 @@ class Job:
         plan: CompactionPlan | None = None,
         carried: str | None = None,
         flushed: int = 0,
+        early: bool = False,
+        upgrade: Any = None,
     ) -> None:
         self.snap = snap
+        self.early = early
+        self.upgrade = upgrade
+        self.calls = 0
         self.plan = plan
         self.carried = carried
         self.result: CompactResult | None = None
@@ -111,9 +122,22 @@ class Job:
 
     def _first(self, plan: CompactionPlan) -> SummaryRequest | None:
         request = plan.request
-        if request is not None and self.carried:
+        if request is None:
+            return None
+        if getattr(self._summarizer, "wants_span", False):
+            # A native strategy: the provider gets the span itself (its items replace it whole);
+            # a late LLM summary cannot be handed to it.
+            return replace(request, span=span_of(plan, self.snap.messages))
+        if self.carried:
             request = with_previous(request, self.carried)
         return request
+
+    def _placed(self, plan: CompactionPlan, reply: Any, usages: list[Any]) -> CompactResult | None:
+        """A native strategy's reply (provider items) placed over the whole span, else ``None``."""
+        if not (isinstance(reply, SummaryResponse) and reply.items is not None):
+            return None
+        usages.append(reply.usage)
+        return place_items(plan, reply, flushed_memories=self._flushed, summary_usage=tuple(usages))
 
     def run(self) -> None:
         """Run the job in this thread (``start_thread`` runs it in a new one)."""
@@ -127,6 +151,10 @@ class Job:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
                 reply = call_sync(self._summarizer, request, self._timeout, self._wake)
+                placed = self._placed(plan, reply, usages)
+                if placed is not None:
+                    self.result = placed
+                    break
                 text, truncated, usage = check_reply(reply)
                 usages.append(usage)
                 if current.remaining_chunks == 0:
@@ -155,6 +183,9 @@ class Job:
                     self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
                     break
                 reply = await call_async(self._summarizer, request, self._timeout)
+                if isinstance(reply, SummaryResponse) and reply.items is not None:
+                    self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
+                    break
                 text, truncated, usage = check_reply(reply)
                 usages.append(usage)
                 if current.remaining_chunks == 0:
