@@ -492,3 +492,48 @@ def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_pa
     again.close()
     s.close()
     integrity(path)
+
+
+def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_until_due() -> None:
+    """The growth forecast: when the growth of the last calls would reach the hard threshold before a
+    summary started at the soft threshold is ready, the summary starts now; its result waits until
+    the compaction is due, then applies as usual."""
+    gate = Gate(block=0)
+    s = Session(compactor(gate), ":memory:")
+    cfg = s.compactor.config
+    start(s)
+    k = 0
+    while s.pending is None:
+        assert s.check().urgency == "none", "the forecast should start the summary below the soft threshold"
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and s.check().current_tokens < cfg.soft_threshold
+    assert job.wait(5)
+    held = 0
+    while s.check().current_tokens < cfg.soft_threshold:
+        assert s.prepare() is None and s.pending is job  # done, held: not due yet
+        held += 1
+        s.extend(tool_round(k, size=10))
+        k += 1
+    assert held >= 1
+    result = s.prepare()
+    assert result is not None and result.summary_source == "llm" and s.pending is not job
+    assert validate_messages(s.context(), format="openai") == []
+    assert len(gate.requests) == 1
+    s.close()
+
+
+def test_slow_growth_starts_the_summary_at_the_soft_threshold() -> None:
+    gate = Gate(block=0)
+    s = Session(compactor(gate), ":memory:")
+    start(s)
+    k = 0
+    while s.check().urgency == "none":
+        assert s.prepare() is None and s.pending is None
+        s.extend(tool_round(k, size=4))
+        k += 1
+    assert s.prepare() is None
+    assert s.pending is not None and not s.pending.early
+    s.close()

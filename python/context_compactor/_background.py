@@ -19,16 +19,37 @@ takes. When the delta alone keeps the context at or over the hard threshold, an 
 top-up runs at once with the built-in rule summary (it extends the summary just applied; no
 blocking LLM call), and a new background job starts when it is over the soft threshold again.
 
-The hard threshold never waits: when the context reaches it while a job runs, the rule summary
-applies now; the job's summary, when it arrives, is stale (the context it was made for was
-replaced) and becomes the ``previous_summary`` of the next LLM compaction instead, so the work is
-not lost. A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with
-the rule summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
+The hard threshold never waits. Micro-compaction first, when it gets the context under it (a
+running job is rebased onto its in-place edits). Else the rule summary applies now: over the
+running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
+goes on), else over the whole context, after which a new job makes the LLM summary of that same
+snapshot (a running job is cancelled: its snapshot is part of the new one). Such a job carries the
+rule compaction it may *upgrade* (``Job.upgrade``): when its summary arrives and that compaction is
+still the head, the **late re-apply** saves a compaction over the rule compaction's output (its
+kept and edited rows reused, the rule summary's row recorded as replaced, ``upto_seq`` unchanged,
+so the delta rule still holds) with the LLM summary (or a native strategy's items) in place of the
+rule summary, provided the result fits under the hard threshold and the budget. Otherwise the rule
+summary stays and an LLM summary becomes the ``previous_summary`` of the next LLM compaction, so
+the work is not lost. A re-apply is a second change at the start of the context (one more
+prompt-cache miss) bought for the better summary.
+
+The growth forecast: each ``prepare()`` notes how much the context grew since the previous one;
+below the soft threshold (and at or above the target), when the largest growth of the last
+``FORECAST_CALLS`` calls times the calls a job took last (``DEFAULT_JOB_CALLS`` until measured)
+reaches the hard threshold, a job starts now (``Job.early``: planned with ``force``). Its result is
+held until the compaction is due, then applied with the delta as usual.
+
+A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with the rule
+summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
 ``on_summarizer_error`` says to raise is raised by the next ``prepare()``. ``prepare(force=True)``
 and ``close()`` cancel a running job: its result is dropped, a task is cancelled, a thread stops
 waiting at once (the user's summarizer call itself cannot be interrupted in a thread: it runs on
 in its daemon thread and its reply is discarded). A job never touches the store: only the
 Session's ``prepare()`` saves, so nothing is written after ``close()``.
+
+Native strategies (a summarizer with ``wants_span``) get the snapshot's span in the request; the
+provider's items are placed over the plan in the job (``_provider_items.place_items``), so they are
+applied, re-applied and failed like any other summary.
 
 A bare :class:`~context_compactor.ContextCompactor` keeps no pending job (it is immutable and
 stateless by design): the same pattern is ``plan = compactor.plan(snapshot, state=state)``, the
