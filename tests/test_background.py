@@ -537,3 +537,64 @@ def test_slow_growth_starts_the_summary_at_the_soft_threshold() -> None:
     assert s.prepare() is None
     assert s.pending is not None and not s.pending.early
     s.close()
+
+
+def test_asyncio_rule_summary_then_the_llm_summary_replaces_it() -> None:
+    """aprepare(): past the hard threshold at once, the rule summary now, the LLM summary of the same
+    snapshot in an asyncio task, re-applied by a later aprepare()."""
+    release = asyncio.Event()
+
+    async def summarize(request: SummaryRequest) -> str:
+        await release.wait()
+        return SUMMARY
+
+    async def main() -> None:
+        s = Session(compactor(summarize), ":memory:")
+        start(s)
+        for k in range(6):
+            s.extend(tool_round(k, size=30))
+        assert await s.aprepare() is None
+        s.extend(tool_round(50, size=800))
+        result = await s.aprepare()
+        assert result is not None and result.summary_source == "rule"
+        job = s.pending
+        assert job is not None and job.upgrade is not None and not job.done()
+        s.extend(tool_round(51, size=3))
+        release.set()
+        assert await job.await_done(5)
+        late = await s.aprepare()
+        assert late is not None and late.summary_source == "llm"
+        assert ("reapply", late.tokens_after) in late.phases
+        ctx = s.context()
+        assert validate_messages(ctx, format="openai") == [] and ctx[-2:] == tool_round(51, size=3)
+        s.close()
+
+    asyncio.run(main())
+
+
+def test_the_re_apply_on_both_stores(store_target: str) -> None:
+    """The re-apply saved by SQLite and PostgreSQL alike: a reopened Session sees the same context,
+    and expand() of the re-apply gives the originals the rule summary replaced."""
+    gate = Gate(block=1)
+    s = Session(compactor(gate), store_target, "s")
+    start(s)
+    for k in range(6):
+        s.extend(tool_round(k, size=30))
+    assert s.prepare() is None
+    s.extend(tool_round(50, size=800))
+    ruled = s.prepare()
+    assert ruled is not None and ruled.summary_source == "rule"
+    job = s.pending
+    assert job is not None and job.upgrade is not None
+    gate.release.set()
+    assert job.wait(5)
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    first, second = s.compactions()
+    assert second.upto_seq == first.upto_seq and second.strategy == "summary"
+    assert s.expand(second.id) == s.expand(first.id)
+    ctx = s.context()
+    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store_target, "s")
+    assert again.context() == ctx and again.context_ids() == s.context_ids()
+    again.close()
+    s.close()
