@@ -279,4 +279,5 @@ class Job:
 
     def __repr__(self) -> str:
         state = "cancelled" if self._cancelled else "failed" if self.error else "done" if self.done() else "running"
-        return f"Job({state}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
+        kind = ", early" if self.early else ", upgrade" if self.upgrade is not None else ""
+        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
