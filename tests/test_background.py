@@ -136,6 +136,9 @@ def test_at_the_hard_threshold_the_rule_summary_applies_and_the_late_summary_rep
     ctx = s.context()
     assert ctx[-2:] == delta and validate_messages(ctx, format="openai") == []
     assert any("LATE LLM SUMMARY" in str(m.get("content")) for m in ctx)
+    # What the job's summary applied directly with the delta would have given (same snapshot + delta
+    # + summary => same context).
+    assert ctx == list(late.messages) + s.history()[ruled.upto_seq :]
     assert not any("LATE LLM SUMMARY" not in str(m.get("content")) and m.get("content") == ruled.summary for m in ctx)
     records = s.compactions()
     assert len(records) == 2 and records[-1].upto_seq == ruled.upto_seq

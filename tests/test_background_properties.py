@@ -88,10 +88,13 @@ def test_background_invariants(tmp_path_factory: Any, actions: list[tuple[str, i
                 continue
             summarize.open = False  # a job this call starts waits for the next "summary"
             result = s.prepare()
+            ctx = s.context()
             if result is not None:
                 reapplied = any(name == "reapply" for name, _ in result.phases)
                 event(f"{result.strategy}/{result.summary_source}{' re-applied' if reapplied else ''}")
-            ctx = s.context()
+                if reapplied:
+                    # The context the late summary would have given applied directly with the delta.
+                    assert ctx == list(result.messages) + s.history()[s.compactions()[-1].upto_seq :]
             assert validate_messages(ctx, format="openai") == []
             if s.check().current_tokens > budget:
                 assert result is not None and result.over_budget
