@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import openai
 import pytest
 
@@ -18,6 +17,7 @@ from conftest import claude_code_corpus_files, corpus_or_skip
 from context_compactor import CompactResult, ContextCompactor, io, validate_messages
 from context_compactor.session import Session
 from context_compactor.summarizers import anthropic_compaction, openai_responses_compact
+from test_native import _anthropic, _openai
 from test_session import integrity
 
 WINDOW = {"max_context_tokens": 12_000, "reserve_tokens": 1_000}
@@ -27,14 +27,6 @@ WINDOW = {"max_context_tokens": 12_000, "reserve_tokens": 1_000}
 def stub() -> Any:
     with NativeStub() as s:
         yield s
-
-
-def _openai(stub: NativeStub, **kw: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=stub.url("/v1"), api_key="test", max_retries=0, **kw)
-
-
-def _anthropic(stub: NativeStub, **kw: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=stub.url(), api_key="test", max_retries=0, **kw)
 
 
 def replay(s: Session, messages: list[Any], fmt: str, until: str) -> tuple[list[CompactResult], list[Any]]:

@@ -187,27 +187,17 @@ class BackgroundCompaction:
             check = self._make_check()
             self.last_check = check
             must = self._must_answer(check)
-        if must:
-            # First what costs no LLM and no summary: clearing old tool output may be enough to
-            # get under the hard threshold. A running job is kept (rebased: positions are kept).
-            cleared = self._micro_under(self._job)
-            if cleared is not None:
-                applied = cleared
+        # At the hard threshold, first what costs no LLM call: clearing old tool output, which may be
+        # enough to get under it (a running job is kept, rebased: positions are kept); then the
+        # running job's own plan with the rule summary, over its snapshot, when that and the delta
+        # get under it (the job's LLM summary replaces the rule summary when it arrives: same span).
+        steps = (lambda: self._micro_under(self._job), lambda: self._rule_from_job(self._job) if self._job else None)
+        for step in steps:
+            done = step() if must else None
+            if done is not None:
+                applied = done
                 if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, cleared))
-                with self._store.locked():
-                    check = self._make_check()
-                    self.last_check = check
-                    must = self._must_answer(check)
-        if must and self._job is not None:
-            # A running job's own plan with the rule summary, over its snapshot, when that and the
-            # delta get under the hard threshold: its LLM summary then replaces the rule summary
-            # when it arrives (same span: the late re-apply).
-            ruled = self._rule_from_job(self._job)
-            if ruled is not None:
-                applied = ruled
-                if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, ruled))
+                    yield ("hook", (c.on_compacted, done))
                 with self._store.locked():
                     check = self._make_check()
                     self.last_check = check
