@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -228,17 +228,7 @@ class BackgroundCompaction:
             return applied
         with self._store.locked():
             snap = self._snapshot()
-
-        def make_plan() -> CompactionPlan:
-            return c.plan(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                force=early,
-                instructions=instructions,
-                state=self._state,
-            )
+        make_plan = self._planner(snap, instructions, force=early)
 
         plan: CompactionPlan | None = None
         flushed = 0
@@ -355,6 +345,25 @@ class BackgroundCompaction:
         job.upgrade = _Upgrade(self._head, _prefix(job.snap, result), result)
         return done
 
+    def _planner(
+        self, snap: _Snapshot, instructions: str | None, *, force: bool = False
+    ) -> Callable[[], CompactionPlan]:
+        """The plan of ``snap`` as a job makes it (in its thread or task)."""
+        c = self._compactor
+
+        def make_plan() -> CompactionPlan:
+            return c.plan(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                force=force,
+                instructions=instructions,
+                state=self._state,
+            )
+
+        return make_plan
+
     def _upgrade_job(self, snap: _Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
         """After a rule summary at the hard threshold (``ruled``, saved from ``snap``): the LLM
         summary of the same snapshot in the background, to replace it when it arrives. A job that
@@ -363,20 +372,14 @@ class BackgroundCompaction:
         if c.summarizer is None or self._state.cooldown_remaining > 0:
             return None
         self._cancel_job()
-
-        def make_plan() -> CompactionPlan:
-            return c.plan(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                instructions=instructions,
-                state=self._state,
-            )
-
         upgrade = _Upgrade(self._head, _prefix(snap, ruled), ruled)
         job = Job(
-            make_plan, snap, c.summarizer, float(c.config.summarizer_timeout_s), carried=self._carry, upgrade=upgrade
+            self._planner(snap, instructions),
+            snap,
+            c.summarizer,
+            float(c.config.summarizer_timeout_s),
+            carried=self._carry,
+            upgrade=upgrade,
         )
         self._job = job
         return job
