@@ -20,6 +20,7 @@ Printed per mode:
   of the compaction before it, over the same span) and the share of compactions whose summary is
   the LLM's in the end (a rule summary replaced later counts once, as LLM; the share as applied,
   each event counted, is printed below the table);
+* summarizer calls made (a summary started early or superseded may go unused);
 * calls over the window (the context sent above the budget) and invalid contexts (problems
   ``validate_messages`` reports that the transcript itself does not have at that point);
 * must-keep facts: of the facts of every replaced span, the share found in the context right
@@ -70,7 +71,10 @@ def run_one(path: str, background: bool, scale: float, window: int, trigger: flo
     transcript = load(path)
     messages, fmt = transcript.messages, transcript.format
 
+    calls: list[int] = []
+
     def summarize(request: SummaryRequest) -> str:
+        calls.append(request.replaced_count)
         time.sleep(2.0 * scale)
         lines = [line for line in request.user_prompt.splitlines() if line.strip()][:12]
         facts = ", ".join(request.must_keep)
@@ -137,6 +141,7 @@ def run_one(path: str, background: bool, scale: float, window: int, trigger: flo
         "invalid": invalid,
         "compactions": compactions,
         "slow": slow,
+        "summarizer_calls": len(calls),
     }
 
 
@@ -162,6 +167,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "llm": llm,
         "rule": rule,
         "reapplied": reapplied,
+        "summarizer_calls": sum(r["summarizer_calls"] for r in runs),
         "applied_llm_share": llm / (llm + rule) if llm + rule else 1.0,
         "llm_share": llm / (llm + rule - reapplied) if llm + rule - reapplied else 1.0,
         "over_window": sum(r["over"] for r in runs),
@@ -198,18 +204,19 @@ def main(argv: list[str] | None = None) -> int:
         f"model call {args.scale:g} s, {wall:.0f} s wall\n"
     )
     head = f"{'mode':<12}{'calls':>6}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>10}{'compact':>8}{'llm':>5}{'rule':>5}"
-    head += f"{'re-ap':>6}{'llm %':>7}{'over':>6}{'invalid':>8}{'facts %':>9}"
+    head += f"{'re-ap':>6}{'llm %':>7}{'calls':>6}{'over':>6}{'invalid':>8}{'facts %':>9}"
     print(head)
     for name, s in (("sync", sync), ("background", bg)):
         print(
             f"{name:<12}{s['calls']:>6}{s['p50_ms']:>9.1f}{s['p95_ms']:>9.1f}{s['max_ms']:>10.1f}{s['compactions']:>8}"
-            f"{s['llm']:>5}{s['rule']:>5}{s['reapplied']:>6}{100 * s['llm_share']:>7.1f}{s['over_window']:>6}"
+            f"{s['llm']:>5}{s['rule']:>5}{s['reapplied']:>6}{100 * s['llm_share']:>7.1f}{s['summarizer_calls']:>6}"
+            f"{s['over_window']:>6}"
             f"{s['invalid']:>8}{100 * s['facts_share']:>9.2f}"
         )
     print(
         "\n(llm / rule: compactions as applied; re-ap: rule summaries a late LLM summary replaced over the same "
         "span; llm %: compactions whose summary is the LLM's in the end, a rule summary replaced later counted "
-        f"once; as applied: {100 * bg['applied_llm_share']:.1f}%)"
+        f"once; as applied: {100 * bg['applied_llm_share']:.1f}%; calls: summarizer calls made, used or not)"
     )
     targets = {
         "p95 <= 20 ms": bg["p95_ms"] <= 20,

@@ -601,3 +601,21 @@ def test_the_re_apply_on_both_stores(store_target: str) -> None:
     assert again.context() == ctx and again.context_ids() == s.context_ids()
     again.close()
     s.close()
+
+
+def test_an_early_summary_that_fails_before_it_is_due_only_starts_the_cooldown() -> None:
+    gate = Gate(error=TimeoutError("the model timed out"), block=0)
+    s = Session(compactor(gate, cooldown_calls=2), ":memory:")
+    start(s)
+    k = 0
+    while s.pending is None:
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and job.wait(5) and job.error is not None
+    assert s.check().urgency == "none"
+    assert s.prepare() is None  # nothing compacted below the soft threshold
+    assert s.compactions() == [] and s.pending is None
+    assert s.state.cooldown_remaining == 2
+    s.close()

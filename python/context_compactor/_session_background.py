@@ -140,6 +140,8 @@ class BackgroundCompaction:
         threshold before a summary started at the soft threshold is ready."""
         if check.should_compact or check.current_tokens < check.target_tokens or not self._bg_growth:
             return False
+        if self._compactor.summarizer is None or self._state.cooldown_remaining > 0:
+            return False  # no LLM summary to get ahead of
         return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
 
     def _job_done(self, job: Job) -> None:
@@ -163,12 +165,12 @@ class BackgroundCompaction:
                 job.calls += 1
             elif job is not None:
                 # An early job's result waits until the compaction is due (soft or hard).
-                hold = job.early and job.upgrade is None and not job.cancelled and job.error is None
-                if not (hold and not check.should_compact and not self._must_answer(check)):
+                due = check.should_compact or self._must_answer(check)
+                if not (job.early and job.upgrade is None and job.error is None and not due):
                     self._job = None
                     if not job.cancelled:
                         self._job_done(job)
-                    applied = self._finish(job)
+                    applied = self._finish(job, due or not job.early)
                     if applied is not None and not applied.changed:
                         applied = None  # an early job that found nothing to compact
                     if applied is not None and c.on_compacted is not None:
@@ -452,8 +454,9 @@ class BackgroundCompaction:
         log.info("session %s: a late background summary replaced the rule summary of compaction %s", self._id, up.head)
         return done
 
-    def _finish(self, job: Job) -> CompactResult | None:
-        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down)."""
+    def _finish(self, job: Job, due: bool = True) -> CompactResult | None:
+        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down; an
+        early job's failure before the compaction is ``due``: only the cool-down)."""
         if job.cancelled:
             return None
         result = job.result
@@ -472,6 +475,8 @@ class BackgroundCompaction:
             log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
             if cfg.cooldown_calls:
                 _core.start_cooldown(self._state, cfg.cooldown_calls)
+            if not due:
+                return None
             result = job.plan.apply(None, fallback_reason=reason)
         if result is None:
             return None
