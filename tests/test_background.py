@@ -502,7 +502,7 @@ def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_u
     summary started at the soft threshold is ready, the summary starts now; its result waits until
     the compaction is due, then applies as usual."""
     gate = Gate(block=0)
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor(gate, protected_tools=("bash",)), ":memory:")  # only a summary can help
     cfg = s.compactor.config
     start(s)
     k = 0
@@ -605,7 +605,7 @@ def test_the_re_apply_on_both_stores(store_target: str) -> None:
 
 def test_an_early_summary_that_fails_before_it_is_due_only_starts_the_cooldown() -> None:
     gate = Gate(error=TimeoutError("the model timed out"), block=0)
-    s = Session(compactor(gate, cooldown_calls=2), ":memory:")
+    s = Session(compactor(gate, cooldown_calls=2, protected_tools=("bash",)), ":memory:")
     start(s)
     k = 0
     while s.pending is None:
@@ -618,4 +618,27 @@ def test_an_early_summary_that_fails_before_it_is_due_only_starts_the_cooldown()
     assert s.prepare() is None  # nothing compacted below the soft threshold
     assert s.compactions() == [] and s.pending is None
     assert s.state.cooldown_remaining == 2
+    s.close()
+
+
+def test_an_early_start_clears_tool_output_first_and_calls_no_llm_when_that_is_enough() -> None:
+    """Planned as at the soft threshold: the selective rules first, the summarizer only when they
+    cannot reach the target (an early start never turns a cheap compaction into an LLM call)."""
+    gate = Gate(block=0)
+    s = Session(compactor(gate), ":memory:")
+    start(s)
+    k = 0
+    while s.pending is None:
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and job.wait(5)
+    while s.check().urgency == "none":
+        assert s.prepare() is None
+        s.extend(tool_round(k, size=10))
+        k += 1
+    result = s.prepare()
+    assert result is not None and result.strategy in ("micro", "selective") and result.summary_source is None
+    assert gate.requests == []
     s.close()

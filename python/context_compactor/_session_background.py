@@ -230,7 +230,7 @@ class BackgroundCompaction:
             return applied
         with self._store.locked():
             snap = self._snapshot()
-        make_plan = self._planner(snap, instructions, force=early)
+        make_plan = self._planner(snap, instructions, early=early)
 
         plan: CompactionPlan | None = None
         flushed = 0
@@ -348,10 +348,17 @@ class BackgroundCompaction:
         return done
 
     def _planner(
-        self, snap: _Snapshot, instructions: str | None, *, force: bool = False
+        self, snap: _Snapshot, instructions: str | None, *, early: bool = False
     ) -> Callable[[], CompactionPlan]:
-        """The plan of ``snap`` as a job makes it (in its thread or task)."""
+        """The plan of ``snap`` as a job makes it (in its thread or task). ``early``: planned as if
+        the soft threshold were where the context is now, so that clearing tool output or the
+        selective rules still come first and the summarizer is called only when they cannot reach
+        the target (as at the soft threshold; ``force`` would always summarise)."""
         c = self._compactor
+        if early:
+            cfg = c.config
+            soft = max(1, min(sum(snap.tokens), cfg.soft_threshold))
+            c = ContextCompactor(cfg.replace(soft_threshold_tokens=soft), summarizer=c.summarizer)
 
         def make_plan() -> CompactionPlan:
             return c.plan(
@@ -359,7 +366,6 @@ class BackgroundCompaction:
                 system=snap.system,
                 tools=self._tools,
                 format=self._fmt,
-                force=force,
                 instructions=instructions,
                 state=self._state,
             )
