@@ -45,7 +45,8 @@ class Ticker:
 @contextmanager
 def lock_held(target: str, session_id: str, seconds: float) -> Iterator[threading.Event]:
     """Another connection holds the session's write lock for ``seconds`` (from when the returned
-    event is set): the PostgreSQL row lock, or SQLite's write lock."""
+    event is set; the event is set just after the lock is released, so a waiter may see it unset
+    for a moment: wait for it): the PostgreSQL row lock, or SQLite's write lock."""
     taken, done = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -126,7 +127,8 @@ def test_concurrent_tasks_append_and_compact_one_session(store_target: str) -> N
 
 def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
     """Another connection holds the session's lock for 1 s: ``aappend`` and ``aprepare`` wait
-    for it in a worker thread while the loop keeps ticking; the sync ``append`` in a coroutine
+    for it (on the async connection with PostgreSQL, in a worker thread with SQLite) while the
+    loop keeps ticking; the sync ``append`` in a coroutine
     stalls the loop for the whole wait (what the ticker would see without the async methods)."""
 
     async def main() -> None:
@@ -137,7 +139,7 @@ def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
                 t0 = time.perf_counter()
                 row = await s.aappend({"role": "assistant", "content": "waited for the lock"})
                 waited = time.perf_counter() - t0
-                assert released.is_set() and waited > 0.8
+                assert released.wait(5) and waited > 0.8
                 await asyncio.sleep(0.02)
             assert ticker.worst < 0.35, f"aappend stalled the loop {ticker.worst:.3f} s"
         await s.aextend(
@@ -146,7 +148,7 @@ def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
         with lock_held(store_target, "locked", 1.0) as released:
             with Ticker() as ticker:
                 result = await s.aprepare(force=True)  # its commit waits for the lock
-                assert released.is_set()
+                assert released.wait(5)
                 await asyncio.sleep(0.02)
             assert ticker.worst < 0.35, f"aprepare stalled the loop {ticker.worst:.3f} s"
         assert result is not None and result.summary_source == "llm"
@@ -183,10 +185,12 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         with lock_held(store_target, "cancel", 0.5) as released:
             task = asyncio.create_task(s.aappend({"role": "assistant", "content": "cancelled while waiting"}))
             await asyncio.sleep(0.1)
+            cancelled_at = time.perf_counter()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert released.is_set()  # it waited for the store call to end
+            # It waited for the store call to end: until the lock was released.
+            assert time.perf_counter() - cancelled_at > 0.3 and released.wait(5)
         assert [m["content"] for m in await s.ahistory()] == ["first", "cancelled while waiting"]
         # A compaction cancelled in its summarizer saves nothing.
         s2 = await Session.aopen(

@@ -69,7 +69,10 @@ from context_compactor._store import (
     SessionStore,
     StoredCompaction,
     StoredContext,
+    expand_walk,
     now,
+    stored_compactions,
+    walk,
 )
 from context_compactor.errors import StoreError
 
@@ -432,54 +435,19 @@ class SQLiteStore(SessionStore):
                 "FROM compactions WHERE session = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
-            links: dict[int, list[tuple[int, str, str]]] = {}
-            for comp, message, action, detail in conn.execute(
+            links = conn.execute(
                 "SELECT l.compaction, l.message, l.action, l.detail FROM summary_of l "
                 "JOIN compactions c ON c.id = l.compaction WHERE c.session = ? ORDER BY l.compaction, l.message",
                 (session_id,),
-            ):
-                links.setdefault(comp, []).append((message, action, detail))
-        return [
-            StoredCompaction(
-                cid, created, strategy, summary, before, after, upto, json.loads(details), tuple(links.get(cid, ()))
-            )
-            for cid, created, strategy, summary, before, after, upto, details in comps
-        ]
+            ).fetchall()
+        return stored_compactions(comps, links)
 
     def expand(self, session_id: str, compaction_id: int) -> list[str]:
         with self._reading() as conn:
-            if (
-                conn.execute(
-                    "SELECT 1 FROM compactions WHERE id = ? AND session = ?", (compaction_id, session_id)
-                ).fetchone()
-                is None
-            ):
+            found = conn.execute("SELECT 1 FROM compactions WHERE id = ? AND session = ?", (compaction_id, session_id))
+            if found.fetchone() is None:
                 raise KeyError(compaction_id)
-            todo = [r[0] for r in conn.execute("SELECT message FROM summary_of WHERE compaction = ?", (compaction_id,))]
-            seen: set[int] = set()
-            originals: list[tuple[int, str]] = []
-            placeholders = ",".join("?" * len(REMOVED))
-            while todo:
-                rid = todo.pop()
-                if rid in seen:
-                    continue
-                seen.add(rid)
-                kind, seq, source, comp, text = conn.execute(
-                    "SELECT kind, seq, source, compaction, json FROM messages WHERE id = ?", (rid,)
-                ).fetchone()
-                if kind == "original":
-                    originals.append((seq, text))
-                elif kind == "edited" and source is not None:
-                    todo.append(source)
-                elif kind == "summary" and comp is not None:
-                    todo.extend(
-                        r[0]
-                        for r in conn.execute(
-                            f"SELECT message FROM summary_of WHERE compaction = ? AND action IN ({placeholders})",
-                            (comp, *sorted(REMOVED)),
-                        )
-                    )
-        return [text for _, text in sorted(originals)]
+            return walk(expand_walk(compaction_id), lambda kind, ids: _answer(conn, kind, ids))
 
     def history(self, session_id: str) -> list[tuple[int, str]]:
         return [
@@ -572,3 +540,24 @@ class SQLiteStore(SessionStore):
 
     def __repr__(self) -> str:
         return f"SessionStore({self.path!r}, timeout={self.timeout:g})"
+
+
+def _answer(conn: sqlite3.Connection, kind: str, ids: list[int]) -> Any:
+    """Answer a question of :func:`~context_compactor._store.expand_walk` (in chunks: SQLite
+    limits the parameters of one statement)."""
+    rows: dict[int, tuple[Any, ...]] = {}
+    found: list[int] = []
+    for k in range(0, len(ids), 500):
+        chunk = ids[k : k + 500]
+        marks = ",".join("?" * len(chunk))
+        if kind == "rows":
+            for rid, *rest in conn.execute(
+                f"SELECT id, kind, seq, source, compaction, json FROM messages WHERE id IN ({marks})", chunk
+            ):
+                rows[rid] = tuple(rest)
+            continue
+        actions = "" if kind == "record" else f" AND action IN ({','.join('?' * len(REMOVED))})"
+        extra = () if kind == "record" else tuple(sorted(REMOVED))
+        links = f"SELECT message FROM summary_of WHERE compaction IN ({marks}){actions}"
+        found.extend(r[0] for r in conn.execute(links, (*chunk, *extra)))
+    return rows if kind == "rows" else found

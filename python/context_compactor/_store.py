@@ -35,6 +35,14 @@ implementation (:mod:`context_compactor._sqlite` for SQLite; PostgreSQL plugs in
 4. Thread-safe: every operation may be called from any thread; :meth:`~SessionStore.locked` is a
    re-entrant lock with a timeout that a Session holds around an operation and the in-memory
    state it updates from it, so the two stay in step.
+5. Async (optional): :meth:`~SessionStore.aio` returns an :class:`AsyncSessionStore` for the
+   running event loop, the same operations awaited, with the same guarantees (PostgreSQL's, on
+   psycopg's ``AsyncConnection``); a store without one (SQLite) is driven from async code in
+   worker threads.
+
+:meth:`~SessionStore.compactions` and :meth:`~SessionStore.expand` are the same for every store:
+:func:`stored_compactions` and the walk :func:`expand_walk` (resolving summaries and edited
+copies back to the originals) are written once here, and a store only fetches the rows they ask for.
 
 Messages cross this interface as ``(role, JSON text)``; encoding is :mod:`context_compactor._codec`'s.
 """
@@ -42,28 +50,37 @@ Messages cross this interface as ``(role, JSON text)``; encoding is :mod:`contex
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 import importlib
+import json
 import os
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from context_compactor.errors import StoreError
 
 __all__ = [
     "REMOVED",
     "Appended",
+    "AsyncSessionStore",
     "NewCompaction",
     "Saved",
     "SessionInfo",
     "SessionStore",
     "StoredCompaction",
     "StoredContext",
+    "expand_walk",
+    "finish",
     "register_backend",
+    "stored_compactions",
+    "walk",
 ]
+
+T = TypeVar("T")
 
 #: Record actions after which the message is no longer in the context (the others edit it).
 REMOVED = frozenset({"summarized", "truncated", "dropped"})
@@ -358,6 +375,135 @@ class SessionStore(abc.ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- async code -----------------------------------------------------------------------------------------
+
+    @classmethod
+    async def aopen(cls, target: Any = ":memory:", *, timeout: float = 10.0, **kwargs: Any) -> SessionStore:
+        """Open the store ``target`` names from async code, never blocking the event loop: a
+        PostgreSQL store connects through its async twin (:meth:`aio`) and opens its sync
+        connection only if a sync method needs it; a SQLite store opens in a worker thread.
+
+        Example:
+            >>> store = await SessionStore.aopen("postgresql://app@db/agents")  # doctest: +SKIP
+        """
+        backend = _backend(target) if cls is SessionStore else cls
+        return await backend._aopen(target, timeout=timeout, **kwargs)
+
+    @classmethod
+    async def _aopen(cls, target: Any, *, timeout: float = 10.0, **kwargs: Any) -> SessionStore:
+        opened: list[SessionStore] = []
+
+        def build() -> SessionStore:
+            opened.append(cls(target, timeout=timeout, **kwargs))
+            return opened[0]
+
+        try:
+            return await finish(asyncio.ensure_future(asyncio.to_thread(build)))
+        except asyncio.CancelledError:
+            for store in opened:
+                store.close()
+            raise
+
+    async def aio(self) -> AsyncSessionStore | None:
+        """The store's native async twin for the running event loop, which a Session's async
+        methods use; ``None`` (the default, SQLite's): they run the sync operations in a worker
+        thread."""
+        return None
+
+    async def aclose(self) -> None:
+        """:meth:`close` from async code (closing the async twins too)."""
+        self.close()
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class AsyncSessionStore(abc.ABC):
+    """The async operations a Session's async methods call when its store has a native async twin
+    (:meth:`SessionStore.aio`): the same names, arguments, results and guarantees as
+    :class:`SessionStore`'s, awaited. Each runs to its end once started: a cancelled caller sees
+    :class:`asyncio.CancelledError` after the operation's transaction committed or rolled back
+    (:func:`finish`)."""
+
+    timeout: float
+
+    @abc.abstractmethod
+    async def open_session(
+        self, session_id: str, *, system: str | None, tools: str | None, format: str | None
+    ) -> SessionInfo: ...
+
+    @abc.abstractmethod
+    async def load_context(
+        self, session_id: str, *, head: int | None = None, after_seq: int | None = None
+    ) -> StoredContext: ...
+
+    @abc.abstractmethod
+    async def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended: ...
+
+    @abc.abstractmethod
+    async def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None: ...
+
+    @abc.abstractmethod
+    async def compactions(self, session_id: str) -> list[StoredCompaction]: ...
+
+    @abc.abstractmethod
+    async def expand(self, session_id: str, compaction_id: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def history(self, session_id: str) -> list[tuple[int, str]]: ...
+
+    @abc.abstractmethod
+    async def message(self, session_id: str, row_id: int) -> str | None: ...
+
+    @abc.abstractmethod
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        model: str | None,
+        prompt_tokens: int | None,
+        usage: str | None,
+        head: int | None,
+        context_len: int,
+        learned: bool,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]: ...
+
+    @abc.abstractmethod
+    async def session_ids(self) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def delete_session(self, session_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def pop_original(self, session_id: str) -> tuple[int, str] | None: ...
+
+    @abc.abstractmethod
+    async def aclose(self) -> None: ...
+
+
+async def finish(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` (a task or future) to its end even when the caller is cancelled: a
+    cancellation waits for it to finish, then propagates (a store operation's transaction is
+    never cut in the middle and the caller's state stays in step with what it did)."""
+    fut = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        while not fut.done():
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                continue
+            except BaseException:  # the call's own error: the cancellation wins
+                break
+        raise
+
 
 def _backend(target: Any) -> type[SessionStore]:
     """The store class for a path or URL."""
@@ -376,3 +522,76 @@ def _backend(target: Any) -> type[SessionStore]:
 
         return SQLiteStore
     raise StoreError(f"expected a path, ':memory:' or a database URL, got {type(target).__name__}")
+
+
+# -- shared by the stores: compactions() and expand() over the rows each store fetches ---------------------
+
+
+def stored_compactions(comps: Iterable[Sequence[Any]], links: Iterable[Sequence[Any]]) -> list[StoredCompaction]:
+    """:meth:`SessionStore.compactions` from two queries' rows: ``comps`` as ``(id, created_at,
+    strategy, summary, tokens_before, tokens_after, upto_seq, details JSON)`` ordered by id, and
+    ``links`` (the records) as ``(compaction, message, action, detail)`` ordered by compaction
+    and message."""
+    records: dict[int, list[tuple[int, str, str]]] = {}
+    for comp, message, action, detail in links:
+        records.setdefault(int(comp), []).append((int(message), action, detail))
+    return [
+        StoredCompaction(
+            int(cid),
+            created,
+            strategy,
+            summary,
+            int(before),
+            int(after),
+            int(upto),
+            json.loads(details),
+            tuple(records.get(int(cid), ())),
+        )
+        for cid, created, strategy, summary, before, after, upto, details in comps
+    ]
+
+
+#: A question :func:`expand_walk` asks its store, and what the store answers:
+#: ``("record", [compaction])``: the row ids of that compaction's record (every action);
+#: ``("removed", compactions)``: the row ids their records removed (actions in :data:`REMOVED`);
+#: ``("rows", ids)``: ``{id: (kind, seq, source, compaction, JSON text)}`` for each of the ids.
+Question = tuple[str, list[int]]
+
+
+def expand_walk(compaction_id: int) -> Generator[Question, Any, list[str]]:
+    """:meth:`SessionStore.expand` as a walk that asks its store for rows (a generator: the sync
+    stores answer with :func:`walk`, the async one in its own loop): an original is the answer,
+    an edited copy stands for its source, a summary for the rows its compaction removed. One
+    question per level of the walk, not one per row. Returns the originals' JSON in seq order."""
+    todo: list[int] = list((yield ("record", [compaction_id])))
+    seen: set[int] = set()
+    originals: list[tuple[int, str]] = []
+    while todo:
+        batch = [rid for rid in dict.fromkeys(todo) if rid not in seen]
+        if not batch:
+            break
+        seen.update(batch)
+        rows = yield ("rows", batch)
+        todo, summaries = [], []
+        for rid in batch:
+            kind, seq, source, comp, text = rows[rid]
+            if kind == "original":
+                originals.append((int(seq), text))
+            elif kind == "edited" and source is not None:
+                todo.append(int(source))
+            elif kind == "summary" and comp is not None:
+                summaries.append(int(comp))
+        if summaries:
+            todo.extend(int(r) for r in (yield ("removed", summaries)))
+    return [text for _, text in sorted(originals)]
+
+
+def walk(steps: Generator[Question, Any, list[str]], answer: Callable[[str, list[int]], Any]) -> list[str]:
+    """Run :func:`expand_walk` against a sync store's ``answer(question, ids)``."""
+    reply: Any = None
+    while True:
+        try:
+            kind, ids = steps.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        reply = answer(kind, ids)

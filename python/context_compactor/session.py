@@ -26,14 +26,11 @@ context still does not fit the window the result says ``over_budget=True``: neve
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
 import math
 import os
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -45,9 +42,10 @@ from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
-from context_compactor._session_async import AsyncMethods, off_loop
+from context_compactor._session_async import _ATTEMPTS, AsyncMethods
+from context_compactor._session_async import RESTORE_USAGE as _RESTORE_USAGE
 from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
-from context_compactor._store import NewCompaction, SessionStore, StoredContext
+from context_compactor._store import NewCompaction, Saved, SessionInfo, SessionStore, StoredContext
 from context_compactor._summarize import call_hook_sync
 from context_compactor.compactor import CompactionCheck, ContextCompactor, Urgency
 from context_compactor.errors import (
@@ -64,12 +62,6 @@ log = logging.getLogger("context_compactor")
 
 #: Problems that make append/extend refuse a message: no later message makes it valid.
 _REFUSED_AT_APPEND = frozenset({"invalid_role", "malformed_block"})
-#: Calibration is restored on reopen from at most this many usage reports.
-_RESTORE_USAGE = 4
-
-
-#: prepare() gives up (StoreError) after losing this many races to other connections in a row.
-_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -186,14 +178,7 @@ class Session(BackgroundCompaction, AsyncMethods):
         format: str | None = None,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(compactor, ContextCompactor):
-            raise MessageTypeError(
-                f"compactor: expected a ContextCompactor, got {type(compactor).__name__}", None, "compactor"
-            )
-        if format not in (None, "openai", "anthropic", "responses"):
-            raise ConfigError(f"format: expected 'openai', 'anthropic', 'responses' or None, got {format!r}", "format")
-        if session_id is not None and not isinstance(session_id, str):
-            raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
+        self._setup(compactor, session_id, format)
         if isinstance(store, SessionStore):
             self._store, self._own_store = store, False
         elif isinstance(store, (str, os.PathLike)):
@@ -202,6 +187,23 @@ class Session(BackgroundCompaction, AsyncMethods):
             raise MessageTypeError(
                 f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}", None, "store"
             )
+        try:
+            self._open(system, tools, format)
+        except BaseException:
+            if self._own_store:
+                self._store.close()
+            raise
+
+    def _setup(self, compactor: ContextCompactor, session_id: str | None, format: str | None) -> None:
+        """Check the arguments and set the in-memory state of an empty session (no store yet)."""
+        if not isinstance(compactor, ContextCompactor):
+            raise MessageTypeError(
+                f"compactor: expected a ContextCompactor, got {type(compactor).__name__}", None, "compactor"
+            )
+        if format not in (None, "openai", "anthropic", "responses"):
+            raise ConfigError(f"format: expected 'openai', 'anthropic', 'responses' or None, got {format!r}", "format")
+        if session_id is not None and not isinstance(session_id, str):
+            raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
         self._compactor = compactor
         self._id = session_id if session_id is not None else uuid.uuid4().hex
         self._state = _core.ConversationState()
@@ -224,30 +226,32 @@ class Session(BackgroundCompaction, AsyncMethods):
         self._carry: str | None = None
         self._rules: ContextCompactor | None = None
         self._closed = False
-        try:
-            self._open(system, tools, format)
-        except BaseException:
-            if self._own_store:
-                self._store.close()
-            raise
+        self._reload = False  # the in-memory context lost step: read all of it on the next refresh
 
     # -- opening and syncing ----------------------------------------------------------------------------
 
-    def _open(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> None:
+    def _open_args(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> dict[str, Any]:
+        """The arguments of the store's ``open_session`` (JSON text)."""
         # Wrong types raise MessageTypeError naming "system" or "tools[k]" (a str is not a tool list).
         _core.validate_messages([], system=system, tools=tools, format=format)
         system_json = None if system is None else _stored_json(system, "system")
         tools_json = None if tools is None else _stored_json(list(tools), "tools")
         # The store's schema knows the two Chat formats; Responses items are detected from their
         # types whenever the session is read (a forced "responses" is kept for this object).
-        forced, format = format, (None if format == "responses" else format)
+        return {"system": system_json, "tools": tools_json, "format": None if format == "responses" else format}
+
+    def _open(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> None:
         with self._store.locked():
-            info = self._store.open_session(self._id, system=system_json, tools=tools_json, format=format)
-            self._system = _loads(info.system)
-            self._tools: list[Any] | None = _loads(info.tools)
-            self._format: str | None = "responses" if forced == "responses" else info.format
-            self._take(info.context)
-        self._restore_calibration()
+            info = self._store.open_session(self._id, **self._open_args(system, tools, format))
+            self._opened(info, format)
+        self._calibrate(self._store.learned_usage(self._id, self._head, _RESTORE_USAGE))
+
+    def _opened(self, info: SessionInfo, forced: str | None) -> None:
+        """Take the settings and the context the store's ``open_session`` returned."""
+        self._system = _loads(info.system)
+        self._tools: list[Any] | None = _loads(info.tools)
+        self._format: str | None = "responses" if forced == "responses" else info.format
+        self._take(info.context)
 
     def _take(self, ctx: StoredContext) -> None:
         """Make the in-memory context what the store said (the whole context, or the originals
@@ -259,6 +263,7 @@ class Session(BackgroundCompaction, AsyncMethods):
             self._last_seq = ctx.last_seq
             self._rows, self._msgs = rows, msgs
             self._micro_at = None
+            self._reload = False
             self._recount()
         elif rows:
             self._last_seq = ctx.last_seq
@@ -285,6 +290,10 @@ class Session(BackgroundCompaction, AsyncMethods):
         self._tok.extend(new)
         self._raw += sum(new)
 
+    def _since(self) -> dict[str, Any]:
+        """What to ask ``load_context`` for: what changed since the context we hold, or all of it."""
+        return {} if self._reload else {"head": self._head, "after_seq": self._last_seq}
+
     def _refresh(self) -> None:
         """Under the store lock: catch up with what other connections committed (appends,
         compactions), when the store's marker says anything was committed since we last looked."""
@@ -292,15 +301,15 @@ class Session(BackgroundCompaction, AsyncMethods):
         if marker is not None and marker == self._marker:
             return
         try:
-            self._take(self._store.load_context(self._id, head=self._head, after_seq=self._last_seq))
+            self._take(self._store.load_context(self._id, **self._since()))
         except Exception as e:
             if isinstance(e, StoreError):
                 raise
             raise StoreError(f"read: {type(e).__name__}: {e}") from e
 
-    def _restore_calibration(self) -> None:
+    def _calibrate(self, reports: list[tuple[int, int]]) -> None:
         """Re-learn the calibration from the latest usage reports measured on the current context."""
-        rows = [r for r in self._store.learned_usage(self._id, self._head, _RESTORE_USAGE) if r[1] <= len(self._msgs)]
+        rows = [r for r in reports if r[1] <= len(self._msgs)]
         if not rows:
             return
         msgs, system = list(self._msgs), self.system
@@ -397,6 +406,17 @@ class Session(BackgroundCompaction, AsyncMethods):
             >>> session.extend([assistant_message, *tool_results])   # doctest: +SKIP
             [8, 9, 10]
         """
+        encoded = self._checked(messages)
+        if not encoded:
+            return []
+        with self._store.locked():
+            done = self._store.append_rows(self._id, [(plain.get("role"), text) for plain, text in encoded])
+            if not self._appended(done, [p for p, _ in encoded]):
+                self._refresh()
+        return list(done.ids)
+
+    def _checked(self, messages: Iterable[Any]) -> list[tuple[dict[str, Any], str]]:
+        """``extend``'s messages, checked and encoded: ``(message, JSON text)``."""
         if isinstance(messages, (str, bytes, bytearray, Mapping)) or not isinstance(messages, Iterable):
             raise MessageTypeError(
                 f"messages: expected a list of messages, got {type(messages).__name__} (use append for one message)",
@@ -420,19 +440,20 @@ class Session(BackgroundCompaction, AsyncMethods):
                 "; ".join(f"message {p.index}: {p.message} ({p.rule})" for p in refused) + ". Nothing was stored.",
                 refused,
             )
-        with self._store.locked():
-            done = self._store.append_rows(self._id, [(plain.get("role"), text) for plain, text in encoded])
-            ids = list(done.ids)
-            if done.head == self._head and done.first_seq == self._last_seq + 1:
-                self._last_seq = done.first_seq + len(ids) - 1
-                self._add(ids, plains)
-                self._marker = done.marker
-            else:
-                # Another connection appended or compacted since we last looked: read what changed
-                # (these rows included).
-                self._marker = None
-                self._refresh()
-        return ids
+        return encoded
+
+    def _appended(self, done: Any, plains: list[dict[str, Any]]) -> bool:
+        """(Under the lock.) Add the rows just appended to the in-memory context, when it is in
+        step with the store; ``False`` when another connection (or task) appended or compacted
+        since we last looked: the caller reads what changed (these rows included)."""
+        ids = list(done.ids)
+        if done.head == self._head and done.first_seq == self._last_seq + 1:
+            self._last_seq = done.first_seq + len(ids) - 1
+            self._add(ids, plains)
+            self._marker = done.marker
+            return True
+        self._marker = None
+        return False
 
     # -- reading ----------------------------------------------------------------------------------------------
 
@@ -483,8 +504,11 @@ class Session(BackgroundCompaction, AsyncMethods):
             >>> for c in session.compactions():                     # doctest: +SKIP
             ...     print(c.id, c.strategy, c.tokens_before, c.tokens_after, len(c.replaced))
         """
+        return self._records(self._store.compactions(self._id))
+
+    def _records(self, stored: Sequence[Any]) -> list[CompactionRecord]:
         out = []
-        for c in self._store.compactions(self._id):
+        for c in stored:
             record = tuple(RecordEntry(*e) for e in c.record)
             out.append(
                 CompactionRecord(
@@ -559,22 +583,26 @@ class Session(BackgroundCompaction, AsyncMethods):
         """Under the store lock: decide whether to compact and take the context to compact."""
         with self._store.locked():
             self._refresh()
-            check = self._make_check()
-            self.last_check = check
-            must = self._must_answer(check)
-            if not self._msgs and not must:
-                return None
-            due = force or check.should_compact or must
-            if not due and check.micro_due:
-                # Micro-compaction clears old tool output once it frees clear_at_least_tokens:
-                # try again only after the context grew by that much since the last try.
-                step = max(1, self._compactor.config.clear_at_least_tokens)
-                if self._micro_at is None or check.current_tokens >= self._micro_at + step:
-                    self._micro_at = check.current_tokens
-                    due = True
-            if not due:
-                return None
-            return self._snapshot()
+            return self._decide(force)
+
+    def _decide(self, force: bool) -> _Snapshot | None:
+        """(Under the lock, after a refresh.) :meth:`_begin`'s decision."""
+        check = self._make_check()
+        self.last_check = check
+        must = self._must_answer(check)
+        if not self._msgs and not must:
+            return None
+        due = force or check.should_compact or must
+        if not due and check.micro_due:
+            # Micro-compaction clears old tool output once it frees clear_at_least_tokens:
+            # try again only after the context grew by that much since the last try.
+            step = max(1, self._compactor.config.clear_at_least_tokens)
+            if self._micro_at is None or check.current_tokens >= self._micro_at + step:
+                self._micro_at = check.current_tokens
+                due = True
+        if not due:
+            return None
+        return self._snapshot()
 
     def _wait(self) -> float:
         return self._store.timeout + 2 * float(self._compactor.config.summarizer_timeout_s)
@@ -665,67 +693,6 @@ class Session(BackgroundCompaction, AsyncMethods):
                 return done
         raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
 
-    async def _aforeground(
-        self, compactor: ContextCompactor, force: bool, instructions: str | None
-    ) -> CompactResult | None:
-        for _ in range(_ATTEMPTS):
-            snap = await off_loop(self._begin, force)
-            if snap is None:
-                return None
-            result = await compactor.acompact(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                force=force,
-                instructions=instructions,
-                state=self._state,
-            )
-            done = await off_loop(self._settle, snap, result)
-            if not isinstance(done, _Retry):
-                return done
-        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
-
-    async def aprepare(self, *, force: bool = False, instructions: str | None = None) -> CompactResult | None:
-        """:meth:`prepare` for async code: an async (or sync, run in a worker thread) summarizer
-        and hooks, through :meth:`ContextCompactor.acompact`. Its store calls run in a worker thread,
-        never on the event loop (:mod:`context_compactor._session_async`).
-
-        Example:
-            >>> result = await session.aprepare()                   # doctest: +SKIP
-        """
-        self._check_open()
-        deadline = time.monotonic() + self._wait()
-        while not self._compacting.acquire(blocking=False):
-            if time.monotonic() > deadline:
-                raise StoreError("another prepare() of this Session ran too long")
-            await asyncio.sleep(0.005)
-        try:
-            if force:
-                self._cancel_job()
-            if not self._compactor.config.background or force:
-                return await self._aforeground(self._compactor, force, instructions)
-            steps = self._background_steps(instructions)
-            value: Any = None
-            while True:
-                kind, arg = await off_loop(_step, steps, value)  # the store calls, off the loop
-                if kind == "done":
-                    return arg  # type: ignore[no-any-return]
-                value = None
-                if kind == "hook":
-                    fn, payload = arg
-                    r = fn(payload)
-                    if inspect.isawaitable(r):
-                        await r
-                elif kind == "now":
-                    value = await self._aforeground(self._rule_compactor(), False, instructions)
-                elif kind == "run":
-                    await arg.arun()
-                else:
-                    arg.start_task()
-        finally:
-            self._compacting.release()
-
     @property
     def pending(self) -> Job | None:
         """The background job running or waiting to be applied (``background=True``), else ``None``."""
@@ -742,6 +709,13 @@ class Session(BackgroundCompaction, AsyncMethods):
         planner said, the result says ``over_budget`` then, and the record saves it so. After
         another connection's compaction won the race, try again only when the context it left is
         still over the hard threshold or the budget (``None`` is never the answer there)."""
+        saved = self._commit(snap, self._budgeted(result))
+        with self._store.locked():
+            self._refresh()
+            must = self._must_answer(self._make_check())
+        return self._settled(saved, must)
+
+    def _budgeted(self, result: CompactResult) -> CompactResult:
         cfg = self._compactor.config
         if result.tokens_after > cfg.budget and not result.over_budget:
             result = replace(
@@ -751,10 +725,10 @@ class Session(BackgroundCompaction, AsyncMethods):
                 f"(max_context_tokens {cfg.max_context_tokens} - reserve {cfg.reserve}): "
                 + (result.reason or "the compaction could not make it fit"),
             )
-        saved = self._commit(snap, result)
-        with self._store.locked():
-            self._refresh()
-            must = self._must_answer(self._make_check())
+        return result
+
+    @staticmethod
+    def _settled(saved: CompactResult | None, must: bool) -> CompactResult | _Retry | None:
         if saved is None:
             return _RETRY if must else None
         return saved if saved.changed or must else None
@@ -769,6 +743,22 @@ class Session(BackgroundCompaction, AsyncMethods):
         changed nothing is returned unsaved. ``None`` when another connection compacted first."""
         if not (result.compacted or result.repairs):
             return result
+        new, msgs, record, system_changed = self._compaction(snap, result)
+        with self._store.locked():
+            saved = self._store.save_compaction(self._id, new)
+            if saved is None:
+                self._lost_race()
+                self._refresh()
+                return None
+            self._install(snap, saved, msgs, result, system_changed)
+        return replace(result, record=record)
+
+    def _lost_race(self) -> None:
+        log.warning("session %s: another connection compacted it meanwhile; this compaction is dropped", self._id)
+
+    def _compaction(self, snap: _Snapshot, result: CompactResult) -> tuple[NewCompaction, list[Any], Any, bool]:
+        """What :meth:`_commit` saves: the compaction, its context's messages, its record by row
+        id, and whether it changed the system prompt."""
         rows = snap.rows
         record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
         entries = _derive(snap, result)
@@ -811,36 +801,38 @@ class Session(BackgroundCompaction, AsyncMethods):
             context=tuple(context),
             record=tuple((e.index, e.action, e.detail) for e in record),
         )
-        with self._store.locked():
-            saved = self._store.save_compaction(self._id, new)
-            if saved is None:
-                log.warning(
-                    "session %s: another connection compacted it meanwhile; this compaction is dropped", self._id
-                )
-                self._refresh()
-                return None
-            new_rows = list(saved.rows)
-            # Messages appended while the summarizer ran follow the new context (the delta rule).
-            n = len(snap.messages)
-            tail_rows, tail_msgs, tail_tok = self._rows[n:], self._msgs[n:], self._tok[n:]
-            known = dict(zip(snap.rows, snap.tokens, strict=True))
-            fresh = [i for i, rid in enumerate(new_rows) if rid not in known]
-            counts = self._compactor.counter.count_each([msgs[i] for i in fresh], format=self._fmt).messages
-            known.update((new_rows[i], c) for i, c in zip(fresh, counts, strict=True))
-            self._rows = new_rows + tail_rows
-            self._msgs = msgs + tail_msgs
-            self._tok = [known[r] for r in new_rows] + tail_tok
-            self._raw = sum(self._tok)
-            self._head, self._upto = saved.id, snap.upto_seq
-            self._head_system = result.system if system_changed else None
-            if system_changed:
-                self._extra = self._compactor.counter.count_each(
-                    [], system=self.system, tools=self._tools, format=self._fmt
-                ).total
-            self._micro_at = None
-            # Other connections may have appended since our last look: read them on the next call.
-            self._marker = None
-        return replace(result, record=record)
+        return new, msgs, record, system_changed
+
+    def _install(
+        self, snap: _Snapshot, saved: Saved, msgs: list[Any], result: CompactResult, system_changed: bool
+    ) -> None:
+        """(Under the lock.) Make a saved compaction's output the in-memory context, followed by
+        the messages appended since its snapshot (the delta rule)."""
+        new_rows = list(saved.rows)
+        # Messages appended while the summarizer ran follow the new context (the delta rule).
+        n = len(snap.messages)
+        if self._head != snap.head or self._rows[:n] != snap.rows:
+            # Out of step (an async store call's result applied late): read it all next time.
+            self._reload, self._marker = True, None
+            return
+        tail_rows, tail_msgs, tail_tok = self._rows[n:], self._msgs[n:], self._tok[n:]
+        known = dict(zip(snap.rows, snap.tokens, strict=True))
+        fresh = [i for i, rid in enumerate(new_rows) if rid not in known]
+        counts = self._compactor.counter.count_each([msgs[i] for i in fresh], format=self._fmt).messages
+        known.update((new_rows[i], c) for i, c in zip(fresh, counts, strict=True))
+        self._rows = new_rows + tail_rows
+        self._msgs = msgs + tail_msgs
+        self._tok = [known[r] for r in new_rows] + tail_tok
+        self._raw = sum(self._tok)
+        self._head, self._upto = saved.id, snap.upto_seq
+        self._head_system = result.system if system_changed else None
+        if system_changed:
+            self._extra = self._compactor.counter.count_each(
+                [], system=self.system, tools=self._tools, format=self._fmt
+            ).total
+        self._micro_at = None
+        # Other connections may have appended since our last look: read them on the next call.
+        self._marker = None
 
     # -- usage ---------------------------------------------------------------------------------------------------
 
@@ -867,25 +859,30 @@ class Session(BackgroundCompaction, AsyncMethods):
         """
         with self._store.locked():
             self._refresh()
-            sent, head = self._sent if self._sent is not None else (list(self._msgs), self._head)
-            stale = head != self._head
-            system, fmt = self.system, self._fmt
+            sent = self._sent if self._sent is not None else (list(self._msgs), self._head)
+        report = self._usage_report(usage, model, sent)
+        self._store.add_usage(self._id, **report)
+        return bool(report["learned"])
+
+    def _usage_report(self, usage: Any, model: str | None, sent: tuple[list[Any], int | None]) -> dict[str, Any]:
+        """Learn from a usage report measured on ``sent`` (the context and its head) unless a
+        compaction replaced it since; the arguments of the store's ``add_usage``."""
+        msgs, head = sent
+        system, fmt = self.system, self._fmt
         learned = False
-        if not stale:
-            self._compactor.counter.count_each(sent, system=system, tools=self._tools, format=fmt, state=self._state)
+        if head == self._head:
+            self._compactor.counter.count_each(msgs, system=system, tools=self._tools, format=fmt, state=self._state)
             learned = bool(
-                self._state.observe_usage(usage, messages=sent, system=system, tools=self._tools, format=fmt)
+                self._state.observe_usage(usage, messages=msgs, system=system, tools=self._tools, format=fmt)
             )
-        self._store.add_usage(
-            self._id,
-            model=model,
-            prompt_tokens=_usage_tokens(usage),
-            usage=_usage_json(usage),
-            head=head,
-            context_len=len(sent),
-            learned=learned,
-        )
-        return learned
+        return {
+            "model": model,
+            "prompt_tokens": _usage_tokens(usage),
+            "usage": _usage_json(usage),
+            "head": head,
+            "context_len": len(msgs),
+            "learned": learned,
+        }
 
     # -- closing -----------------------------------------------------------------------------------------------------
 
@@ -957,15 +954,6 @@ class Session(BackgroundCompaction, AsyncMethods):
             f"Session({self._id!r}, store={getattr(self._store, 'path', self._store)!r}, messages={self._last_seq}, "
             f"context={len(self._msgs)}, compactions={'none' if self._head is None else 'head ' + str(self._head)})"
         )
-
-
-def _step(steps: Any, value: Any) -> tuple[str, Any]:
-    """One step of :meth:`Session._background_steps` (its end as ``("done", result)``: a
-    StopIteration cannot cross a future)."""
-    try:
-        return steps.send(value)  # type: ignore[no-any-return]
-    except StopIteration as stop:
-        return ("done", stop.value)
 
 
 def _derive(snap: _Snapshot, result: CompactResult) -> list[tuple[int | None, dict[str, Any], str, int | None]]:
