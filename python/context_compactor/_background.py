@@ -36,8 +36,10 @@ prompt-cache miss) bought for the better summary.
 The growth forecast: each ``prepare()`` notes how much the context grew since the previous one;
 below the soft threshold (and at or above the target), when the largest growth of the last
 ``FORECAST_CALLS`` calls times the calls a job took last (``DEFAULT_JOB_CALLS`` until measured)
-reaches the hard threshold, a job starts now (``Job.early``: planned with ``force``). Its result is
-held until the compaction is due, then applied with the delta as usual.
+reaches the hard threshold, a job starts now (``Job.early``: planned as if the soft threshold were
+where the context is, so clearing and the selective rules come first and the summarizer is called
+only when they cannot reach the target). Its result is held until the compaction is due, then
+applied with the delta as usual.
 
 A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with the rule
 summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
