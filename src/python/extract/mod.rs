@@ -42,7 +42,7 @@ use loc::{type_name, Loc};
 use pipeline::PIPELINE_MIN_MESSAGES;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 pub use super::errors::parse_format;
 pub use framework::fingerprint_fields;
@@ -219,13 +219,15 @@ impl<'py> Extractor<'py> {
     pub fn message(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<Message<'static>> {
         let py = self.py;
         let loc = Loc::root(Some(index), "");
-        let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
-        let object = matches!(acc, Access::Attrs(_));
-        if object {
+        // An object of a framework type already recognised goes straight to its reader, before
+        // `Access::of` asks whether it is a `Mapping` (an `isinstance` against an ABC).
+        if !obj.is_instance_of::<PyDict>() {
             if let Some(m) = self.framework_message(obj, index, true)? {
                 return Ok(m);
             }
         }
+        let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
+        let object = matches!(acc, Access::Attrs(_));
         if self.is_gemini(obj, &acc) {
             return self.gemini_message(obj, &acc, index);
         }
