@@ -6,6 +6,7 @@ pub mod cut;
 pub mod fingerprint;
 pub mod gemini;
 pub mod image;
+pub mod inspect;
 pub mod json;
 pub mod message;
 pub mod parallel;

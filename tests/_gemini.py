@@ -1,5 +1,6 @@
 """Gemini in tests: the corpus converted into Gemini ``contents`` (dicts or ``google.genai.types``),
-and the oracle's Gemini checks (independent of the library: read straight from the wire shape).
+and the oracle's Gemini checks (independent of the library: read straight from the wire shape; the
+facts of a content are ``context_compactor.eval.facts``'s, which reads Gemini too).
 
 Conversion (as a Gemini client would have recorded the same run): the first system message
 becomes ``system_instruction``, a later one a user text; assistant messages become ``model``
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from _messages import get, role
+from context_compactor.eval.facts import gemini_parts as parts
+from context_compactor.eval.facts import is_gemini as is_gemini
+from context_compactor.eval.facts import part_field as pget
 
 # -- conversion ------------------------------------------------------------------------------------
 
@@ -163,57 +167,6 @@ def as_types(contents: Sequence[dict[str, Any]]) -> list[Any]:
 
 
 # -- reading contents (dicts or types) -------------------------------------------------------------
-
-
-def is_gemini(message: Any) -> bool:
-    if isinstance(message, dict):
-        return "parts" in message and "content" not in message
-    return type(message).__name__ == "Content" and type(message).__module__.startswith("google")
-
-
-def parts(message: Any) -> list[Any]:
-    return list(get(message, "parts") or ())
-
-
-def pget(part: Any, key: str) -> Any:
-    if isinstance(part, dict):
-        camel = key.split("_")[0] + "".join(w.title() for w in key.split("_")[1:])
-        v = part.get(key)
-        return v if v is not None else part.get(camel)
-    return getattr(part, key, None)
-
-
-def fact_texts(message: Any) -> list[str]:
-    """User and model text (not thoughts) and the string values of call arguments."""
-    texts: list[str] = []
-    for p in parts(message):
-        t = pget(p, "text")
-        if isinstance(t, str) and not pget(p, "thought"):
-            texts.append(t)
-        fc = pget(p, "function_call")
-        if fc is not None:
-            texts += list(_string_values(pget(fc, "args")))
-    return texts
-
-
-def _string_values(v: Any) -> Iterator[str]:
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _string_values(x)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            yield from _string_values(x)
-
-
-def call_argument_texts(message: Any) -> list[str]:
-    texts: list[str] = []
-    for p in parts(message):
-        fc = pget(p, "function_call")
-        if fc is not None:
-            texts += list(_string_values(pget(fc, "args")))
-    return texts
 
 
 def is_user_text(message: Any) -> bool:

@@ -1,71 +1,23 @@
 """An independent check of one compaction, written from DESIGN.md and not from the library's code.
 
-(One concern, about 780 lines: the definitions below and one checker per definition, kept in one
-file so the whole oracle can be read against DESIGN.md in one sitting.)
+(One concern: the definitions below and one checker per definition, kept in one file so the whole
+oracle can be read against DESIGN.md in one sitting; the facts' own rules live in
+``context_compactor.eval.facts``.)
 
-Nothing here calls the library's fact extraction (``result.must_keep``, ``must_keep_missing``),
+Nothing here calls the library's Rust fact extraction (``result.must_keep``, ``must_keep_missing``),
 its structure analysis or its validator: the point is a second opinion. The library is used only
 for what the check is *about*: ``TokenCounter`` (the counts the library promises to match) and,
-as a separate count, ``validate_messages``.
+as a separate count, ``validate_messages``; and for the facts, its pure-Python extractor
+``context_compactor.eval.facts`` (see below).
 
 Definitions used here
 =====================
 
-Text of a message (where facts are looked for)
-    Only ``user`` and ``assistant`` messages, plus any message whose text starts with the summary
-    marker ``[context-compactor summary]`` (an earlier summary, whatever its role). Their ``str``
-    content, and ``text`` parts/blocks of list content. Not ``thinking``/``redacted_thinking``
-    blocks, not tool results (OpenAI ``tool`` messages, Anthropic ``tool_result`` blocks), not
-    system/developer messages. Tool-call arguments are read as *values*: OpenAI
-    ``tool_calls[].function.arguments`` (and legacy ``function_call.arguments``) are parsed as
-    JSON and every string value (at any depth) is a text; unparsable arguments count as one text.
-    Anthropic ``tool_use``/``server_tool_use`` ``input`` is walked the same way.
-
-Facts (must-keep), found in those texts
-    URL        ``(https?|ftp|wss?|file)://`` followed by ASCII URL characters (letters, digits and
-               ``-._~:/?#@!$&*+,;=%``; parentheses, brackets, quotes, spaces and every non-ASCII
-               character end it), trailing ``.,;:!?*`` stripped.
-    Error      an identifier ``[A-Z][A-Za-z0-9_]*`` ending in ``Error``, ``Exception`` or
-               ``Warning`` (Python's warnings are exception classes too) with
-               something before the suffix (``ValueError``, ``HTTPError``; not bare ``Error``),
-               bounded by non-``[A-Za-z0-9_]`` characters (so Chinese prose may touch it); and
-               the exception name on the first unindented line after a
-               ``Traceback (most recent call last):`` line (``KeyboardInterrupt``, the last dotted
-               component, starting with a capital).
-    Path       URLs are blanked out first. A candidate is a maximal run of ``[A-Za-z0-9_./~-]``
-               (so CJK characters, full-width punctuation ``，。：（）「」``, spaces, quotes, ``:``
-               of ``file.py:12``, ``=`` and backslashes all delimit it), trailing dots and leading
-               dashes, a glued flag (``-I/opt/x`` -> ``/opt/x``) and a leading ``.../`` stripped,
-               not followed by ``(`` (``response.json()`` is a call), not glued after ``$``,
-               ``)``, ``}``, ``]`` or ``@`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``,
-               the import alias ``@/hooks/types``: the part after it is a fragment, not a path).
-               A brace expansion's group with a comma is part of the run (``docs/{zh,en}/x.md``):
-               such a run is a path, stored as written, when its first expansion
-               (``docs/zh/x.md``) is one — the expansions are not in the text, and ``/x.md``
-               alone is not a path the text names. It is a path
-               when it holds a letter and:
-               - it contains ``/`` (not starting with ``//``, first segment not a sed command
-                 like ``1s``) and is absolute with >= 2 segments or a known extension
-                 (``/etc/hosts``, ``/setup.py``; not ``/compact``) or a well-known top directory
-                 (``/testbed``, ``/tmp``: ``ROOTS``), or starts with ``./``,
-                 ``../`` or ``~/`` and names something after that, or is relative with a known
-                 extension on its last segment (``src/lib.rs``), >= 4 segments, or >= 2 segments
-                 and a trailing ``/`` (``src/planner/``) or a project directory first
-                 (``src/marshmallow``: ``PROJECT_DIRS``) — so ``and/or``, ``TCP/IP``,
-                 ``application/json`` and ``done/in_progress/pending`` are not paths;
-               - or it has no ``/`` and is ``name.ext`` with a known extension (``foo.py``,
-                 ``Cargo.toml``; see ``EXTENSIONS``: attribute-like ones such as ``.log``,
-                 ``.lock``, ``.env``, ``.db`` are left out because ``console.log`` and
-                 ``self.lock`` are code; ``Vue.js``-style capitalised ``.js`` names are
-                 libraries), a known dotfile (``.gitignore``) or build file (``Makefile``).
-               Placeholders are paths when the text names them (``/path/to/working/dir`` and
-               ``newfile.py`` in a task's instructions are what the agent is told to use).
-               A path is stored without its trailing ``/``, without a leading ``./`` when a ``/``
-               follows (``./src/pkg/`` and ``src/pkg`` are the same directory) and without a git
-               diff's ``a/``/``b/`` prefix (``a/src/x.py`` names ``src/x.py``; no one calls the
-               file ``a/src/x.py``). Pseudo-devices (``/dev/null``, ``/dev/stdout``, ...: ``DEVICES``)
-               are not facts: ``2>/dev/null`` is a redirection in half the shell commands of a run
-               and names no file of the work; a real device (``/dev/sda1``) is a path.
+Text of a message, and the facts in it
+    DESIGN's must-keep facts, read by ``context_compactor.eval.facts`` (its docstring spells the
+    rules out, format by format). That module is pure Python written from DESIGN.md, never
+    through ``_core``: it is the eval's second opinion on the Rust fact scanner, and this
+    oracle's. Keeping one copy means a rule changed for the eval is the rule the tests check.
 
 Removed or cut (whose facts must survive)
     Input message ``i`` is *kept* when the output holds the very same object (``is``); DESIGN
@@ -117,21 +69,23 @@ Smallest legal context (the ``over_budget`` check)
 from __future__ import annotations
 
 import copy
-import json
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import _gemini
 import _oracle_responses as _responses
 from _messages import get, role
+from context_compactor.eval.facts import (
+    CUT_MARKER,
+    SUMMARY_MARKER,
+    fact_texts,
+    facts_in_text,
+    haystack,
+    is_summary,
+    string_values,
+)
 
-#: Written out, not imported from the package: the oracle is independent of the library it checks.
-SUMMARY_MARKER = "[context-compactor summary]"
-CUT_MARKER = re.compile(r"…\[\d+ chars omitted\]…")
-#: A word an ellipsis touches: a fragment of text cut earlier (the cut marker, a rule summary's "…").
-AROUND_CUT_RE = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*…[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")
 #: Tokens a shortened task may exceed ``task_max_tokens`` by (the cut marker and rounding).
 TASK_SLACK = 24
 #: Tokens a shortened or cleared tool result is assumed to keep at least (marker or placeholder).
@@ -142,256 +96,7 @@ NOMINAL_SUMMARY_TOKENS = 100
 #: the soft threshold (10% margin for what the bound cannot know exactly).
 SMALLER_CONTEXT_MARGIN = 0.9
 
-# fmt: off
-EXTENSIONS = frozenset((
-    "py", "pyi", "pyx", "ipynb", "rs", "toml", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl",
-    "yaml", "yml", "md", "markdown", "rst", "txt", "csv", "tsv", "xml", "html", "htm", "css", "scss", "sass",
-    "less", "vue", "svelte", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "go", "java", "kt", "kts", "scala",
-    "rb", "php", "sh", "bash", "zsh", "fish", "ps1", "bat", "sql", "sqlite", "ini", "cfg", "conf",
-    "properties", "gradle", "mk", "cmake", "proto", "graphql", "swift", "dart", "lua", "jl", "ex", "exs",
-    "erl", "hs", "ml", "clj", "pony", "zig", "nim", "tf", "patch", "diff", "png", "jpg", "jpeg", "gif", "svg",
-    "webp", "ico", "pdf", "zip", "tar", "gz", "tgz", "bz2", "xz", "whl", "so", "dll", "dylib", "exe", "wasm",
-    "dcm", "pem", "crt", "pl",
-))
-DOTFILES = frozenset((
-    ".env", ".gitignore", ".gitattributes", ".gitmodules", ".dockerignore", ".editorconfig", ".bashrc",
-    ".zshrc", ".profile", ".npmrc", ".prettierrc", ".eslintrc", ".flake8", ".pylintrc", ".coveragerc",
-))
-#: File names without an extension that are files wherever they are named.
-FILE_NAMES = frozenset(("Makefile", "Dockerfile", "Jenkinsfile", "Gemfile", "Rakefile", "Procfile"))
-#: Top-level directories a one-segment absolute path names (``cd /testbed``; ``/compact`` is a command).
-ROOTS = frozenset(("tmp", "testbed", "workspace", "root", "home", "opt", "srv", "etc", "usr", "var", "mnt"))
-#: First directories that make ``dir/name`` a path without an extension (``src/marshmallow``).
-PROJECT_DIRS = frozenset(("src", "lib", "test", "tests", "docs", "scripts", "app", "web", "examples", "packages"))
-#: Pseudo-devices of shell redirections (``2>/dev/null``): constants of the system, not files.
-DEVICES = frozenset(
-    f"/dev/{d}" for d in ("null", "zero", "full", "random", "urandom", "tty", "stdin", "stdout", "stderr")
-)
-# fmt: on
-
-URL_RE = re.compile(r"(?:https?|ftp|wss?|file)://[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
-ERROR_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?:Error|Exception|Warning)(?![A-Za-z0-9_])")
-TRACEBACK = "Traceback (most recent call last):"
-EXC_LINE_RE = re.compile(r"([A-Za-z_][\w.]*)(?::|$)")
-#: A run of path characters; a brace expansion's group (``{zh,en}``: a comma inside) is part of it.
-PATH_TOKEN_RE = re.compile(r"(?:[A-Za-z0-9_./~\-]|\{[A-Za-z0-9_./~\-]*,[A-Za-z0-9_./~,\-]*\})+")
-BRACE_GROUP_RE = re.compile(r"\{([^{},]*),[^{}]*\}")
-BARE_FILE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.([A-Za-z0-9]+)")
-LETTER_RE = re.compile(r"[A-Za-z]")
-SED_RE = re.compile(r"\d*s")  # "1s/old/new/": a sed command, not a path
-FLAG_RE = re.compile(r"-[A-Za-z]/")  # "-I/opt/include": a flag glued to a path
-
-
 # -- facts -----------------------------------------------------------------------------------------
-
-
-def urls(text: str) -> list[str]:
-    out = []
-    for m in URL_RE.finditer(text):
-        u = m.group().rstrip(".,;:!?*")
-        if len(u) > u.index("://") + 3:
-            out.append(u)
-    return out
-
-
-def error_names(text: str) -> list[str]:
-    return [m.group() for m in ERROR_RE.finditer(text)]
-
-
-def traceback_names(text: str) -> list[str]:
-    """The exception named on the first unindented line after each traceback header."""
-    out = []
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if TRACEBACK not in line:
-            continue
-        for nxt in lines[i + 1 :]:
-            if not nxt.strip() or nxt[:1].isspace():
-                continue
-            m = EXC_LINE_RE.match(nxt)
-            if m:
-                name = m.group(1).rsplit(".", 1)[-1]
-                if name[:1].isupper() and len(name) >= 3:
-                    out.append(name)
-            break
-    return out
-
-
-def is_path(token: str) -> bool:
-    if not LETTER_RE.search(token):
-        return False
-    if "/" not in token:
-        if token in DOTFILES or token in FILE_NAMES:
-            return True
-        m = BARE_FILE_RE.fullmatch(token)
-        if not m or m.group(1) not in EXTENSIONS:
-            return False
-        # "Vue.js", "Chart.js": library names, not files.
-        return not (m.group(1) == "js" and token[:1].isupper())
-    if token.startswith("//"):
-        return False
-    segments = [s for s in token.split("/") if s]
-    if not segments or SED_RE.fullmatch(segments[0]):
-        return False
-    last = segments[-1]
-    stem, dot, ext = last.rpartition(".")
-    has_ext = bool(dot and stem and ext in EXTENSIONS)
-    if token.startswith("/"):
-        return len(segments) >= 2 or has_ext or segments[0] in ROOTS
-    if token.startswith(("./", "../", "~/")):
-        return any(s not in (".", "..", "~") for s in segments)
-    return (
-        has_ext or len(segments) >= 4 or (len(segments) >= 2 and (token.endswith("/") or segments[0] in PROJECT_DIRS))
-    )
-
-
-def normalize_path_token(token: str) -> str:
-    """Trailing dots, leading dashes, a glued compiler flag (``-I/opt/x``) and a leading ellipsis
-    (``.../x.py``) are not part of the path."""
-    token = token.rstrip(".")
-    if FLAG_RE.match(token):
-        token = token[2:]
-    token = token.lstrip("-")
-    while token.startswith(".../"):
-        token = token[4:]
-    return token
-
-
-def path_of(token: str) -> str | None:
-    """The path a normalized token names, as it is stored: without a trailing ``/`` (``src/pkg/``
-    and ``src/pkg`` are the same directory), without a redundant leading ``./`` when a ``/``
-    follows (``./src/pkg`` is ``src/pkg``; a lone ``./build`` stays as written, ``build`` alone
-    would be a word), without a git diff's ``a/``/``b/`` prefix (``a/src/x.py`` is ``src/x.py``),
-    and not a pseudo-device."""
-    if not token or not is_path(token):
-        return None
-    path = token.rstrip("/") if len(token) > 1 else token
-    if path.startswith("./") and "/" in path[2:]:
-        path = path[2:]
-    if path[:2] in ("a/", "b/") and "/" in path[2:] and is_path(path[2:]):
-        path = path[2:]
-    return None if path in DEVICES else path
-
-
-def paths(text: str) -> list[str]:
-    out = []
-    for m in PATH_TOKEN_RE.finditer(text):
-        if text[m.end() : m.end() + 1] == "(":
-            continue
-        if m.start() > 0 and text[m.start() - 1] in "$)}]@":
-            # "$HOME/x.py", "$(pwd)/x", "${ROOT}/build/x": a path spelled with a variable; the
-            # part after it is a fragment, not a path. So is "/hooks/types" of the import alias
-            # "@/hooks/types" (no file is at /hooks).
-            continue
-        token = normalize_path_token(m.group())
-        if "{" in token:
-            # A brace expansion ("docs/{zh,en}/x.md") is a path, written as it stands (its
-            # expansions are not in the text), when its first expansion is one.
-            written = token.rstrip("/")
-            expanded = BRACE_GROUP_RE.sub(lambda g: g.group(1), written)
-            if path_of(expanded) == expanded:
-                out.append(written)
-            continue
-        path = path_of(token)
-        if path is not None:
-            out.append(path)
-    return out
-
-
-def facts_in_text(text: str) -> list[str]:
-    """The facts of one text, in order of appearance by kind (URLs, errors, paths). Words an
-    ellipsis ``…`` touches are fragments of a text cut earlier, not facts."""
-    text = AROUND_CUT_RE.sub(" ", text)
-    found = urls(text)
-    rest = URL_RE.sub(" ", text)
-    found += error_names(rest) + traceback_names(rest) + paths(rest)
-    return list(dict.fromkeys(found))
-
-
-# -- where facts are read --------------------------------------------------------------------------
-
-
-def string_values(value: Any) -> Iterator[str]:
-    """Every string value inside a JSON-like value (dict values, list items), not keys."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from string_values(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from string_values(v)
-    elif hasattr(value, "model_dump"):
-        yield from string_values(value.model_dump())
-
-
-def argument_values(arguments: Any) -> Iterator[str]:
-    """The string values of a tool call's arguments (JSON text parsed; a dict walked)."""
-    if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments)
-        except ValueError:
-            yield arguments
-            return
-        yield from string_values(parsed)
-    else:
-        yield from string_values(arguments)
-
-
-def content_texts(content: Any) -> Iterator[str]:
-    if isinstance(content, str):
-        yield content
-        return
-    if not isinstance(content, (list, tuple)):
-        return
-    for part in content:
-        kind = get(part, "type")
-        if kind in ("text", "input_text", "output_text") and isinstance(get(part, "text"), str):
-            yield get(part, "text")
-        elif kind in ("tool_use", "server_tool_use"):
-            yield from argument_values(get(part, "input"))
-
-
-def is_summary(message: Any) -> bool:
-    if _gemini.is_gemini(message):
-        return any(t.startswith(SUMMARY_MARKER) for t in _gemini.fact_texts(message))
-    return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
-
-
-def call_argument_texts(message: Any) -> list[str]:
-    """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
-    if _gemini.is_gemini(message):
-        return _gemini.call_argument_texts(message)
-    texts: list[str] = []
-    content = get(message, "content")
-    for part in content if isinstance(content, (list, tuple)) else ():
-        if get(part, "type") in ("tool_use", "server_tool_use"):
-            texts += argument_values(get(part, "input"))
-    for call in get(message, "tool_calls") or ():
-        texts += argument_values(get(get(call, "function"), "arguments"))
-    legacy = get(message, "function_call")
-    if legacy is not None:
-        texts += argument_values(get(legacy, "arguments"))
-    for args in _responses.call_argument_texts(message):  # a Responses call item
-        texts += argument_values(args)
-    return texts
-
-
-def fact_texts(message: Any) -> list[str]:
-    """The texts of a message that facts are read from (see the module docstring)."""
-    if _responses.call_argument_texts(message):
-        return call_argument_texts(message)
-    if _gemini.is_gemini(message):
-        return _gemini.fact_texts(message)
-    if role(message) not in ("user", "assistant") and not is_summary(message):
-        return []
-    texts = list(content_texts(get(message, "content")))
-    for call in get(message, "tool_calls") or ():
-        texts += argument_values(get(get(call, "function"), "arguments"))
-    legacy = get(message, "function_call")
-    if legacy is not None:
-        texts += argument_values(get(legacy, "arguments"))
-    return texts
 
 
 class FactCache:
@@ -407,26 +112,6 @@ class FactCache:
         found = frozenset(f for t in fact_texts(message) for f in facts_in_text(t))
         self._by_id[id(message)] = (message, found)
         return found
-
-
-def output_strings(value: Any) -> Iterator[str]:
-    """Every string of the output, tool-call arguments also as parsed values."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from output_strings(v)
-            if k == "arguments" and isinstance(v, str):
-                yield from argument_values(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from output_strings(v)
-    elif hasattr(value, "model_dump"):
-        yield from output_strings(value.model_dump())
-
-
-def haystack(messages: Sequence[Any], system: Any = None) -> str:
-    return "\n".join([*output_strings(list(messages)), *output_strings(system)])
 
 
 @dataclass

@@ -39,6 +39,7 @@ import _oracle as oracle
 from _messages import get, role
 from _responses import to_responses
 from context_compactor import ContextCompactor, TokenCounter, validate_messages
+from context_compactor.eval import facts as fact_rules
 from context_compactor.io import load
 
 REPO = Path(__file__).resolve().parent.parent
@@ -443,7 +444,7 @@ def explain_lost(tally: Tally, messages: Sequence[Any], result: Any, lost: Seque
                 continue
             if i == ti:
                 source = "the task"
-            elif any(fact in oracle.facts_in_text(t) for t in oracle.call_argument_texts(m)):
+            elif any(fact in fact_rules.facts_in_text(t) for t in fact_rules.call_argument_texts(m)):
                 source = "tool-call arguments"
             else:
                 source = f"{role(m)} text"

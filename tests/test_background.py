@@ -384,7 +384,7 @@ def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_pa
     and its LLM summary still applies; the store and the Session agree on the context."""
     gate = Gate()
     path = tmp_path / "r.db"
-    c = compactor(gate, max_context_tokens=6000, reserve_tokens=600, clear_at_least_tokens=100)
+    c = compactor(gate, max_context_tokens=6000, reserve_tokens=600, clear_at_least_tokens=100, micro_min_gain_ratio=0)
     s = Session(c, path, "s")
     start(s)
     for k in range(6):

@@ -40,6 +40,7 @@ def compactor(**kw: Any) -> ContextCompactor:
         "max_context_tokens": 1_000_000,
         "reserve_tokens": 0,
         "clear_at_least_tokens": 0,
+        "micro_min_gain_ratio": 0.0,
         "keep_recent_tool_results": 50,
         "supersede_reads": True,
     }

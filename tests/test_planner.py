@@ -44,7 +44,13 @@ def tool_conversation(n: int = 12, big: int = 3000, args: int = 50) -> list[dict
 
 
 def micro(**kw: Any) -> ContextCompactor:
-    base: dict[str, Any] = {"max_context_tokens": 1_000_000, "reserve_tokens": 0, "clear_at_least_tokens": 0}
+    # Every clearing counts here (the cache-aware min-gain rule has its own tests).
+    base: dict[str, Any] = {
+        "max_context_tokens": 1_000_000,
+        "reserve_tokens": 0,
+        "clear_at_least_tokens": 0,
+        "micro_min_gain_ratio": 0.0,
+    }
     base.update(kw)
     return ContextCompactor(**base)
 

@@ -823,6 +823,7 @@ def test_args_cut_counts_control_characters_like_the_recount() -> None:
         keep_recent_messages=0,
         keep_recent_tool_results=0,
         clear_at_least_tokens=0,
+        micro_min_gain_ratio=0.0,
         max_tool_arg_chars=16,
         min_savings_ratio=0.0,
     )

@@ -434,7 +434,7 @@ def test_compaction_uses_the_summary(server: StubServer, kind: str, mode: str) -
     body = bodies[0]
     if kind == "anthropic":
         # The summary growth bound: a quarter of the target (summary_token_limit).
-        assert body["max_tokens"] == compactor().config.summary_token_limit == 1375 and "tools" not in body
+        assert body["max_tokens"] == compactor().config.summary_token_limit == 550 and "tools" not in body
         assert isinstance(body["system"], str) and body["system"]
         assert len(body["messages"]) == 1 and "f5.py" in body["messages"][0]["content"]
     else:

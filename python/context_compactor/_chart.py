@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from context_compactor.replay import ReplayReport
 
 __all__ = ["line_chart", "render_svg"]
@@ -69,6 +71,27 @@ def _wrap(text: str, max_chars: int, max_lines: int = _TITLE_LINES) -> list[str]
     if len(lines) > max_lines:
         lines = [*lines[: max_lines - 1], lines[max_lines - 1][: max_chars - 1].rstrip() + "…"]
     return lines or [""]
+
+
+def _grid(
+    out: list[str],
+    plot: tuple[float, float, float, float],
+    y: Callable[[float], float],
+    y_max: float,
+    step: float,
+    tick: Callable[[float], str],
+) -> None:
+    """The horizontal grid lines with their y tick labels every ``step`` up to ``y_max``, and the
+    two axes, of the plot area ``(left, top, width, height)``."""
+    left, top, pw, ph = plot
+    v = 0.0
+    while v <= y_max + 1e-9:
+        yy = y(v)
+        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{tick(v)}</text>')
+        v += step
+    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
 
 
 def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 960, height: int = 360) -> str:
@@ -133,15 +156,7 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
             f'<text class="title" x="{left}" y="{24 + _TITLE_LINE_PX * k}" font-size="14" '
             f'font-weight="bold">{escape(line)}</text>'
         )
-    # Grid and y axis.
-    v = 0.0
-    while v <= y_max + 1e-9:
-        yy = y(v)
-        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{_fmt_tokens(v)}</text>')
-        v += step
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
+    _grid(out, (left, top, pw, ph), y, y_max, step, _fmt_tokens)
     # x axis ticks (model calls).
     xstep = max(1, int(_nice_step(n, 8)))
     for k in range(0, len(turns), xstep):
@@ -276,14 +291,7 @@ def line_chart(
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
         f'<text x="{left}" y="20" font-size="14" font-weight="bold">{escape(_wrap(title, 90, 1)[0])}</text>',
     ]
-    v = 0.0
-    while v <= y_max + 1e-12:
-        yy = y(v)
-        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" fill="#555">{tick(v)}</text>')
-        v += step
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>')
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>')
+    _grid(out, (left, top, pw, ph), y, y_max, step, tick)
     xstep = max(1, int(_nice_step(n, 8)))
     for k in range(0, n + 1, xstep):
         out.append(f'<text x="{x(k):.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#555">{k}</text>')

@@ -300,3 +300,86 @@ def image_tokens(
 
 def looks_like_error(reply: str) -> bool:
     """Whether a reply without ``<summary>`` tags reads like an error, a traceback or a refusal."""
+
+_BlockKind: TypeAlias = Literal[
+    "text",
+    "refusal",
+    "image",
+    "audio",
+    "document",
+    "tool_call",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "other",
+    "reasoning",
+    "compaction",
+]
+
+@final
+class BlockInfo:
+    """One block of a message, as :func:`inspect_messages` reads it.
+
+    Attributes:
+        kind: The block's kind in the core's view, the same for every format (a Responses
+            ``function_call`` item and an Anthropic ``tool_use`` block are both ``"tool_call"``).
+        tokens: Tokens the block adds to its message (its text, images, a call's name and framing).
+        name: A call's tool name; a result's is the name of the call it answers.
+        id: The call's id, or the id a result answers (``None`` for the legacy ``function_call``).
+        is_error: An Anthropic ``tool_result`` with ``is_error``.
+    """
+
+    @property
+    def kind(self) -> _BlockKind: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def is_error(self) -> bool: ...
+
+@final
+class MessageInfo:
+    """One message, as :func:`inspect_messages` reads it.
+
+    Attributes:
+        role: ``"system"``, ``"developer"``, ``"user"``, ``"assistant"``, ``"tool"``,
+            ``"function"`` or ``"other"``: the core's role (a Gemini ``model`` content and a
+            Responses call or reasoning item are ``"assistant"``, a Responses output ``"tool"``).
+        tokens: The message's tokens, as :func:`measure` counts them: ``message_overhead_tokens``
+            plus the sum of its blocks' tokens.
+        blocks: Its blocks, in order.
+        preview: One line of what it says (at most ``preview_chars`` code points): its text and
+            ``→ name`` for its calls, else its tool results, else its thinking, else its block
+            kinds in brackets (``[reasoning]``); whitespace folded, a cut ends with ``…``.
+    """
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def blocks(self) -> list[BlockInfo]: ...
+    @property
+    def preview(self) -> str: ...
+
+def inspect_messages(
+    messages: Sequence[Any],
+    *,
+    format: str | None = None,
+    tokenizer: str | Callable[[str], int] | None = None,
+    message_overhead_tokens: int = 4,
+    image_tokens: int = 1600,
+    image_model: str | None = None,
+    preview_chars: int = 60,
+) -> list[MessageInfo]:
+    """Each message's role, tokens, blocks (kind, tool name, tokens) and a one-line preview, read
+    by the same readers as :func:`measure` (every format, framework objects included); what
+    ``context-compactor stats`` prints.
+
+    Example:
+        >>> [b.kind for b in inspect_messages([{"role": "user", "content": "hi"}])[0].blocks]
+        ['text']
+    """

@@ -141,7 +141,12 @@ class CompactionConfig:
     #: its first edited message to the end (the part of the cached prefix it makes the provider
     #: write again), so old results are cleared in batches that repay the cache write. 0: only
     #: ``clear_at_least_tokens``.
-    micro_min_gain_ratio: float = 0.0
+    micro_min_gain_ratio: float = 0.5
+    #: Cache-aware cuts: when the ladder has to cut the kept tail's tool output (its last step
+    #: before ``over_budget``), it cuts down to the target, not just under the soft threshold.
+    #: Each cut breaks the provider's cached prefix from that message on; cutting only to the
+    #: threshold made the next call cut again (a prefix break at every call). False: as in 0.1.
+    cache_aware_cuts: bool = True
     offload_dir: str | None = None
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     summary_max_tokens: int = 2_000
@@ -169,7 +174,7 @@ class CompactionConfig:
     #: large as a small window allows leaves the context near the threshold after every
     #: compaction, and the next call compacts again. ``None`` or 0: ``summary_max_tokens`` alone
     #: (as in 0.1).
-    summary_target_share: float | None = 0.25
+    summary_target_share: float | None = 0.1
 
     def __post_init__(self) -> None:
         # Normalise sequences given as lists (so the config stays hashable and immutable).
@@ -269,6 +274,8 @@ class CompactionConfig:
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.supersede_reads, bool):
             raise ConfigError(f"supersede_reads: expected a bool, got {self.supersede_reads!r}", "supersede_reads")
+        if not isinstance(self.cache_aware_cuts, bool):
+            raise ConfigError(f"cache_aware_cuts: expected a bool, got {self.cache_aware_cuts!r}", "cache_aware_cuts")
         g = self.micro_min_gain_ratio
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not (0 <= g <= 1):
             raise ConfigError(f"micro_min_gain_ratio: expected a number in [0, 1], got {g!r}", "micro_min_gain_ratio")

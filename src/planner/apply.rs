@@ -209,7 +209,15 @@ impl<'a> Planned<'a> {
             self.shorten_task_in(d, counter);
         }
         if d.tokens() > soft {
-            self.shorten_tail_results(d, soft, counter);
+            // Down to the target, not just under the soft threshold: cutting the kept tail's
+            // output breaks the cached prefix from that message on, and cutting only to the
+            // threshold makes the next call cut again (a prefix break at every call).
+            let aim = if self.cfg.cache_aware_cuts {
+                raw_of(self.cfg.target, self.ratio).min(soft)
+            } else {
+                soft
+            };
+            self.shorten_tail_results(d, aim, counter);
         }
     }
 

@@ -128,6 +128,9 @@ pub struct PlanConfig {
     /// A micro pass must free at least this share of the tokens from its first edit to the end
     /// (what the provider's cache writes again); 0: only `clear_at_least_tokens`.
     pub micro_min_gain_ratio: f64,
+    /// The ladder cuts the kept tail's tool output down to the target (not just under the soft
+    /// threshold): one prefix break buys room for the next calls (`cache_aware_cuts`).
+    pub cache_aware_cuts: bool,
     pub offload_dir: Option<String>,
     pub selective_rules: Vec<(Item, Action, i64)>,
     pub summary_max_tokens: usize,
@@ -161,7 +164,8 @@ impl Default for PlanConfig {
             protected_tools: Vec::new(),
             clear_at_least_tokens: 2_000,
             supersede_reads: false,
-            micro_min_gain_ratio: 0.0,
+            micro_min_gain_ratio: 0.5,
+            cache_aware_cuts: true,
             offload_dir: None,
             selective_rules: vec![
                 (Item::ToolResults, Action::Placeholder, 10),

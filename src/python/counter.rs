@@ -64,6 +64,11 @@ impl<'py> Counter<'py> {
         ))
     }
 
+    /// The counter of an optional `tokenizer=` argument: the estimate when it is `None`.
+    pub fn parse_or_approx(tokenizer: Option<&Bound<'py, PyAny>>) -> PyResult<Self> {
+        tokenizer.map_or(Ok(Counter::Builtin(Tokenizer::Approx)), Counter::parse)
+    }
+
     pub fn key(&self) -> CounterKey {
         match self {
             Counter::Builtin(t) => CounterKey::Builtin(*t),
@@ -71,7 +76,7 @@ impl<'py> Counter<'py> {
         }
     }
 
-    fn call(&self, text: &str) -> PyResult<usize> {
+    pub(super) fn call(&self, text: &str) -> PyResult<usize> {
         let Counter::Callable(c) = self else {
             unreachable!("only callables are called")
         };
@@ -179,4 +184,18 @@ impl<'py> Counter<'py> {
         }
         Ok(out)
     }
+}
+
+/// The framing of the `message_overhead_tokens=`, `image_tokens=` and `image_model=` arguments.
+pub fn parse_framing(
+    py: Python<'_>,
+    message_overhead_tokens: usize,
+    image_tokens: usize,
+    image_model: Option<&str>,
+) -> PyResult<Framing> {
+    Ok(Framing {
+        message_overhead_tokens,
+        image_tokens,
+        image_model: super::image::parse_image_model(py, image_model)?,
+    })
 }

@@ -9,6 +9,7 @@ mod errors;
 mod extract;
 mod fingerprint;
 mod image;
+mod inspect;
 mod plan;
 mod render;
 mod render_gemini;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     plan::register(m)?;
     image::register(m)?;
     batch::register(m)?;
+    inspect::register(m)?;
     m.add_function(wrap_pyfunction!(looks_like_error, m)?)?;
     Ok(())
 }

@@ -65,6 +65,7 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         clear_at_least_tokens: attr(cfg, "clear_at_least_tokens")?,
         supersede_reads: attr(cfg, "supersede_reads")?,
         micro_min_gain_ratio: attr(cfg, "micro_min_gain_ratio")?,
+        cache_aware_cuts: attr(cfg, "cache_aware_cuts")?,
         offload_dir: attr(cfg, "offload_dir")?,
         selective_rules: rules,
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,

@@ -1,13 +1,13 @@
 //! `estimate_tokens`, `count_tokens`, `count_tokens_many`, `measure`, `MessageCounts`.
 
-use super::counter::Counter;
+use super::counter::{parse_framing, Counter};
 use super::errors::config_error;
 use super::extract::{parse_format, Extracted, Extractor};
 use super::fingerprint::{fingerprint, fingerprints_borrowed};
 use super::state::ConversationState;
 use super::text::borrow_text;
 use crate::message::{Format, FormatHints};
-use crate::tokens::counter::{Framing, Tokenizer};
+use crate::tokens::counter::Framing;
 use crate::tokens::estimate::estimate;
 use crate::tokens::exact::{self, Encoding};
 use pyo3::prelude::*;
@@ -153,16 +153,9 @@ pub fn measure(
     image_model: Option<&str>,
     state: Option<&ConversationState>,
 ) -> PyResult<MessageCounts> {
-    let counter = match tokenizer {
-        None => Counter::Builtin(Tokenizer::Approx),
-        Some(t) => Counter::parse(t)?,
-    };
+    let counter = Counter::parse_or_approx(tokenizer)?;
     let format = parse_format(py, format)?;
-    let framing = Framing {
-        message_overhead_tokens,
-        image_tokens,
-        image_model: super::image::parse_image_model(py, image_model)?,
-    };
+    let framing = parse_framing(py, message_overhead_tokens, image_tokens, image_model)?;
     let (per, sys, tls, format) = match state {
         Some(st) => measure_cached(py, &counter, messages, format, system, tools, framing, st)?,
         None => {

@@ -356,16 +356,34 @@ impl Trail {
     /// The trail of `messages`' tool calls after the trail lines found anywhere in `earlier`
     /// (an earlier summary: its trail section and its preserved details, `- path: op → op`).
     pub fn of(earlier: Option<&str>, messages: &[crate::message::Message<'_>]) -> Trail {
+        use crate::message::BlockKind;
+        let text_of = |b: &crate::message::Block<'_>| -> String {
+            b.texts
+                .iter()
+                .map(|p| p.text().to_utf8().into_owned())
+                .collect()
+        };
+        // SWE-agent's results end with `(Open file: PATH)`: the file an `edit` without a path
+        // changed when the `open` was before this span.
+        let mut open_after: rustc_hash::FxHashMap<String, String> = Default::default();
+        for m in messages {
+            for b in m.blocks.iter() {
+                if let (BlockKind::ToolResult, Some(id)) = (b.kind, &b.id) {
+                    if let Some(p) = open_file_marker(&text_of(b)) {
+                        open_after.insert(id.clone(), p);
+                    }
+                }
+            }
+        }
         let mut t = Trail::new();
         for m in messages {
             for b in m.blocks.iter() {
-                if b.kind == crate::message::BlockKind::ToolCall {
-                    let args: String = b
-                        .texts
-                        .iter()
-                        .map(|p| p.text().to_utf8().into_owned())
-                        .collect();
-                    t.call(b.name.as_deref().unwrap_or(""), &args);
+                if b.kind == BlockKind::ToolCall {
+                    if t.open_file.is_none() {
+                        let hint = b.id.as_ref().and_then(|id| open_after.get(id));
+                        t.open_file = hint.and_then(|p| clean_path(p));
+                    }
+                    t.call(b.name.as_deref().unwrap_or(""), &text_of(b));
                 }
             }
         }
@@ -422,7 +440,12 @@ impl Trail {
         for (p, ops, to) in std::mem::take(&mut self.entries) {
             match old.entries.iter_mut().find(|e| e.0 == p) {
                 Some(e) => {
-                    for op in ops {
+                    // The earlier trail knew the file: writing it again edits it (unless it was
+                    // deleted in between: then it is created again).
+                    for mut op in ops {
+                        if op == Op::Created && e.1.last().is_some_and(|&l| l != Op::Deleted) {
+                            op = Op::Edited;
+                        }
                         if e.1.last() != Some(&op) {
                             e.1.push(op);
                         }
@@ -444,6 +467,15 @@ impl Trail {
         old.open_file = open_file;
         *self = old;
     }
+}
+
+/// The path of SWE-agent's `(Open file: PATH)` status line in a tool result (`n/a`: none).
+fn open_file_marker(text: &str) -> Option<String> {
+    let at = text.rfind("(Open file: ")?;
+    let rest = &text[at + "(Open file: ".len()..];
+    let path = rest.split(')').next()?.trim();
+    (!path.is_empty() && path != "n/a" && !path.contains(char::is_whitespace))
+        .then(|| path.to_owned())
 }
 
 /// A path as written, or `None` for what is not a file (`/dev/null`, `&1`, a `$VAR`, a glob,
@@ -659,5 +691,47 @@ mod tests {
             ]
         );
         assert_eq!(t.lines(true)[0], "a.py: 创建 → 修改 → 删除");
+    }
+
+    #[test]
+    fn a_write_to_a_file_an_earlier_summary_lists_edits_it() {
+        // cc_29 of the corpus: the plan file was created before one compaction and written
+        // again before the next; the chained summary said "created" only.
+        let mut t = Trail::new();
+        t.call("Write", r#"{"file_path": "/p/plan.md", "content": "v2"}"#);
+        t.call(
+            "Write",
+            r#"{"file_path": "/p/gone.md", "content": "again"}"#,
+        );
+        t.absorb(&[
+            "/p/plan.md: 创建".to_owned(),
+            "/p/gone.md: created → deleted".to_owned(),
+        ]);
+        assert_eq!(
+            t.lines(false),
+            [
+                "/p/plan.md: created → edited",
+                "/p/gone.md: created → deleted → created"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_edit_whose_open_was_summarised_earlier_names_the_file_from_its_result() {
+        use crate::message::{Block, Message, Role};
+        let call = Block::tool_call(Some("c1"), "edit", r#"{"search": "a", "replace": "b"}"#);
+        let result = Block::tool_result(
+            Some("c1"),
+            "Text replaced.\n(Open file: /testbed/src/fields.py)\n(Current directory: /testbed)",
+        );
+        let msgs = [
+            Message::new(Role::Assistant, vec![call]),
+            Message::new(Role::Tool, vec![result]),
+        ];
+        let t = Trail::of(Some("- reproduce.py: created"), &msgs);
+        assert_eq!(
+            t.lines(false),
+            ["reproduce.py: created", "/testbed/src/fields.py: edited"]
+        );
     }
 }

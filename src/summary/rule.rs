@@ -714,10 +714,10 @@ impl<'m> RuleScan<'m> {
         }
         let n = self.error_lines.len();
         for (i, l) in self.error_lines.into_iter().enumerate() {
-            // The latest error is what the agent is in the middle of: next to the latest
-            // conclusion in rank.
+            // The latest error is what the agent is in the middle of: one line, ranked with the
+            // newest of the user's constraints (a small summary keeps it before the older ones).
             let priority = if i + 1 == n {
-                878
+                889
             } else {
                 recency(350, 250, i, n)
             };

@@ -88,8 +88,8 @@ pub fn block_images_tokens(b: &crate::message::Block<'_>, framing: Framing) -> u
 }
 
 /// Tokens of one message, the one rule: the fixed framing (message overhead, images, call
-/// overhead) plus `count` of each counted text, the blocks' texts first, then the tool-call
-/// names. `count` may fail (a Python callable counter), which stops the count.
+/// overhead) plus `count` of each counted text, block by block (a call's name, then its
+/// arguments). `count` may fail (a Python callable counter), which stops the count.
 pub fn message_count_with<E>(
     m: &Message<'_>,
     framing: Framing,
@@ -97,18 +97,28 @@ pub fn message_count_with<E>(
 ) -> Result<usize, E> {
     let mut n = framing.message_overhead_tokens;
     for b in m.blocks.iter() {
-        n += block_images_tokens(b, framing);
-        if b.kind == BlockKind::ToolCall {
-            n += CALL_OVERHEAD_TOKENS;
-        }
-        for p in &b.texts {
-            n += count(p.text())?;
-        }
+        n += block_count_with(b, framing, &mut count)?;
     }
-    for b in m.calls() {
+    Ok(n)
+}
+
+/// Tokens one block adds to its message: its images, a call's framing and tool name, and `count`
+/// of each of its texts. A message's count is `message_overhead_tokens` plus the sum over its
+/// blocks (`crate::inspect` reports the parts).
+pub fn block_count_with<E>(
+    b: &crate::message::Block<'_>,
+    framing: Framing,
+    mut count: impl FnMut(Text<'_>) -> Result<usize, E>,
+) -> Result<usize, E> {
+    let mut n = block_images_tokens(b, framing);
+    if b.kind == BlockKind::ToolCall {
+        n += CALL_OVERHEAD_TOKENS;
         if let Some(name) = b.name.as_deref() {
             n += count(Text::Utf8(name))?;
         }
+    }
+    for p in &b.texts {
+        n += count(p.text())?;
     }
     Ok(n)
 }

@@ -15,6 +15,7 @@ from context_compactor.errors import ConfigError
 
 __all__ = [
     "add_config_args",
+    "add_format_arg",
     "add_summarizer_args",
     "import_summarizer",
     "load_config",
@@ -22,18 +23,23 @@ __all__ = [
     "summarizer_from_args",
 ]
 
-FILE_HELP = "OpenAI JSON, Anthropic JSON, or Claude Code session JSONL"
+FILE_HELP = "OpenAI JSON, Anthropic JSON, a Claude Code session JSONL or a Codex rollout JSONL"
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
     """``--max-tokens``, ``--config``, ``--format``, ``--keep-recent``, ``--tokenizer``."""
     p.add_argument("--max-tokens", type=int, default=None, help="the model's window (max_context_tokens)")
     p.add_argument("--config", default=None, help="a TOML file of CompactionConfig fields (or a preset = ...)")
+    add_format_arg(p)
+    p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
+    p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
+
+
+def add_format_arg(p: argparse.ArgumentParser) -> None:
+    """``--format``: the formats a file loads as (see :func:`context_compactor.io.load`)."""
     p.add_argument(
         "--format", choices=["openai", "anthropic", "responses"], default=None, help="force the message format"
     )
-    p.add_argument("--keep-recent", type=int, default=None, help="keep_recent_messages")
-    p.add_argument("--tokenizer", default=None, help="approx (default), o200k_base or cl100k_base")
 
 
 def add_summarizer_args(p: argparse.ArgumentParser, *, url: bool = True) -> None:

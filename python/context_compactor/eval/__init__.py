@@ -13,8 +13,9 @@ is scored by probes computed in Python from the raw transcript up to that point
   for the operation);
 - ``constraints``: every imperative sentence of the user's is there verbatim;
 - ``continuation``: the open items of the latest to-do list and the last unresolved error;
-- ``growth``: the summary is at most ``summary_max_tokens``, and does not grow at every one of
-  five or more chained compactions to 4x its first size (a ratchet).
+- ``growth``: the summary (without the user's messages it carries verbatim, which have their own
+  budget) is at most ``summary_max_tokens``, and does not grow at every one of five or more
+  chained compactions to 4x its first size (a ratchet).
 
 The billed input of every call is simulated (:mod:`.cost`) under each price table, for the
 policy, for the ``baseline`` config, for plain truncation (the oldest messages after the task
@@ -212,6 +213,20 @@ class EvalReport:
 # -- the runs -------------------------------------------------------------------------------------------------------
 
 
+#: Where the summary message's verbatim user messages start (English, Chinese): they have their
+#: own budget (``user_messages_budget_tokens``), so the growth probe leaves them out.
+USER_WORDS_HEADERS = (
+    "\n\nThe user's own messages in the compacted part",
+    "\n\n用户在被压缩部分中的原话",
+)
+
+
+def summary_proper(text: str) -> str:
+    """The summary without the user's messages it carries verbatim."""
+    cut = min((i for h in USER_WORDS_HEADERS if (i := text.find(h)) >= 0), default=len(text))
+    return text[:cut]
+
+
 def _fixed_key(system: Any, tools: Any) -> str:
     return json.dumps([system, tools], sort_keys=True, ensure_ascii=False, default=str)
 
@@ -281,7 +296,7 @@ def _run_policy(
         if call.result is not None:
             run.compacted_calls.append(call.turn)
             if call.result.summary:
-                run.summary_tokens.append(counter.count(call.result.summary))
+                run.summary_tokens.append(counter.count(summary_proper(call.result.summary)))
             probe.score(run, call)
 
     report = replay(transcript, compactor, on_call=on_call)

@@ -2,10 +2,70 @@
 and in the string values of tool-call arguments), read in Python from raw messages.
 
 Written from DESIGN.md, not from the Rust fact scanner (``src/summary/facts``): the eval's recall
-probe is a second opinion on the core, so it must not ask the core what the facts are. The rules
-(which tokens are paths, which identifiers are error names) are spelled out in the test oracle's
-docstring (``tests/_oracle.py``), of which this is the package's own copy: the library does not
-import its tests.
+probe is a second opinion on the core, so it must not ask the core what the facts are. For the
+same reason this module is the fact extractor of the test oracle (``tests/_oracle.py``): pure
+Python, reading each wire format straight from its shape, never through ``_core``.
+
+Text of a message (where facts are looked for)
+    Only ``user`` and ``assistant`` messages, plus any message whose text starts with the summary
+    marker ``[context-compactor summary]`` (an earlier summary, whatever its role). Their ``str``
+    content, and ``text`` (Responses: ``input_text``/``output_text``) parts/blocks of list
+    content. Not ``thinking``/``redacted_thinking`` blocks, not tool results (OpenAI ``tool``
+    messages, Anthropic ``tool_result`` blocks, Responses ``*_output`` items, Gemini
+    ``function_response`` parts), not system/developer messages, not Responses ``reasoning``
+    items. Tool-call arguments are read as *values*: OpenAI ``tool_calls[].function.arguments``
+    (and legacy ``function_call.arguments``) and Responses ``function_call.arguments`` (or a
+    ``custom_tool_call``'s ``input``) are parsed as JSON and every string value (at any depth) is
+    a text; unparsable arguments count as one text. Anthropic ``tool_use``/``server_tool_use``
+    ``input`` and Gemini ``function_call.args`` are walked the same way. A Gemini content (a
+    message with ``parts``, dicts in snake or camel case or ``google.genai`` objects) gives its
+    ``text`` parts that are not ``thought`` and its call arguments, whatever its role.
+
+Facts (must-keep), found in those texts
+    URL        ``(https?|ftp|wss?|file)://`` followed by ASCII URL characters (letters, digits and
+               ``-._~:/?#@!$&*+,;=%``; parentheses, brackets, quotes, spaces and every non-ASCII
+               character end it), trailing ``.,;:!?*`` stripped.
+    Error      an identifier ``[A-Z][A-Za-z0-9_]*`` ending in ``Error``, ``Exception`` or
+               ``Warning`` (Python's warnings are exception classes too) with
+               something before the suffix (``ValueError``, ``HTTPError``; not bare ``Error``),
+               bounded by non-``[A-Za-z0-9_]`` characters (so Chinese prose may touch it); and
+               the exception name on the first unindented line after a
+               ``Traceback (most recent call last):`` line (``KeyboardInterrupt``, the last dotted
+               component, starting with a capital).
+    Path       URLs are blanked out first. A candidate is a maximal run of ``[A-Za-z0-9_./~-]``
+               (so CJK characters, full-width punctuation ``，。：（）「」``, spaces, quotes, ``:``
+               of ``file.py:12``, ``=`` and backslashes all delimit it), trailing dots and leading
+               dashes, a glued flag (``-I/opt/x`` -> ``/opt/x``) and a leading ``.../`` stripped,
+               not followed by ``(`` (``response.json()`` is a call), not glued after ``$``,
+               ``)``, ``}``, ``]`` or ``@`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``,
+               the import alias ``@/hooks/types``: the part after it is a fragment, not a path).
+               A brace expansion's group with a comma is part of the run (``docs/{zh,en}/x.md``):
+               such a run is a path, stored as written, when its first expansion
+               (``docs/zh/x.md``) is one — the expansions are not in the text, and ``/x.md``
+               alone is not a path the text names. It is a path
+               when it holds a letter and:
+               - it contains ``/`` (not starting with ``//``, first segment not a sed command
+                 like ``1s``) and is absolute with >= 2 segments or a known extension
+                 (``/etc/hosts``, ``/setup.py``; not ``/compact``) or a well-known top directory
+                 (``/testbed``, ``/tmp``: ``ROOTS``), or starts with ``./``,
+                 ``../`` or ``~/`` and names something after that, or is relative with a known
+                 extension on its last segment (``src/lib.rs``), >= 4 segments, or >= 2 segments
+                 and a trailing ``/`` (``src/planner/``) or a project directory first
+                 (``src/marshmallow``: ``PROJECT_DIRS``) — so ``and/or``, ``TCP/IP``,
+                 ``application/json`` and ``done/in_progress/pending`` are not paths;
+               - or it has no ``/`` and is ``name.ext`` with a known extension (``foo.py``,
+                 ``Cargo.toml``; see ``EXTENSIONS``: attribute-like ones such as ``.log``,
+                 ``.lock``, ``.env``, ``.db`` are left out because ``console.log`` and
+                 ``self.lock`` are code; ``Vue.js``-style capitalised ``.js`` names are
+                 libraries), a known dotfile (``.gitignore``) or build file (``Makefile``).
+               Placeholders are paths when the text names them (``/path/to/working/dir`` and
+               ``newfile.py`` in a task's instructions are what the agent is told to use).
+               A path is stored without its trailing ``/``, without a leading ``./`` when a ``/``
+               follows (``./src/pkg/`` and ``src/pkg`` are the same directory) and without a git
+               diff's ``a/``/``b/`` prefix (``a/src/x.py`` names ``src/x.py``; no one calls the
+               file ``a/src/x.py``). Pseudo-devices (``/dev/null``, ``/dev/stdout``, ...: ``DEVICES``)
+               are not facts: ``2>/dev/null`` is a redirection in half the shell commands of a run
+               and names no file of the work; a real device (``/dev/sda1``) is a path.
 """
 
 from __future__ import annotations
@@ -15,7 +75,24 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["fact_texts", "facts_in_text", "get", "haystack", "message_facts", "paths", "role", "text_of"]
+__all__ = [
+    "CUT_MARKER",
+    "SUMMARY_MARKER",
+    "call_argument_texts",
+    "fact_texts",
+    "facts_in_text",
+    "gemini_parts",
+    "get",
+    "haystack",
+    "is_gemini",
+    "is_summary",
+    "message_facts",
+    "part_field",
+    "paths",
+    "role",
+    "string_values",
+    "text_of",
+]
 
 
 def get(obj: Any, key: str, default: Any = None) -> Any:
@@ -30,11 +107,12 @@ def role(message: Any) -> str:
     return r if isinstance(r, str) else ""
 
 
+#: Written out, not imported from ``_core``: what the facts are is decided here, apart from the core.
 SUMMARY_MARKER = "[context-compactor summary]"
+#: The mark of a cut text (a shortened task or tool result).
 CUT_MARKER = re.compile(r"…\[\d+ chars omitted\]…")
 #: A word an ellipsis touches: a fragment of text cut earlier (the cut marker, a rule summary's "…").
 AROUND_CUT_RE = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*…[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")
-#: Tokens a shortened task may exceed ``task_max_tokens`` by (the cut marker and rounding).
 # fmt: off
 EXTENSIONS = frozenset((
     "py", "pyi", "pyx", "ipynb", "rs", "toml", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl",
@@ -204,18 +282,22 @@ def facts_in_text(text: str) -> list[str]:
 # -- where facts are read --------------------------------------------------------------------------
 
 
-def string_values(value: Any) -> Iterator[str]:
-    """Every string value inside a JSON-like value (dict values, list items), not keys."""
+def string_values(value: Any, *, parse_arguments: bool = False) -> Iterator[str]:
+    """Every string value inside a JSON-like value (dict values, list items, SDK objects through
+    ``model_dump``), not keys. With ``parse_arguments``, the JSON text of an ``arguments`` key also
+    gives its parsed values (a tool call's arguments, as :func:`haystack` reads an output)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from string_values(v)
+        for k, v in value.items():
+            yield from string_values(v, parse_arguments=parse_arguments)
+            if parse_arguments and k == "arguments" and isinstance(v, str):
+                yield from argument_values(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from string_values(v)
+            yield from string_values(v, parse_arguments=parse_arguments)
     elif hasattr(value, "model_dump"):
-        yield from string_values(value.model_dump())
+        yield from string_values(value.model_dump(), parse_arguments=parse_arguments)
 
 
 def argument_values(arguments: Any) -> Iterator[str]:
@@ -231,6 +313,12 @@ def argument_values(arguments: Any) -> Iterator[str]:
         yield from string_values(arguments)
 
 
+#: Responses part types that hold text (besides ``text``).
+TEXT_PARTS = ("text", "input_text", "output_text")
+#: Responses call items whose arguments are read (``arguments``, or a custom tool's ``input``).
+RESPONSES_CALLS = ("function_call", "custom_tool_call")
+
+
 def content_texts(content: Any) -> Iterator[str]:
     if isinstance(content, str):
         yield content
@@ -239,18 +327,78 @@ def content_texts(content: Any) -> Iterator[str]:
         return
     for part in content:
         kind = get(part, "type")
-        if kind == "text" and isinstance(get(part, "text"), str):
+        if kind in TEXT_PARTS and isinstance(get(part, "text"), str):
             yield get(part, "text")
         elif kind in ("tool_use", "server_tool_use"):
             yield from argument_values(get(part, "input"))
 
 
+# -- Gemini contents (dicts in snake or camel case, or google.genai objects) ------------------------
+
+
+def is_gemini(message: Any) -> bool:
+    """A Gemini ``Content``: a dict with ``parts`` and no ``content``, or a ``google.genai`` one."""
+    if isinstance(message, dict):
+        return "parts" in message and "content" not in message
+    return type(message).__name__ == "Content" and type(message).__module__.startswith("google")
+
+
+def gemini_parts(message: Any) -> list[Any]:
+    return list(get(message, "parts") or ())
+
+
+def part_field(part: Any, key: str) -> Any:
+    """A Gemini part's field by its snake-case name (a dict may spell it in camel case)."""
+    if isinstance(part, dict):
+        camel = key.split("_")[0] + "".join(w.title() for w in key.split("_")[1:])
+        v = part.get(key)
+        return v if v is not None else part.get(camel)
+    return getattr(part, key, None)
+
+
+def _gemini_call_texts(message: Any) -> list[str]:
+    texts: list[str] = []
+    for p in gemini_parts(message):
+        fc = part_field(p, "function_call")
+        if fc is not None:
+            texts += string_values(part_field(fc, "args"))
+    return texts
+
+
+def _gemini_fact_texts(message: Any) -> list[str]:
+    """Text parts that are not thoughts, and the string values of call arguments, in order."""
+    texts: list[str] = []
+    for p in gemini_parts(message):
+        t = part_field(p, "text")
+        if isinstance(t, str) and not part_field(p, "thought"):
+            texts.append(t)
+        fc = part_field(p, "function_call")
+        if fc is not None:
+            texts += string_values(part_field(fc, "args"))
+    return texts
+
+
+# -- every format ---------------------------------------------------------------------------------
+
+
+def _responses_call_arguments(message: Any) -> list[Any]:
+    """A Responses call item's arguments (raw), or ``[]`` for any other message."""
+    if get(message, "type") not in RESPONSES_CALLS:
+        return []
+    args = get(message, "arguments")
+    return [args if isinstance(args, str) else get(message, "input") or ""]
+
+
 def is_summary(message: Any) -> bool:
-    return any(t.startswith(SUMMARY_MARKER) for t in content_texts(get(message, "content")))
+    """Whether the message's text starts with the summary marker (an earlier summary)."""
+    texts = _gemini_fact_texts(message) if is_gemini(message) else content_texts(get(message, "content"))
+    return any(t.startswith(SUMMARY_MARKER) for t in texts)
 
 
 def call_argument_texts(message: Any) -> list[str]:
     """The string values of a message's tool-call arguments (a part of :func:`fact_texts`)."""
+    if is_gemini(message):
+        return _gemini_call_texts(message)
     texts: list[str] = []
     content = get(message, "content")
     for part in content if isinstance(content, (list, tuple)) else ():
@@ -261,11 +409,17 @@ def call_argument_texts(message: Any) -> list[str]:
     legacy = get(message, "function_call")
     if legacy is not None:
         texts += argument_values(get(legacy, "arguments"))
+    for args in _responses_call_arguments(message):
+        texts += argument_values(args)
     return texts
 
 
 def fact_texts(message: Any) -> list[str]:
     """The texts of a message that facts are read from (see the module docstring)."""
+    if _responses_call_arguments(message):
+        return call_argument_texts(message)
+    if is_gemini(message):
+        return _gemini_fact_texts(message)
     if role(message) not in ("user", "assistant") and not is_summary(message):
         return []
     texts = list(content_texts(get(message, "content")))
@@ -277,25 +431,9 @@ def fact_texts(message: Any) -> list[str]:
     return texts
 
 
-def output_strings(value: Any) -> Iterator[str]:
-    """Every string of the output, tool-call arguments also as parsed values."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from output_strings(v)
-            if k == "arguments" and isinstance(v, str):
-                yield from argument_values(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from output_strings(v)
-    elif hasattr(value, "model_dump"):
-        yield from output_strings(value.model_dump())
-
-
 def haystack(messages: Sequence[Any], system: Any = None) -> str:
     """Every string of a context (messages and system), tool-call arguments also as parsed values."""
-    return "\n".join([*output_strings(list(messages)), *output_strings(system)])
+    return "\n".join(string_values([list(messages), system], parse_arguments=True))
 
 
 def message_facts(message: Any) -> list[str]:
@@ -304,5 +442,9 @@ def message_facts(message: Any) -> list[str]:
 
 
 def text_of(message: Any) -> str:
-    """The prose of a message: its ``str`` content or its ``text`` parts/blocks."""
+    """The prose of a message: its ``str`` content or its ``text`` parts/blocks (a Gemini
+    content's text parts that are not thoughts)."""
+    if is_gemini(message):
+        texts = [part_field(p, "text") for p in gemini_parts(message) if not part_field(p, "thought")]
+        return "\n".join(t for t in texts if isinstance(t, str))
     return "\n".join(t for t in content_texts(get(message, "content")) if isinstance(t, str))
