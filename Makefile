@@ -121,9 +121,10 @@ report: ## the eval's HTML report opened in headless Chromium: target/eval-repor
 	CORPUS_DIR=$(CORPUS_DIR) $(BIN)/python benches/report_screenshot.py
 
 .PHONY: sweep
-sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py; again with the OpenAI files as Responses items
+sweep: ## the full sweep over the corpus (windows 5-80%, prefixes, chains of 10), checked by tests/_oracle.py; again with the OpenAI files as Responses items; every replayed call's over_budget against the smallest legal context (tests/_smallest.py, 12 windows)
 	$(BIN)/python tests/sweep.py --full
 	$(BIN)/python tests/sweep.py --full --responses
+	$(BIN)/python tests/_smallest.py --full
 
 .PHONY: sweep-frameworks
 sweep-frameworks: ## the full sweep on LangChain and pydantic-ai objects (tests/_frameworks.py), next to the same conversations as dicts

@@ -268,6 +268,12 @@ const JSON_MIN_KEEP: usize = 40;
 /// cut before are left alone. Anything else is cut as plain text ([`head_tail`]). `None`
 /// when the arguments already fit or nothing can be cut.
 pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
+    cut_json_args_with(args, max_chars, false)
+}
+
+/// [`cut_json_args`]; with `recut`, values cut before are cut again (the budget ladder's last
+/// block, where a tail an earlier compaction cut must be cut further to fit).
+pub fn cut_json_args_with(args: &str, max_chars: usize, recut: bool) -> Option<String> {
     let ascii = args.is_ascii();
     let total = if ascii {
         args.len()
@@ -292,7 +298,7 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
             } else {
                 v.chars().count()
             };
-            (n > JSON_MIN_KEEP && !is_cut(&v)).then(|| {
+            (n > JSON_MIN_KEEP && (recut || !is_cut(&v))).then(|| {
                 let enc = if ascii {
                     s.end - s.start
                 } else {
@@ -306,7 +312,14 @@ pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     if cands.is_empty() {
         return None;
     }
-    let cut = |v: &str, l: usize| head_tail(v, l).map(|c| json_string_literal(&c));
+    let cut = |v: &str, l: usize| {
+        if recut {
+            head_tail_text(Text::Utf8(v), l)
+        } else {
+            head_tail(v, l)
+        }
+        .map(|c| json_string_literal(&c))
+    };
     // Total chars with every candidate cut to `l` (measured, not built: see `CutSizer`).
     let size = |l: usize| -> usize {
         let mut t = total;

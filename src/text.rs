@@ -101,7 +101,7 @@ pub enum Chars<'a> {
 /// them, e.g. `"\ud83d\ude80"`) into the character they encode — tiktoken does the same — and
 /// replacing a lone surrogate with U+FFFD.
 #[inline]
-fn join_surrogates(w: u32, next: Option<u32>) -> (char, bool) {
+pub(crate) fn join_surrogates(w: u32, next: Option<u32>) -> (char, bool) {
     if (0xD800..0xDC00).contains(&w) {
         if let Some(lo) = next.filter(|lo| (0xDC00..0xE000).contains(lo)) {
             let c = 0x10000 + ((w - 0xD800) << 10) + (lo - 0xDC00);

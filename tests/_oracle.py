@@ -253,14 +253,27 @@ def is_user_text(message: Any) -> bool:
     return any(get(b, "type") != "tool_result" for b in _blocks(message))
 
 
+def _through_thinking(message: Any) -> list[Any]:
+    """The blocks of a message up to its last thinking block (what its signature covers)."""
+    blocks = _blocks(message)
+    last = max((k for k, b in enumerate(blocks) if get(b, "type") in ("thinking", "redacted_thinking")), default=-1)
+    return blocks[: last + 1]
+
+
 def pending_thinking_problems(inp: Sequence[Any], out: Sequence[Any]) -> list[str]:
-    """Assistant messages with thinking after the output's last user text must be input objects."""
+    """Assistant messages with thinking after the output's last user text must be input objects,
+    or come from one with everything up to its last thinking block unchanged (equal: what the
+    provider checks; the budget ladder may cut a call's arguments or text after the thinking)."""
     originals = {id(m) for m in inp}
+    prefixes = [_through_thinking(m) for m in inp if role(m) == "assistant" and has_thinking(m)]
     start = max((i for i, m in enumerate(out) if is_user_text(m)), default=-1) + 1
     return [
         f"{i}: thinking of the pending loop is not an input message unchanged"
         for i in range(start, len(out))
-        if role(out[i]) == "assistant" and has_thinking(out[i]) and id(out[i]) not in originals
+        if role(out[i]) == "assistant"
+        and has_thinking(out[i])
+        and id(out[i]) not in originals
+        and _through_thinking(out[i]) not in prefixes
     ]
 
 

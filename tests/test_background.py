@@ -5,6 +5,7 @@ asyncio, and the on_before_compact preview (candidates, force)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -109,30 +110,113 @@ def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path
     integrity(tmp_path / "b.db")
 
 
-def test_at_the_hard_threshold_the_rule_summary_applies_and_the_late_summary_is_carried(tmp_path: Path) -> None:
+def test_at_the_hard_threshold_the_rule_summary_applies_and_the_late_summary_replaces_it(tmp_path: Path) -> None:
+    """The running job's own plan gets the rule summary now; its LLM summary replaces that rule
+    summary when it arrives (same span, the delta still verbatim after it)."""
     gate = Gate(reply="<summary>LATE LLM SUMMARY of /srv/app/mod0.py work.</summary>", block=1)
+    path = tmp_path / "h.db"
+    s = Session(compactor(gate), path, "s")
+    start(s)
+    i = grow_to(s, "soft")
+    assert s.prepare() is None and gate.entered.wait(5)
+    job = s.pending
+    i = grow_to(s, "hard", i)
+    result = s.prepare()  # the job still runs: not awaited
+    assert result is not None and result.summary_source == "rule"
+    assert s.check().urgency == "none"
+    assert s.pending is job and job is not None and job.upgrade is not None
+    ruled = s.compactions()[-1]
+    assert ruled.upto_seq == job.snap.upto_seq  # the job's snapshot, with the delta after it
+    delta = tool_round(i, size=5)
+    s.extend(delta)
+    gate.release.set()
+    assert job.wait(5)
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm" and ("reapply", late.tokens_after) in late.phases
+    ctx = s.context()
+    assert ctx[-2:] == delta and validate_messages(ctx, format="openai") == []
+    assert any("LATE LLM SUMMARY" in str(m.get("content")) for m in ctx)
+    # What the job's summary applied directly with the delta would have given (same snapshot + delta
+    # + summary => same context).
+    assert ctx == list(late.messages) + s.history()[ruled.upto_seq :]
+    assert not any("LATE LLM SUMMARY" not in str(m.get("content")) and m.get("content") == ruled.summary for m in ctx)
+    records = s.compactions()
+    assert len(records) == 2 and records[-1].upto_seq == ruled.upto_seq
+    # It replaced the rule summary's row (expand resolves it to the originals that compaction took).
+    rule_rows = set(records[0].replaced)
+    assert records[-1].record and all(e.action == "summarized" for e in records[-1].record)
+    assert {json.dumps(m, sort_keys=True) for m in s.expand(records[-1].id)} == {
+        json.dumps(m, sort_keys=True) for m in s.expand(records[0].id)
+    }
+    assert rule_rows
+    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    assert again.context() == ctx and again.context_ids() == s.context_ids()
+    again.close()
+    s.close()
+    integrity(path)
+
+
+def test_a_late_summary_that_no_longer_fits_is_carried_to_the_next_compaction() -> None:
+    """When the LLM summary cannot replace the rule summary (the messages appended since keep the
+    context at the hard threshold), the next compaction's summary builds on it instead."""
+    long = "<summary>LATE LLM SUMMARY. " + "Went through /srv/app/mod0.py line by line. " * 40 + "</summary>"
+    gate = Gate(reply=long, block=1)
     s = Session(compactor(gate), ":memory:")
     start(s)
     i = grow_to(s, "soft")
     assert s.prepare() is None and gate.entered.wait(5)
     i = grow_to(s, "hard", i)
-    result = s.prepare()  # the job still runs: not awaited
+    result = s.prepare()
     assert result is not None and result.summary_source == "rule"
-    assert s.check().urgency == "none"
+    job = s.pending
+    assert job is not None and job.upgrade is not None
+    i = grow_to(s, "hard", i)  # at the hard threshold again before the summary arrives
     gate.release.set()
-    assert s.pending is not None and s.pending.wait(5)
-    assert s.prepare() is None  # stale: the context it summarised was replaced
-    assert len(s.compactions()) == 1
-    # The next LLM compaction builds on the late summary.
-    grow_to(s, "soft", i)
-    assert s.prepare() is None
-    assert s.pending is not None and s.pending.wait(5)
+    assert job.wait(5)
+    gate.reply = SUMMARY
+    result = s.prepare()  # the late summary does not fit: the rule summary now, over it
+    assert result is not None and result.summary_source == "rule"
+    assert len(s.compactions()) == 2
+    upgrade = s.pending
+    assert upgrade is not None and upgrade is not job and upgrade.wait(5)
     result = s.prepare()
     assert result is not None and result.summary_source == "llm"
     assert "LATE LLM SUMMARY" in (gate.requests[-1].previous_summary or "")
     assert "LATE LLM SUMMARY" in gate.requests[-1].user_prompt
     assert validate_messages(s.context(), format="openai") == []
     s.close()
+
+
+def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_later(tmp_path: Path) -> None:
+    """No job was running (the context jumped from under the soft threshold past the hard one): the
+    rule summary applies now, the LLM summary of the same snapshot is made in the background and
+    replaces it."""
+    gate = Gate(block=1)
+    path = tmp_path / "j.db"
+    s = Session(compactor(gate), path, "s")
+    start(s)
+    for k in range(6):
+        s.extend(tool_round(k, size=30))
+    assert s.prepare() is None and s.check().urgency == "none" and s.pending is None
+    s.extend(tool_round(50, size=800))  # one big tool output: past the hard threshold at once
+    assert s.check().urgency == "hard"
+    result = s.prepare()
+    assert result is not None and result.summary_source == "rule" and s.check().urgency != "hard"
+    job = s.pending
+    assert job is not None and job.upgrade is not None and gate.entered.wait(5)
+    s.extend(tool_round(51, size=3))
+    gate.release.set()
+    assert job.wait(5)
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    ctx = s.context()
+    assert validate_messages(ctx, format="openai") == [] and ctx[-2:] == tool_round(51, size=3)
+    assert any("Checked the modules" in str(m.get("content")) for m in ctx)
+    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    assert again.context() == ctx
+    again.close()
+    s.close()
+    integrity(path)
 
 
 def test_a_background_failure_falls_back_and_starts_the_cooldown() -> None:
@@ -411,3 +495,150 @@ def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_pa
     again.close()
     s.close()
     integrity(path)
+
+
+def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_until_due() -> None:
+    """The growth forecast: when the growth of the last calls would reach the hard threshold before a
+    summary started at the soft threshold is ready, the summary starts now; its result waits until
+    the compaction is due, then applies as usual."""
+    gate = Gate(block=0)
+    s = Session(compactor(gate, protected_tools=("bash",)), ":memory:")  # only a summary can help
+    cfg = s.compactor.config
+    start(s)
+    k = 0
+    while s.pending is None:
+        assert s.check().urgency == "none", "the forecast should start the summary below the soft threshold"
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and s.check().current_tokens < cfg.soft_threshold
+    assert job.wait(5)
+    held = 0
+    while s.check().current_tokens < cfg.soft_threshold:
+        assert s.prepare() is None and s.pending is job  # done, held: not due yet
+        held += 1
+        s.extend(tool_round(k, size=10))
+        k += 1
+    assert held >= 1
+    result = s.prepare()
+    assert result is not None and result.summary_source == "llm" and s.pending is not job
+    assert validate_messages(s.context(), format="openai") == []
+    assert len(gate.requests) == 1
+    s.close()
+
+
+def test_slow_growth_starts_the_summary_at_the_soft_threshold() -> None:
+    gate = Gate(block=0)
+    s = Session(compactor(gate), ":memory:")
+    start(s)
+    k = 0
+    while s.check().urgency == "none":
+        assert s.prepare() is None and s.pending is None
+        s.extend(tool_round(k, size=4))
+        k += 1
+    assert s.prepare() is None
+    assert s.pending is not None and not s.pending.early
+    s.close()
+
+
+def test_asyncio_rule_summary_then_the_llm_summary_replaces_it() -> None:
+    """aprepare(): past the hard threshold at once, the rule summary now, the LLM summary of the same
+    snapshot in an asyncio task, re-applied by a later aprepare()."""
+    release = asyncio.Event()
+
+    async def summarize(request: SummaryRequest) -> str:
+        await release.wait()
+        return SUMMARY
+
+    async def main() -> None:
+        s = Session(compactor(summarize), ":memory:")
+        start(s)
+        for k in range(6):
+            s.extend(tool_round(k, size=30))
+        assert await s.aprepare() is None
+        s.extend(tool_round(50, size=800))
+        result = await s.aprepare()
+        assert result is not None and result.summary_source == "rule"
+        job = s.pending
+        assert job is not None and job.upgrade is not None and not job.done()
+        s.extend(tool_round(51, size=3))
+        release.set()
+        assert await job.await_done(5)
+        late = await s.aprepare()
+        assert late is not None and late.summary_source == "llm"
+        assert ("reapply", late.tokens_after) in late.phases
+        ctx = s.context()
+        assert validate_messages(ctx, format="openai") == [] and ctx[-2:] == tool_round(51, size=3)
+        s.close()
+
+    asyncio.run(main())
+
+
+def test_the_re_apply_on_both_stores(store_target: str) -> None:
+    """The re-apply saved by SQLite and PostgreSQL alike: a reopened Session sees the same context,
+    and expand() of the re-apply gives the originals the rule summary replaced."""
+    gate = Gate(block=1)
+    s = Session(compactor(gate), store_target, "s")
+    start(s)
+    for k in range(6):
+        s.extend(tool_round(k, size=30))
+    assert s.prepare() is None
+    s.extend(tool_round(50, size=800))
+    ruled = s.prepare()
+    assert ruled is not None and ruled.summary_source == "rule"
+    job = s.pending
+    assert job is not None and job.upgrade is not None
+    gate.release.set()
+    assert job.wait(5)
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    first, second = s.compactions()
+    assert second.upto_seq == first.upto_seq and second.strategy == "summary"
+    assert s.expand(second.id) == s.expand(first.id)
+    ctx = s.context()
+    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store_target, "s")
+    assert again.context() == ctx and again.context_ids() == s.context_ids()
+    again.close()
+    s.close()
+
+
+def test_an_early_summary_that_fails_before_it_is_due_only_starts_the_cooldown() -> None:
+    gate = Gate(error=TimeoutError("the model timed out"), block=0)
+    s = Session(compactor(gate, cooldown_calls=2, protected_tools=("bash",)), ":memory:")
+    start(s)
+    k = 0
+    while s.pending is None:
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and job.wait(5) and job.error is not None
+    assert s.check().urgency == "none"
+    assert s.prepare() is None  # nothing compacted below the soft threshold
+    assert s.compactions() == [] and s.pending is None
+    assert s.state.cooldown_remaining == 2
+    s.close()
+
+
+def test_an_early_start_clears_tool_output_first_and_calls_no_llm_when_that_is_enough() -> None:
+    """Planned as at the soft threshold: the selective rules first, the summarizer only when they
+    cannot reach the target (an early start never turns a cheap compaction into an LLM call)."""
+    gate = Gate(block=0)
+    s = Session(compactor(gate), ":memory:")
+    start(s)
+    k = 0
+    while s.pending is None:
+        s.extend(tool_round(k, size=110))
+        k += 1
+        assert s.prepare() is None
+    job = s.pending
+    assert job.early and job.wait(5)
+    while s.check().urgency == "none":
+        assert s.prepare() is None
+        s.extend(tool_round(k, size=10))
+        k += 1
+    result = s.prepare()
+    assert result is not None and result.strategy in ("micro", "selective") and result.summary_source is None
+    assert gate.requests == []
+    s.close()

@@ -182,15 +182,17 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
             await opening
         s = await Session.aopen(compactor(), store_target, "cancel", format="openai")
         await s.aappend({"role": "user", "content": "first"})
-        with lock_held(store_target, "cancel", 0.5) as released:
+        # Held 2 s; cancelled after 0.5 s (time enough for the call to reach the lock on a
+        # loaded machine), so the cancellation waits ~1.5 s for the store call to end.
+        with lock_held(store_target, "cancel", 2.0) as released:
             task = asyncio.create_task(s.aappend({"role": "assistant", "content": "cancelled while waiting"}))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
             cancelled_at = time.perf_counter()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             # It waited for the store call to end: until the lock was released.
-            assert time.perf_counter() - cancelled_at > 0.3 and released.wait(5)
+            assert time.perf_counter() - cancelled_at > 0.5 and released.wait(5)
         assert [m["content"] for m in await s.ahistory()] == ["first", "cancelled while waiting"]
         # A compaction cancelled in its summarizer saves nothing.
         s2 = await Session.aopen(

@@ -19,16 +19,39 @@ takes. When the delta alone keeps the context at or over the hard threshold, an 
 top-up runs at once with the built-in rule summary (it extends the summary just applied; no
 blocking LLM call), and a new background job starts when it is over the soft threshold again.
 
-The hard threshold never waits: when the context reaches it while a job runs, the rule summary
-applies now; the job's summary, when it arrives, is stale (the context it was made for was
-replaced) and becomes the ``previous_summary`` of the next LLM compaction instead, so the work is
-not lost. A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with
-the rule summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
+The hard threshold never waits. Micro-compaction first, when it gets the context under it (a
+running job is rebased onto its in-place edits). Else the rule summary applies now: over the
+running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
+goes on), else over the whole context, after which a new job makes the LLM summary of that same
+snapshot (a running job is cancelled: its snapshot is part of the new one). Such a job carries the
+rule compaction it may *upgrade* (``Job.upgrade``): when its summary arrives and that compaction is
+still the head, the **late re-apply** saves a compaction over the rule compaction's output (its
+kept and edited rows reused, the rule summary's row recorded as replaced, ``upto_seq`` unchanged,
+so the delta rule still holds) with the LLM summary (or a native strategy's items) in place of the
+rule summary, provided the result fits under the hard threshold and the budget. Otherwise the rule
+summary stays and an LLM summary becomes the ``previous_summary`` of the next LLM compaction, so
+the work is not lost. A re-apply is a second change at the start of the context (one more
+prompt-cache miss) bought for the better summary.
+
+The growth forecast: each ``prepare()`` notes how much the context grew since the previous one;
+below the soft threshold (and at or above the target), when the largest growth of the last
+``FORECAST_CALLS`` calls times the calls a job took last (``DEFAULT_JOB_CALLS`` until measured)
+reaches the hard threshold, a job starts now (``Job.early``: planned as if the soft threshold were
+where the context is, so clearing and the selective rules come first and the summarizer is called
+only when they cannot reach the target). Its result is held until the compaction is due, then
+applied with the delta as usual.
+
+A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with the rule
+summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
 ``on_summarizer_error`` says to raise is raised by the next ``prepare()``. ``prepare(force=True)``
 and ``close()`` cancel a running job: its result is dropped, a task is cancelled, a thread stops
 waiting at once (the user's summarizer call itself cannot be interrupted in a thread: it runs on
 in its daemon thread and its reply is discarded). A job never touches the store: only the
 Session's ``prepare()`` saves, so nothing is written after ``close()``.
+
+Native strategies (a summarizer with ``wants_span``) get the snapshot's span in the request; the
+provider's items are placed over the plan in the job (``_provider_items.place_items``), so they are
+applied, re-applied and failed like any other summary.
 
 A bare :class:`~context_compactor.ContextCompactor` keeps no pending job (it is immutable and
 stateless by design): the same pattern is ``plan = compactor.plan(snapshot, state=state)``, the
@@ -45,6 +68,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import Cancelled, call_async, call_sync, check_reply
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
@@ -77,6 +101,11 @@ class Job:
         result: The compaction of the snapshot, once done and successful.
         error: The exception, once done and failed.
         carried: The late summary it builds on (``previous_summary``), if any.
+        early: Started below the soft threshold by the growth forecast: its result is held until
+            the compaction is due.
+        upgrade: The rule-summary compaction saved over the same snapshot and span (``_Upgrade``):
+            the job's LLM summary, when it arrives, replaces that rule summary (a re-apply).
+        calls: How many ``prepare()`` calls found it still running.
     """
 
     def __init__(
@@ -89,8 +118,13 @@ class Job:
         plan: CompactionPlan | None = None,
         carried: str | None = None,
         flushed: int = 0,
+        early: bool = False,
+        upgrade: Any = None,
     ) -> None:
         self.snap = snap
+        self.early = early
+        self.upgrade = upgrade
+        self.calls = 0
         self.plan = plan
         self.carried = carried
         self.result: CompactResult | None = None
@@ -111,9 +145,22 @@ class Job:
 
     def _first(self, plan: CompactionPlan) -> SummaryRequest | None:
         request = plan.request
-        if request is not None and self.carried:
+        if request is None:
+            return None
+        if getattr(self._summarizer, "wants_span", False):
+            # A native strategy: the provider gets the span itself (its items replace it whole);
+            # a late LLM summary cannot be handed to it.
+            return replace(request, span=span_of(plan, self.snap.messages))
+        if self.carried:
             request = with_previous(request, self.carried)
         return request
+
+    def _placed(self, plan: CompactionPlan, reply: Any, usages: list[Any]) -> CompactResult | None:
+        """A native strategy's reply (provider items) placed over the whole span, else ``None``."""
+        if not (isinstance(reply, SummaryResponse) and reply.items is not None):
+            return None
+        usages.append(reply.usage)
+        return place_items(plan, reply, flushed_memories=self._flushed, summary_usage=tuple(usages))
 
     def run(self) -> None:
         """Run the job in this thread (``start_thread`` runs it in a new one)."""
@@ -127,6 +174,10 @@ class Job:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
                 reply = call_sync(self._summarizer, request, self._timeout, self._wake)
+                placed = self._placed(plan, reply, usages)
+                if placed is not None:
+                    self.result = placed
+                    break
                 text, truncated, usage = check_reply(reply)
                 usages.append(usage)
                 if current.remaining_chunks == 0:
@@ -155,6 +206,9 @@ class Job:
                     self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
                     break
                 reply = await call_async(self._summarizer, request, self._timeout)
+                if isinstance(reply, SummaryResponse) and reply.items is not None:
+                    self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
+                    break
                 text, truncated, usage = check_reply(reply)
                 usages.append(usage)
                 if current.remaining_chunks == 0:
@@ -227,4 +281,5 @@ class Job:
 
     def __repr__(self) -> str:
         state = "cancelled" if self._cancelled else "failed" if self.error else "done" if self.done() else "running"
-        return f"Job({state}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
+        kind = ", early" if self.early else ", upgrade" if self.upgrade is not None else ""
+        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"

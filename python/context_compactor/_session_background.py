@@ -11,8 +11,10 @@ the methods here use the Session's in-memory context, lock and helpers (``_refre
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
-from dataclasses import dataclass
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from context_compactor import _core
@@ -21,7 +23,7 @@ from context_compactor._summarize import classify, describe
 from context_compactor.compactor import ContextCompactor
 from context_compactor.errors import SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, candidates_of
+from context_compactor.results import CompactionPreview, CompactResult, RecordEntry, candidates_of
 
 __all__ = ["BackgroundCompaction", "Job"]
 
@@ -50,8 +52,34 @@ class _Snapshot:
     covered: int | None = None
 
 
+#: The growth forecast looks at the context's growth over this many ``prepare()`` calls.
+FORECAST_CALLS = 5
+#: A job is expected to take this many ``prepare()`` calls until one has been measured.
+DEFAULT_JOB_CALLS = 2
+
+
+@dataclass(frozen=True)
+class _Upgrade:
+    """A rule-summary compaction a running job's LLM summary may replace (the late re-apply).
+
+    ``result`` was computed on the job's snapshot and saved as compaction ``head``; its output is
+    the first ``prefix`` rows of the context while ``head`` stays the head."""
+
+    head: int | None
+    prefix: int
+    result: CompactResult
+
+
 class BackgroundCompaction:
     """``background=True`` for a Session (mixed into :class:`~context_compactor.session.Session`)."""
+
+    #: The snapshot the last foreground compaction (``_begin``) started from.
+    _last_snap: _Snapshot | None = None
+    #: Tokens after the previous ``prepare()``, the growth since then over the last calls, and the
+    #: number of calls the last background jobs took (the growth forecast).
+    _bg_after: int | None = None
+    _bg_growth: deque[int] | None = None
+    _bg_latency: deque[int] | None = None
 
     if TYPE_CHECKING:  # provided by Session
         from context_compactor._store import SessionStore
@@ -87,8 +115,39 @@ class BackgroundCompaction:
         return self._rules
 
     def _snapshot(self) -> _Snapshot:
-        """Under the store lock: the context as it is now."""
-        return _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
+        """Under the store lock: the context as it is now (remembered as ``_last_snap``)."""
+        snap = _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
+        self._last_snap = snap
+        return snap
+
+    # -- the growth forecast ---------------------------------------------------------------------------
+
+    def _observe(self, check: CompactionCheck) -> None:
+        """Remember how much the context grew since the previous ``prepare()``."""
+        if self._bg_growth is None:
+            self._bg_growth = deque(maxlen=FORECAST_CALLS)
+        if self._bg_after is not None and check.current_tokens >= self._bg_after:
+            self._bg_growth.append(check.current_tokens - self._bg_after)
+
+    def _job_calls(self) -> int:
+        """How many ``prepare()`` calls a background summary is expected to take: the most of the
+        last three measured, else ``DEFAULT_JOB_CALLS``."""
+        return max(self._bg_latency) if self._bg_latency else DEFAULT_JOB_CALLS
+
+    def _forecast_due(self, check: CompactionCheck) -> bool:
+        """Below the soft threshold: start the summary now, because at the growth of the recent
+        calls (the largest of the last ``FORECAST_CALLS``) the context would reach the hard
+        threshold before a summary started at the soft threshold is ready."""
+        if check.should_compact or check.current_tokens < check.target_tokens or not self._bg_growth:
+            return False
+        if self._compactor.summarizer is None or self._state.cooldown_remaining > 0:
+            return False  # no LLM summary to get ahead of
+        return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
+
+    def _job_done(self, job: Job) -> None:
+        if self._bg_latency is None:
+            self._bg_latency = deque(maxlen=3)
+        self._bg_latency.append(job.calls + 1)
 
     def _background_steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
@@ -96,53 +155,82 @@ class BackgroundCompaction:
         job in the foreground) and ``("start", job)`` (start it in the background)."""
         c = self._compactor
         applied: CompactResult | None = None
-        job = self._job
-        if job is not None and job.done():
-            self._job = None
-            applied = self._finish(job)
-            if applied is not None and c.on_compacted is not None:
-                yield ("hook", (c.on_compacted, applied))
+        try:
+            with self._store.locked():
+                self._refresh()
+                check = self._make_check()
+            self._observe(check)
+            job = self._job
+            if job is not None and not job.done():
+                job.calls += 1
+            elif job is not None:
+                # An early job's result waits until the compaction is due (soft or hard).
+                due = check.should_compact or self._must_answer(check)
+                if not (job.early and job.upgrade is None and job.error is None and not due):
+                    self._job = None
+                    if not job.cancelled:
+                        self._job_done(job)
+                    applied = self._finish(job, due or not job.early)
+                    if applied is not None and not applied.changed:
+                        applied = None  # an early job that found nothing to compact
+                    if applied is not None and c.on_compacted is not None:
+                        yield ("hook", (c.on_compacted, applied))
+            result = yield from self._background_rest(instructions, applied)
+            return result
+        finally:
+            self._bg_after = self._make_check().current_tokens  # the in-memory counts: no store call
+
+    def _background_rest(
+        self, instructions: str | None, applied: CompactResult | None
+    ) -> Generator[tuple[str, Any], Any, CompactResult | None]:
+        c = self._compactor
         with self._store.locked():
             self._refresh()
             check = self._make_check()
             self.last_check = check
             must = self._must_answer(check)
-        if must:
-            # First what costs no LLM and no summary: clearing old tool output may be enough to
-            # get under the hard threshold. A running job is kept (rebased: positions are kept).
-            cleared = self._micro_under(self._job)
-            if cleared is not None:
-                applied = cleared
+        # At the hard threshold, first what costs no LLM call: clearing old tool output, which may be
+        # enough to get under it (a running job is kept, rebased: positions are kept); then the
+        # running job's own plan with the rule summary, over its snapshot, when that and the delta
+        # get under it (the job's LLM summary replaces the rule summary when it arrives: same span).
+        steps = (lambda: self._micro_under(self._job), lambda: self._rule_from_job(self._job) if self._job else None)
+        for step in steps:
+            done = step() if must else None
+            if done is not None:
+                applied = done
                 if c.on_compacted is not None:
-                    yield ("hook", (c.on_compacted, cleared))
+                    yield ("hook", (c.on_compacted, done))
                 with self._store.locked():
                     check = self._make_check()
                     self.last_check = check
                     must = self._must_answer(check)
         if must:
             # Never wait at the hard threshold: the rule summary now (a top-up over the summary just
-            # applied, or while a job runs: that job's summary then feeds the next compaction).
+            # applied, or over a running job's snapshot, which is then dropped), and its LLM summary
+            # in the background over the same snapshot, to replace it when it arrives.
+            self._last_snap = None
             now: CompactResult | None = yield ("now", None)
+            snap = self._last_snap
+            if now is not None and snap is not None and now.summary_source == "rule" and now.changed:
+                upgrade = self._upgrade_job(snap, now, instructions)
+                if upgrade is not None:
+                    yield ("start", upgrade)
             return now if now is not None else applied
         if not check.should_compact:
             if check.micro_due and self._job is None:
                 micro: CompactResult | None = yield ("now", None)
-                return micro if micro is not None else applied
-            return applied
+                if micro is not None:
+                    return micro
+            if self._job is not None or not self._msgs or not self._forecast_due(check):
+                return applied
+            early = True
+        else:
+            early = False
         if self._job is not None or not self._msgs:
             return applied
         with self._store.locked():
             snap = self._snapshot()
-
-        def make_plan() -> CompactionPlan:
-            return c.plan(
-                snap.messages,
-                system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
-                instructions=instructions,
-                state=self._state,
-            )
+        make_plan = self._planner(snap, instructions, early=early)
 
         plan: CompactionPlan | None = None
         flushed = 0
@@ -176,6 +264,7 @@ class BackgroundCompaction:
             plan=plan,
             carried=self._carry,
             flushed=flushed,
+            early=early and not forced,
         )
         if forced:
             yield ("run", job)
@@ -227,8 +316,153 @@ class BackgroundCompaction:
                 )
         return done
 
-    def _finish(self, job: Job) -> CompactResult | None:
-        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down)."""
+    def _fits(self, tokens_after: int, delta: list[int]) -> bool:
+        """Whether a compaction's output (``tokens_after``) followed by ``delta`` (the token counts of
+        the messages appended after its snapshot) stays under the hard threshold and the budget."""
+        cfg = self._compactor.config
+        raw = sum(delta)
+        if self._state.observations:
+            raw = math.ceil(raw * self._state.calibration)
+        return tokens_after + raw < min(cfg.hard_threshold, cfg.budget + 1)
+
+    def _rule_from_job(self, job: Job) -> CompactResult | None:
+        """At the hard threshold while ``job`` runs: its plan applied with the rule summary, saved
+        with the delta when that gets under the hard threshold; the job then re-applies its LLM
+        summary over the same span when it arrives (``job.upgrade``)."""
+        plan = job.plan
+        if plan is None or job.upgrade is not None or job.cancelled or job.done():
+            return None
+        with self._store.locked():
+            self._refresh()
+            if self._head != job.snap.head:
+                return None
+            n = len(job.snap.messages)
+            delta = list(self._tok[n:])
+        result = plan.apply(None, flushed_memories=job._flushed)
+        if not result.changed or result.over_budget or not self._fits(result.tokens_after, delta):
+            return None
+        done = self._settle(job.snap, result)
+        if done is None or isinstance(done, _Retry):
+            return None
+        job.upgrade = _Upgrade(self._head, _prefix(job.snap, result), result)
+        return done
+
+    def _planner(
+        self, snap: _Snapshot, instructions: str | None, *, early: bool = False
+    ) -> Callable[[], CompactionPlan]:
+        """The plan of ``snap`` as a job makes it (in its thread or task). ``early``: planned as if
+        the soft threshold were where the context is now, so that clearing tool output or the
+        selective rules still come first and the summarizer is called only when they cannot reach
+        the target (as at the soft threshold; ``force`` would always summarise)."""
+        c = self._compactor
+        if early:
+            cfg = c.config
+            soft = max(1, min(sum(snap.tokens), cfg.soft_threshold))
+            c = ContextCompactor(cfg.replace(soft_threshold_tokens=soft), summarizer=c.summarizer)
+
+        def make_plan() -> CompactionPlan:
+            return c.plan(
+                snap.messages,
+                system=snap.system,
+                tools=self._tools,
+                format=self._fmt,
+                instructions=instructions,
+                state=self._state,
+            )
+
+        return make_plan
+
+    def _upgrade_job(self, snap: _Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
+        """After a rule summary at the hard threshold (``ruled``, saved from ``snap``): the LLM
+        summary of the same snapshot in the background, to replace it when it arrives. A job that
+        still runs is dropped (its snapshot is part of this one)."""
+        c = self._compactor
+        if c.summarizer is None or self._state.cooldown_remaining > 0:
+            return None
+        self._cancel_job()
+        upgrade = _Upgrade(self._head, _prefix(snap, ruled), ruled)
+        job = Job(
+            self._planner(snap, instructions),
+            snap,
+            c.summarizer,
+            float(c.config.summarizer_timeout_s),
+            carried=self._carry,
+            upgrade=upgrade,
+        )
+        self._job = job
+        return job
+
+    def _reapply(self, job: Job, late: CompactResult) -> CompactResult | None:
+        """Replace the rule summary of ``job.upgrade`` by ``late`` (the job's LLM or provider
+        summary of the same snapshot), when that compaction is still the head and the result fits
+        under the hard threshold. The kept and edited messages are the same rows; the rows only the
+        rule compaction produced (its summary) are recorded as replaced. ``None``: not possible."""
+        up: _Upgrade = job.upgrade
+        ruled = up.result
+        with self._store.locked():
+            self._refresh()
+            if self._head != up.head or len(self._msgs) < up.prefix:
+                return None
+            msgs, rows, tok = list(self._msgs[: up.prefix]), list(self._rows[: up.prefix]), list(self._tok[: up.prefix])
+            delta = list(self._tok[up.prefix :])
+            current = self._make_check().current_tokens
+            upto, system = self._upto, self.system
+        # Where each kept or edited message of the rule compaction sits in the context now.
+        at = {o: k for k, o in enumerate(ruled.origins) if o[0] in ("kept", "edited")}
+        origins: list[tuple[str, int | None]] = []
+        used: set[int] = set()
+        # An edited message may differ (the last block is cut to what fits next to the summary):
+        # a new copy of the rule compaction's copy, recorded as such.
+        actions = {e.index: e.action for e in late.record}
+        recut: list[RecordEntry] = []
+        for m, o in zip(late.messages, late.origins, strict=True):
+            if o[0] in ("kept", "edited"):
+                k = at.get(o)
+                if k is None or k in used:
+                    return None  # the two compactions differ in what they kept
+                used.add(k)
+                if o[0] == "edited" and ruled.messages[k] != m:
+                    origins.append(("edited", k))
+                    action = actions.get(o[1], "shortened") if o[1] is not None else "shortened"
+                    recut.append(RecordEntry(k, action, "cut again to fit next to the late summary"))
+                else:
+                    origins.append(("kept", k))
+            else:
+                origins.append((o[0], None))
+        gone = [k for k in range(len(ruled.messages)) if k not in used]
+        after = current - ruled.tokens_after + late.tokens_after
+        if not any(o[0] != "kept" for o in origins) or not self._fits(late.tokens_after, delta):
+            return None
+        record = tuple(
+            RecordEntry(
+                k,
+                "summarized" if ruled.origins[k][0] in ("summary", "inserted") else "dropped",
+                f"rule summary replaced by the late {late.summary_source} summary of the same span",
+            )
+            for k in gone
+        ) + tuple(recut)
+        covered = len(ruled.messages) if up.prefix > len(ruled.messages) else None
+        snap = _Snapshot(msgs, rows, tok, up.head, upto, system, covered)
+        result = replace(
+            late,
+            tokens_before=current,
+            tokens_after=after,
+            original_count=len(msgs),
+            retained_count=len(used),
+            compacted_count=len(gone),
+            origins=tuple(origins),
+            record=record,
+            phases=(*late.phases, ("reapply", after)),
+        )
+        done = self._settle(snap, result)
+        if done is None or isinstance(done, _Retry):
+            return None
+        log.info("session %s: a late background summary replaced the rule summary of compaction %s", self._id, up.head)
+        return done
+
+    def _finish(self, job: Job, due: bool = True) -> CompactResult | None:
+        """Apply a finished job with the delta rule (its failure: the rule summary, cool-down; an
+        early job's failure before the compaction is ``due``: only the cool-down)."""
         if job.cancelled:
             return None
         result = job.result
@@ -247,8 +481,21 @@ class BackgroundCompaction:
             log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
             if cfg.cooldown_calls:
                 _core.start_cooldown(self._state, cfg.cooldown_calls)
+            if not due:
+                return None
             result = job.plan.apply(None, fallback_reason=reason)
         if result is None:
+            return None
+        if job.upgrade is not None:
+            if result.summary_source not in (None, "rule"):
+                done = self._reapply(job, result)
+                if done is not None:
+                    if job.carried is not None and self._carry is job.carried:
+                        self._carry = None
+                    return done
+            # The rule summary stays; an LLM summary feeds the next compaction.
+            if result.summary_source == "llm" and result.summary:
+                self._carry = result.summary
             return None
         return self._late(job.snap, result, job.carried)
 
@@ -277,3 +524,10 @@ class BackgroundCompaction:
         job, self._job = self._job, None
         if job is not None:
             job.cancel()
+
+
+def _prefix(snap: _Snapshot, result: CompactResult) -> int:
+    """How many rows of the context a compaction of ``snap`` saved as ``result`` produced (its
+    messages, then the snapshot's rows past ``covered`` for a rebased job)."""
+    extra = len(snap.rows) - snap.covered if snap.covered is not None else 0
+    return len(result.messages) + extra

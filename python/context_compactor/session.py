@@ -602,7 +602,7 @@ class Session(BackgroundCompaction, AsyncMethods):
                 due = True
         if not due:
             return None
-        return _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
+        return self._snapshot()
 
     def _wait(self) -> float:
         return self._store.timeout + 2 * float(self._compactor.config.summarizer_timeout_s)

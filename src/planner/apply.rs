@@ -3,9 +3,10 @@
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::{Count, Slot};
+use super::last_block::shorten_last_block;
 use super::output::{Change, RecordEntry, Strategy};
 use super::plan::{raw_of, Planned};
-use super::shorten::{shorten_results, shorten_task};
+use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
@@ -202,22 +203,23 @@ impl<'a> Planned<'a> {
         d
     }
 
-    /// The task, then the kept tail's tool output, each cut only when still over (also the
-    /// whole ladder when there is nothing to summarise between the kept head and tail).
+    /// The task, then the last block (the kept tail, which the shorter tail brought down to the
+    /// last legal block), each cut only when still over (also the whole ladder when there is
+    /// nothing to summarise between the kept head and tail).
     fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         if d.tokens() > soft {
             self.shorten_task_in(d, counter);
         }
         if d.tokens() > soft {
-            // Down to the target, not just under the soft threshold: cutting the kept tail's
-            // output breaks the cached prefix from that message on, and cutting only to the
-            // threshold makes the next call cut again (a prefix break at every call).
+            // Down to the target, not just under the soft threshold: cutting the kept tail
+            // breaks the cached prefix from that message on, and cutting only to the threshold
+            // makes the next call cut again (a prefix break at every call).
             let aim = if self.cfg.cache_aware_cuts {
                 raw_of(self.cfg.target, self.ratio).min(soft)
             } else {
                 soft
             };
-            self.shorten_tail_results(d, aim, counter);
+            self.shorten_tail(d, aim, counter);
         }
     }
 
@@ -234,12 +236,13 @@ impl<'a> Planned<'a> {
         }
     }
 
-    /// The ladder's last step: tool output after the summary (the kept tail, whose last block
-    /// the shorter tail could not remove) cut head + tail, oldest first, as far as needed.
-    fn shorten_tail_results(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+    /// The ladder's last step: the kept tail after the summary (the last block, which the
+    /// shorter tail could not remove) cut as far as needed: arguments of calls that ran, then
+    /// tool output (see `last_block.rs`).
+    fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
         let from = d.tail_from;
-        let excess = d.tokens() - soft;
-        let (_, entries) = shorten_results(&mut d.slots, from, excess, &self.cfg, counter);
+        let excess = d.tokens().saturating_sub(aim);
+        let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
         for e in entries {
             d.note(e, Strategy::Truncation);
         }
@@ -255,6 +258,7 @@ impl<'a> Planned<'a> {
         facts: &[String],
         user_texts: &[String],
         user_budget: usize,
+        late: &[Message<'a>],
         counter: &dyn Count,
     ) -> (String, Vec<String>, usize) {
         let zh = self.language == Language::Zh;
@@ -282,7 +286,14 @@ impl<'a> Planned<'a> {
             // thousands of files cannot blow the summary up.
             // A changed file says how it changed (`- path: created → edited`), as the artifact
             // trail would: the summary's own trail may have had no room.
-            let trail = Trail::of(self.previous_summary.as_deref(), &self.replaced);
+            // The tail messages the ladder moved into the summary (`late`) count too: a file
+            // their calls changed says how.
+            let trail = if late.is_empty() {
+                Trail::of(self.previous_summary.as_deref(), &self.replaced)
+            } else {
+                let all: Vec<Message<'a>> = self.replaced.iter().chain(late).cloned().collect();
+                Trail::of(self.previous_summary.as_deref(), &all)
+            };
             // The whole summary (body and details) stays within summary_max_tokens: the growth
             // bound the eval checks. The body is capped first, at the (smaller) summary cap.
             let room = cfg.summary_max_tokens.saturating_sub(count_str(&text));

@@ -97,7 +97,13 @@ impl<'a> Draft<'a> {
             fallback_reason: None,
             cut: false,
             record: Vec::new(),
-            tail_from: p.head_end.min(p.slots.len()),
+            // Nothing was summarised: the last block's cut may reach back to the task (the head
+            // runs on past it when no legal cut follows it, e.g. a pending thinking loop).
+            tail_from: p
+                .task
+                .map_or(p.head_end, |t| t + 1)
+                .min(p.head_end)
+                .min(p.slots.len()),
             tail_shortened: false,
             user_words: 0,
             shape: Shape {
@@ -201,7 +207,7 @@ impl<'a> Planned<'a> {
             ));
         }
         let (text, missing, user_words) =
-            self.summary_message(&body, &facts, &users, shape.user_budget, counter);
+            self.summary_message(&body, &facts, &users, shape.user_budget, &late, counter);
 
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
@@ -334,8 +340,17 @@ impl<'a> Planned<'a> {
         let fits_now = raw_after <= soft && self.tokens_before > self.cfg.soft;
         let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard && !fits_now);
         if strategy != Strategy::None && refuse {
+            // Saving nothing is refused above the hard threshold too: the ladder ran to its end
+            // and found nothing left to cut (the context is already its smallest legal form,
+            // e.g. a Session's tail an earlier compaction cut), or the result would not be
+            // smaller.
+            let nothing = if saved == 0 {
+                " (nothing left to cut)"
+            } else {
+                ""
+            };
             reason = Some(format!(
-                "a compaction would save {saved} of {} tokens, under min_savings_ratio={}",
+                "a compaction would save {saved} of {} tokens{nothing}, under min_savings_ratio={}",
                 self.tokens_before, self.cfg.min_savings_ratio
             ));
             slots = self.repaired.clone();
@@ -411,7 +426,11 @@ impl<'a> Planned<'a> {
                     self.cfg.soft
                 )
             }
-            _ => self.too_large(&slots, extra, tokens_after),
+            _ if !self.due => format!(
+                "{tokens_after} tokens, above the soft threshold {}: micro-compaction only, no summary or cut was asked for",
+                self.cfg.soft
+            ),
+            _ => self.too_large(&slots, extra, tokens_after, counter),
         });
         let origins = slots.iter().map(Origin::of).collect();
         Outcome {
@@ -437,44 +456,5 @@ impl<'a> Planned<'a> {
             retained_count,
             compacted_count: self.original_count - retained_count,
         }
-    }
-
-    /// Why even the smallest legal context is over: its parts, in calibrated tokens.
-    fn too_large(&self, slots: &[Slot<'a>], extra: usize, tokens_after: usize) -> String {
-        let task = self.task.and_then(|t| self.slots[t].source());
-        let (mut summary, mut task_tokens, mut pinned, mut system, mut rest) = (0, 0, 0, extra, 0);
-        for s in slots {
-            if matches!(s.out, OutMsg::New { .. }) && s.is_summary() {
-                summary += s.tokens;
-            } else if task.is_some() && s.source() == task {
-                task_tokens += s.tokens;
-            } else if s.pinned {
-                pinned += s.tokens;
-            } else if s.view.role.is_instruction() {
-                system += s.tokens;
-            } else {
-                rest += s.tokens;
-            }
-        }
-        let c = |t: usize| calibrated(t, self.ratio);
-        let mut parts = vec![format!("system prompt and tools {}", c(system))];
-        if task.is_some() {
-            parts.push(format!("the task {}", c(task_tokens)));
-        }
-        if summary > 0 {
-            parts.push(format!("the summary {}", c(summary)));
-        }
-        if pinned > 0 {
-            parts.push(format!("pinned messages {}", c(pinned)));
-        }
-        parts.push(format!(
-            "the last block and recent messages, cut as far as they can be {}",
-            c(rest)
-        ));
-        format!(
-            "{tokens_after} tokens after compaction, above the soft threshold {}: the smallest legal context does not fit ({})",
-            self.cfg.soft,
-            parts.join(", ")
-        )
     }
 }

@@ -13,17 +13,20 @@
 //! long old texts), a summary of the span between the kept head and tail (incremental when an
 //! earlier summary exists), then a shorter tail, then the kept head's messages after the task
 //! (their facts go into the summary), then fewer of the user's words carried verbatim, then the
-//! task shortened to `task_max_tokens` (never removed), then the kept tail's tool output cut
-//! head + tail, and last a shorter summary (the truncation summary). Only when even that is
-//! above the soft threshold is the result
-//! `over_budget`, with the parts that did not fit named. Each step cuts no more than it must.
+//! task shortened to `task_max_tokens` (never removed), then the last block shortened (the
+//! arguments of calls that ran, tool output, the assistant's own text: `last_block.rs`), and
+//! last a shorter summary (the truncation summary). Only when even that is above the soft
+//! threshold is the result `over_budget`, with the parts that did not fit named
+//! (`over_budget.rs`). Each step cuts no more than it must.
 
 mod apply;
 mod assemble;
 pub mod draft;
+mod last_block;
 mod malformed;
 pub mod micro;
 pub mod output;
+mod over_budget;
 mod plan;
 mod provider_compaction;
 pub mod repair;

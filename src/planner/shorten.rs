@@ -1,15 +1,14 @@
 //! Cuts that keep their must-keep facts (a text or a call's arguments cut head + tail, the facts
-//! of the cut part written after the marker), and the ladder's last two steps before
-//! `over_budget`: the task shortened to `task_max_tokens` and tool results of the kept tail (the
-//! last block) cut head + tail.
+//! of the cut part written after the marker), and the ladder's task step before `over_budget`:
+//! the task shortened to `task_max_tokens` (the last block's cut is in `last_block.rs`).
 //!
-//! Design note: both only run when everything else (micro, selective, the summary, a shorter
-//! tail, the extra head messages) left the context above the soft threshold, and both cut only
-//! as much as the overflow needs. The task is never removed (DESIGN invariant 7): its head and
-//! tail stay, the cut is marked, and every must-keep fact of the cut part is written after the
-//! marker, so the agent still sees every path, URL and error name its task named. Tool results
-//! are cut the same way (tool output carries no must-keep facts by definition); thinking,
-//! signed and opaque blocks, pinned messages and protected tools are never touched.
+//! Design note: the task step only runs when everything else (micro, selective, the summary, a
+//! shorter tail, the extra head messages) left the context above the soft threshold. The task
+//! is never removed (DESIGN invariant 7): its head and tail stay, the cut is marked, and every
+//! must-keep fact of the cut part is written after the marker, so the agent still sees every
+//! path, URL and error name its task named. When those facts alone are longer than
+//! `task_max_tokens` the task keeps them all and is cut as far as that allows: the smallest cut
+//! found is used rather than none.
 
 use super::draft::{block_tokens, Count, Slot};
 use super::micro::PLACEHOLDER_PREFIX;
@@ -21,18 +20,34 @@ use crate::message::{BlockKind, Message, Role};
 use crate::summary::constraints::constraint_sentences;
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::text::Text;
-use rustc_hash::FxHashMap;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
 const MIN_CHARS: usize = 160;
-/// Characters a cut tool result keeps at least: the last resort before `over_budget`, where the
-/// marker (how much was cut) and a few characters each side are all that fits.
+/// Characters a cut tool result or assistant text of the last block keeps at least: the last
+/// resort before `over_budget`, where the marker (how much was cut) and a few characters each
+/// side are all that fits (a CJK character is about a token: 160 would keep 160 tokens).
 const MIN_RESULT_CHARS: usize = 40;
+
+/// How [`cut_block`] cuts a text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// Head + tail (tool output: no must-keep facts by definition).
+    Plain,
+    /// Head + tail, the must-keep facts of the cut part after the marker (assistant text).
+    Facts,
+    /// The task: its facts and the user's constraint sentences kept, at least 160 characters.
+    Task,
+}
 
 /// `text` cut head + tail to about `max_chars`, with the must-keep facts of the cut part
 /// written right after the cut marker (a text cut before is cut again, its facts kept the same
 /// way). `None` when it is already that short.
 pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
+    cut_keeping_facts_min(text, max_chars, MIN_CHARS)
+}
+
+/// [`cut_keeping_facts`] keeping at least `min_chars` characters of text.
+fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Option<String> {
     let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
     // The list takes room from the text, and less text may lose more facts: grow the list until
     // it names every fact the cut it leaves room for lost (at most one round per fact).
@@ -41,7 +56,7 @@ pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
         let list = mentions(facts.iter().zip(&lost).filter(|(_, &l)| l).map(|(f, _)| f));
         let room = max_chars
             .saturating_sub(list.chars().count())
-            .max(MIN_CHARS);
+            .max(min_chars);
         let cut = head_tail_text(Text::Utf8(text), room)?;
         let mut more = false;
         for (f, l) in facts.iter().zip(lost.iter_mut()) {
@@ -174,14 +189,14 @@ pub fn cut_marker_end(cut: &str) -> Option<usize> {
 
 /// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
 /// tokens, never below `floor` tokens for the block. Returns the tokens saved.
-fn cut_block(
+pub(super) fn cut_block(
     slot: &mut Slot<'_>,
     k: usize,
     excess: usize,
     floor: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
-    keep_facts: bool,
+    keep: Keep,
 ) -> usize {
     let b = &slot.view.blocks[k];
     if b.images > 0 {
@@ -204,33 +219,43 @@ fn cut_block(
         return 0;
     }
     let chars = text.chars().count();
-    let min_chars = if keep_facts {
+    let min_chars = if keep == Keep::Task {
         MIN_CHARS
     } else {
         MIN_RESULT_CHARS
     };
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
-    // Counting is not linear in characters: shrink until the cut text is within the goal.
+    // Counting is not linear in characters: shrink until the cut text is within the goal. When
+    // it never gets there (a task whose must-keep facts alone are longer than the goal), the
+    // smallest cut found is used: a cut that falls short still saves what it can.
+    let mut best: Option<(String, usize)> = None;
     for _ in 0..6 {
-        let cut = if keep_facts {
-            cut_task_keeping_constraints(&text, max_chars)
-        } else {
-            head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))
+        let cut = match keep {
+            Keep::Task => cut_task_keeping_constraints(&text, max_chars),
+            Keep::Facts => cut_keeping_facts_min(&text, max_chars, min_chars),
+            Keep::Plain => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
         };
         let Some(cut) = cut else {
-            return 0;
+            break;
         };
         let new = counter.count(Text::Utf8(&cut));
-        if new <= goal || max_chars <= min_chars {
-            let before = slot.tokens;
-            if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
-                return 0;
-            }
-            return before.saturating_sub(slot.tokens);
+        let done = new <= goal || max_chars <= min_chars;
+        if best.as_ref().is_none_or(|b| new < b.1) {
+            best = Some((cut, new));
+        }
+        if done {
+            break;
         }
         max_chars = max_chars * 8 / 10;
     }
-    0
+    let Some((cut, new)) = best else {
+        return 0;
+    };
+    let before = slot.tokens;
+    if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
+        return 0;
+    }
+    before.saturating_sub(slot.tokens)
 }
 
 /// Shorten the task in `slots[at]` to `task_max_tokens` (its text blocks, longest first).
@@ -260,7 +285,7 @@ pub fn shorten_task(
         if need == 0 {
             break;
         }
-        let saved = cut_block(slot, k, need, 32, cfg, counter, true);
+        let saved = cut_block(slot, k, need, 32, cfg, counter, Keep::Task);
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
@@ -274,103 +299,6 @@ pub fn shorten_task(
             },
         )
     })
-}
-
-/// Cut tool results in `slots[from..]` until `excess` tokens are saved: every result above a
-/// common cap is cut to it (the largest lose most, small ones stay whole), the cap chosen so
-/// the cuts add up to the excess. Returns the tokens saved and one record entry per shortened
-/// message.
-pub fn shorten_results(
-    slots: &mut [Slot<'_>],
-    from: usize,
-    excess: usize,
-    cfg: &PlanConfig,
-    counter: &dyn Count,
-) -> (usize, Vec<RecordEntry>) {
-    let mut names: FxHashMap<String, String> = FxHashMap::default();
-    for s in slots.iter() {
-        for c in s.view.calls() {
-            if let (Some(id), Some(name)) = (&c.id, &c.name) {
-                names.insert(id.clone(), name.clone());
-            }
-        }
-    }
-    let protected = |id: &Option<String>| {
-        id.as_ref()
-            .and_then(|id| names.get(id))
-            .is_some_and(|n| cfg.protected_tools.iter().any(|p| p == n))
-    };
-    let from = from.min(slots.len());
-    // (slot, block, tokens) of every result that may be cut.
-    let mut cands: Vec<(usize, usize, usize)> = Vec::new();
-    for (si, slot) in slots.iter().enumerate().skip(from) {
-        if slot.pinned {
-            continue;
-        }
-        for (k, b) in slot.view.blocks.iter().enumerate() {
-            if b.kind == BlockKind::ToolResult && !protected(&b.id) {
-                cands.push((si, k, block_tokens(b, cfg.framing, counter)));
-            }
-        }
-    }
-    let before: Vec<usize> = slots.iter().map(|s| s.tokens).collect();
-    let mut need = excess;
-    // Two passes: counting is not linear in characters, so the first may fall a little short.
-    for _ in 0..2 {
-        if need == 0 {
-            break;
-        }
-        let cap = water_level(cands.iter().map(|c| c.2), need);
-        for c in cands.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            if c.2 <= cap {
-                continue;
-            }
-            let saved = cut_block(&mut slots[c.0], c.1, c.2 - cap, 12, cfg, counter, false);
-            c.2 = c.2.saturating_sub(saved);
-            need = need.saturating_sub(saved);
-        }
-    }
-    let mut record = Vec::new();
-    for (si, slot) in slots.iter().enumerate().skip(from) {
-        if slot.tokens < before[si] {
-            if let Some(index) = slot.source() {
-                record.push(RecordEntry {
-                    index,
-                    action: Change::Shortened,
-                    detail: format!(
-                        "tool output cut from {} to {} tokens",
-                        before[si], slot.tokens
-                    ),
-                });
-            }
-        }
-    }
-    (excess - need, record)
-}
-
-/// The largest cap such that cutting every size above it down to it frees at least `need`
-/// (0 when even that is not enough).
-fn water_level(sizes: impl Iterator<Item = usize>, need: usize) -> usize {
-    let mut sizes: Vec<usize> = sizes.collect();
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
-    let mut above = 0; // sum of the sizes above the current level
-    for (k, &s) in sizes.iter().enumerate() {
-        // With the cap at `s`, the first k sizes are cut to `s`.
-        if above - k * s >= need {
-            // The cap lies between s and sizes[k-1]: solve above - k * cap = need.
-            return (above - need) / k;
-        }
-        above += s;
-    }
-    let k = sizes.len();
-    if k > 0 && above >= need {
-        (above - need) / k
-    } else {
-        0
-    }
 }
 
 #[cfg(test)]
@@ -395,15 +323,40 @@ mod tests {
     }
 
     #[test]
-    fn water_level_cuts_the_largest_first() {
-        // 1000 + 500 + 100: freeing 600 caps both large ones at 450.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 600), 450);
-        // Freeing 400 touches only the largest.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 400), 600);
-        // Everything: the cap goes to zero.
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 1600), 0);
-        assert_eq!(water_level([1000, 500, 100].into_iter(), 5000), 0);
-        assert_eq!(water_level(std::iter::empty(), 10), 0);
+    fn a_task_whose_facts_outgrow_the_limit_is_still_cut_as_far_as_they_allow() {
+        // A demonstration trajectory of a swe-agent task: hundreds of paths. Its facts alone are
+        // longer than task_max_tokens; the task keeps them all and is still cut (it was left
+        // whole: 5,078 tokens against a limit of 281).
+        let text: String = (0..150)
+            .map(|i| format!("step {i}: open src/pkg_{i}/module_{i}.py and read it carefully. "))
+            .collect();
+        let conv = crate::message::Conversation::new(
+            crate::message::Format::OpenAi,
+            vec![Message::text(Role::User, text.as_str())],
+        );
+        let c = |t: Text<'_>| crate::tokens::counter::Tokenizer::Approx.count(t);
+        let framing = crate::tokens::counter::Framing::default();
+        let tokens = crate::tokens::counter::message_tokens(
+            crate::tokens::counter::Tokenizer::Approx,
+            &conv.messages[0],
+            framing,
+        );
+        let mut slots = vec![Slot::keep(&conv, 0, tokens, false)];
+        let cfg = PlanConfig {
+            task_max_tokens: 200,
+            ..PlanConfig::default()
+        };
+        let (saved, entry) = shorten_task(&mut slots, 0, &cfg, &c as &dyn Count).expect("cut");
+        assert!(saved > tokens / 3, "saved {saved} of {tokens}");
+        assert_eq!(entry.action, Change::Shortened);
+        let cut = slots[0].view.blocks[0].texts[0]
+            .text()
+            .to_utf8()
+            .into_owned();
+        for i in 0..150 {
+            let f = format!("src/pkg_{i}/module_{i}.py");
+            assert!(cut.contains(&f), "{f} missing");
+        }
     }
 
     #[test]

@@ -52,8 +52,14 @@ unsafe fn walk(py: Python<'_>, v: *mut ffi::PyObject, depth: usize, fp: &mut u64
             let len = (*a).length as u64;
             *fp = mix(mix(*fp, 1), (h as u64) ^ (len << 1));
         } else if ffi::PyDict_Check(v) != 0 {
-            *fp = mix(*fp, 2 ^ ((ffi::PyDict_Size(v) as u64) << 8));
-            prefetch_values(v);
+            let n = ffi::PyDict_Size(v);
+            *fp = mix(*fp, 2 ^ ((n as u64) << 8));
+            // Not a message (`fingerprints_borrowed` prefetched its values already), nor a dict
+            // of one or two entries (a Gemini part, a call's `function`), whose values are read
+            // at once anyway: there the prefetching pass cost more calls than it saved.
+            if n > 2 && depth > 0 {
+                prefetch_values(v);
+            }
             let mut pos: ffi::Py_ssize_t = 0;
             let mut key: *mut ffi::PyObject = std::ptr::null_mut();
             let mut value: *mut ffi::PyObject = std::ptr::null_mut();

@@ -422,6 +422,17 @@ impl Trail {
     pub fn absorb(&mut self, earlier: &[String]) {
         let mut old = Trail::new();
         for line in earlier {
+            // The rule summary's file list writes `path (edited)` / `path（修改）`: an edit too.
+            let listed = line
+                .strip_suffix(')')
+                .and_then(|l| l.rsplit_once(" ("))
+                .or_else(|| line.strip_suffix('）').and_then(|l| l.rsplit_once('（')));
+            if let Some((path, Some(op))) = listed.map(|(p, w)| (p, Op::parse(w))) {
+                if !path.is_empty() && !path.contains(": ") {
+                    old.entries.push((path.to_owned(), vec![op], None));
+                    continue;
+                }
+            }
             let (body, to) = match line.rsplit_once(" (") {
                 Some((b, t)) if t.ends_with(')') && !t.contains(' ') => {
                     (b, Some(t.trim_end_matches(')').to_owned()))
@@ -671,6 +682,19 @@ mod tests {
                 "g.rs: deleted",
             ]
         );
+    }
+
+    #[test]
+    fn absorb_reads_the_rule_summarys_file_list() {
+        let mut t = Trail::new();
+        t.absorb(&[
+            "src/app.py (edited)".to_owned(),
+            "web/src/页面.tsx（修改）".to_owned(),
+            "docs/readme.md".to_owned(),
+        ]);
+        assert_eq!(t.ops_of("src/app.py", false).as_deref(), Some("edited"));
+        assert_eq!(t.ops_of("web/src/页面.tsx", true).as_deref(), Some("修改"));
+        assert_eq!(t.ops_of("docs/readme.md", false), None);
     }
 
     #[test]

@@ -291,6 +291,10 @@ impl<'py> Extractor<'py> {
                 }
                 b
             }
+            // An Anthropic `image` block with its `source` (as ChatAnthropic passes content on):
+            // sized from its base64 header like the dict's. LangChain's own `image` blocks
+            // (`url`, `base64` + `mime_type`, `file_id`) are images of unknown size.
+            "image" if acc.get(intern!(py, "source"), loc)?.is_some() => self.block(part, loc)?,
             "image" | "input_image" => Block::new(BlockKind::Image),
             "audio" | "video" => {
                 let mut b = Block::new(BlockKind::Audio);
