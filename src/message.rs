@@ -272,6 +272,15 @@ impl<'a> Block<'a> {
     pub fn char_len(&self) -> usize {
         self.texts.iter().map(|p| p.text().char_len()).sum()
     }
+
+    /// The block's texts as one UTF-8 string, joined with `sep`.
+    pub fn joined_text(&self, sep: &str) -> String {
+        self.texts
+            .iter()
+            .map(|p| p.text().to_utf8().into_owned())
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
 }
 
 /// The view of one message.

@@ -236,7 +236,7 @@ def test_growth_leaves_out_the_users_own_messages_the_summary_carries() -> None:
     """The growth probe measures the summary proper: the user's messages carried verbatim have
     their own budget (``user_messages_budget_tokens``); the headers match what the core writes."""
     from context_compactor import ContextCompactor
-    from context_compactor.eval import summary_proper
+    from context_compactor.eval import _summary_proper
 
     for words, ask in (("Please keep the public API stable.", "Go on"), ("请保持公共接口不变，不要改测试。", "继续")):
         msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fix the flaky test in tests/test_io.py."}]
@@ -245,7 +245,7 @@ def test_growth_leaves_out_the_users_own_messages_the_summary_carries() -> None:
             msgs.append({"role": "user", "content": f"{words} ({i}) " + ask})
         r = ContextCompactor(max_context_tokens=4000, keep_recent_messages=2).compact(msgs, force=True)
         assert r.summary and words in r.summary
-        proper = summary_proper(r.summary)
+        proper = _summary_proper(r.summary)
         rest = r.summary[len(proper) :]
         assert proper and r.summary.startswith(proper) and words in rest
         assert rest.lstrip().startswith(("The user's own messages", "用户在被压缩部分中的原话"))

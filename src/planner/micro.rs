@@ -184,12 +184,7 @@ pub struct Pass {
 }
 
 fn result_text(slot: &Slot<'_>, k: usize) -> String {
-    slot.view.blocks[k]
-        .texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
+    slot.view.blocks[k].joined_text("\n")
 }
 
 /// Clear one result block into a placeholder. Returns the tokens saved (0 if not worth it).

@@ -202,12 +202,7 @@ pub(super) fn cut_block(
     if b.images > 0 {
         return 0;
     }
-    let text: String = b
-        .texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = b.joined_text("\n");
     // A placeholder is as short as it gets; text cut before (by an earlier compaction of a
     // chain) may be cut again: the ladder's last steps must be able to fit the window.
     if text.starts_with(PLACEHOLDER_PREFIX) {

@@ -360,19 +360,13 @@ impl Trail {
     /// (an earlier summary: its trail section and its preserved details, `- path: op → op`).
     pub fn of(earlier: Option<&str>, messages: &[crate::message::Message<'_>]) -> Trail {
         use crate::message::BlockKind;
-        let text_of = |b: &crate::message::Block<'_>| -> String {
-            b.texts
-                .iter()
-                .map(|p| p.text().to_utf8().into_owned())
-                .collect()
-        };
         // SWE-agent's results end with `(Open file: PATH)`: the file an `edit` without a path
         // changed when the `open` was before this span.
         let mut open_after: rustc_hash::FxHashMap<String, String> = Default::default();
         for m in messages {
             for b in m.blocks.iter() {
                 if let (BlockKind::ToolResult, Some(id)) = (b.kind, &b.id) {
-                    if let Some(p) = open_file_marker(&text_of(b)) {
+                    if let Some(p) = open_file_marker(&b.joined_text("")) {
                         open_after.insert(id.clone(), p);
                     }
                 }
@@ -386,7 +380,7 @@ impl Trail {
                         let hint = b.id.as_ref().and_then(|id| open_after.get(id));
                         t.open_file = hint.and_then(|p| clean_path(p));
                     }
-                    t.call(b.name.as_deref().unwrap_or(""), &text_of(b));
+                    t.call(b.name.as_deref().unwrap_or(""), &b.joined_text(""));
                 }
             }
         }

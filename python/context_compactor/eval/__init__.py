@@ -215,15 +215,15 @@ class EvalReport:
 
 #: Where the summary message's verbatim user messages start (English, Chinese): they have their
 #: own budget (``user_messages_budget_tokens``), so the growth probe leaves them out.
-USER_WORDS_HEADERS = (
+_USER_WORDS_HEADERS = (
     "\n\nThe user's own messages in the compacted part",
     "\n\n用户在被压缩部分中的原话",
 )
 
 
-def summary_proper(text: str) -> str:
+def _summary_proper(text: str) -> str:
     """The summary without the user's messages it carries verbatim."""
-    cut = min((i for h in USER_WORDS_HEADERS if (i := text.find(h)) >= 0), default=len(text))
+    cut = min((i for h in _USER_WORDS_HEADERS if (i := text.find(h)) >= 0), default=len(text))
     return text[:cut]
 
 
@@ -296,7 +296,7 @@ def _run_policy(
         if call.result is not None:
             run.compacted_calls.append(call.turn)
             if call.result.summary:
-                run.summary_tokens.append(counter.count(summary_proper(call.result.summary)))
+                run.summary_tokens.append(counter.count(_summary_proper(call.result.summary)))
             probe.score(run, call)
 
     report = replay(transcript, compactor, on_call=on_call)
