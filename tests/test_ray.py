@@ -1,7 +1,9 @@
 """The Ray Data path (context_compactor.ray_data) on a real single-node local Ray cluster.
 
-One cluster per test session (``ray.init(num_cpus=2, include_dashboard=False)``, its files in a
-pytest temporary folder), shut down after. Results must be identical to ``compact_many``.
+One cluster for this module (``ray.init(num_cpus=2, include_dashboard=False)``, its files in a
+pytest temporary folder), shut down after its tests: a cluster kept for the whole session printed
+its memory monitor's message into a later test's captured stdout (a CLI test parsing `--json`).
+Results must be identical to ``compact_many``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ray = pytest.importorskip("ray", reason="the [ray] extra (ray[data]) is not inst
 pytest.importorskip("ray.data", reason="the [ray] extra (ray[data]) is not installed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     temp = tmp_path_factory.mktemp("ray")
     env = {
