@@ -44,6 +44,7 @@
 pub mod artifacts;
 pub mod constraints;
 pub mod facts;
+pub mod instruction;
 pub mod language;
 pub mod prompts;
 pub mod reply;
