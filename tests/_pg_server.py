@@ -88,6 +88,14 @@ class PostgresServer:
             log = (self.root / "server.log").read_text(errors="replace") if (self.root / "server.log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed ({r.returncode}): {r.stderr.strip()}\n{log[-2000:]}")
 
+    def restart(self) -> None:
+        """Restart the server (``-m fast``: every connection is dropped), on the same port."""
+        r = self._run(
+            "pg_ctl", "-D", str(self.root / "data"), "-l", str(self.root / "server.log"), "-m", "fast", "-w", "restart"
+        )
+        if r.returncode:
+            raise RuntimeError(f"pg_ctl restart failed ({r.returncode}): {r.stderr.strip()}")
+
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
@@ -136,13 +144,3 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """What ``SessionStore(...)``/``Session(...)`` open, once per backend: a SQLite file path, or
-    the URL of a fresh database on the session's PostgreSQL server."""
-    if request.param == "sqlite":
-        return str(tmp_path / "store.db")
-    server: PostgresServer = request.getfixturevalue("postgres_server")
-    return server.new_database()

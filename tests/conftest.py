@@ -94,6 +94,7 @@ def tiktoken_encoding(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
         os.environ["TIKTOKEN_CACHE_DIR"] = old
 
 
-# The throwaway PostgreSQL server (tests/_pg_server.py): fixtures postgres_server, postgres_url, and
-# store_target (each store test once per backend).
-from _pg_server import postgres_server, postgres_url, store_target  # noqa: E402, F401
+# The throwaway PostgreSQL server (tests/_pg_server.py): fixtures postgres_server and postgres_url;
+# store_target (tests/_stores.py): each store test once per backend.
+from _pg_server import postgres_server, postgres_url  # noqa: E402, F401
+from _stores import store_target  # noqa: E402, F401

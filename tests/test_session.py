@@ -1,12 +1,10 @@
-"""Session and its SQLite store: resume, expand, row-id records, usage, concurrency, SIGKILL durability."""
+"""Session and its stores: resume, expand, row-id records, usage, concurrency (SIGKILL durability on every
+store: tests/test_store_durability.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -28,9 +26,9 @@ from context_compactor import (
     validate_messages,
 )
 from context_compactor._sqlite import MIGRATIONS, SCHEMA_VERSION
-from context_compactor._store import SessionStore
 from context_compactor.io import load
 from context_compactor.session import Session
+from context_compactor.stores import SessionStore
 
 EXAMPLE = REPO / "examples" / "agent_session.json"
 
@@ -642,87 +640,3 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
     assert s.context() == s.history()
     s.close()
     integrity(path, "shared")
-
-
-# -- SIGKILL ---------------------------------------------------------------------------------------------------
-
-CHILD_KILLED = textwrap.dedent(
-    """
-    import sys, time
-
-    def say(*parts):
-        # One write per line: with PYTHONUNBUFFERED set, print() writes each part on its own,
-        # and a kill between them would leave half a line.
-        sys.stdout.write(" ".join(map(str, parts)) + "\\n")
-        sys.stdout.flush()
-
-    from context_compactor import ContextCompactor
-    from context_compactor.session import Session
-    path, compact = sys.argv[1], sys.argv[2] == "compact"
-    c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, clear_at_least_tokens=0)
-    s = Session(c, path, "s")
-    # Slow every SQL statement down so that most kills land inside a transaction.
-    s.store._conn.set_progress_handler(lambda: time.sleep(0.0003) or 0, 20)
-    if len(s) == 0:
-        s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
-    i = len(s)
-    while True:
-        if compact:
-            r = s.prepare()
-            if r is not None:
-                say("c", s.compactions()[-1].id)
-        cid = f"call_{i}"
-        s.extend([
-            {"role": "assistant", "content": f"Step {i}: checking mod{i}.py", "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": cid, "content": f"line {i}\\n" * 80},
-        ])
-        say("a", i)
-        i += 2
-    """
-)
-
-
-def _run_and_kill(script: Path, path: Path, mode: str, delay: float) -> list[list[str]]:
-    proc = subprocess.Popen([sys.executable, str(script), str(path), mode], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    lines = [proc.stdout.readline().split()]  # started: at least one acknowledged write
-    time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    rest, _ = proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
-    return lines + [line.split() for line in rest.splitlines() if line.strip()]
-
-
-@pytest.mark.parametrize("mode", ["append", "compact"])
-def test_sigkill_leaves_a_consistent_store(tmp_path: Path, mode: str) -> None:
-    rng = random.Random(6)
-    script = tmp_path / "killed.py"
-    script.write_text(CHILD_KILLED, encoding="utf-8")
-    path = tmp_path / f"{mode}.db"
-    acked: set[int] = set()
-    compactions: set[int] = set()
-    for _ in range(3):
-        for kind, value in _run_and_kill(script, path, mode, rng.uniform(0.05, 0.6)):
-            (acked if kind == "a" else compactions).add(int(value))
-        integrity(path)
-        s = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
-        history = s.history()
-        ids = {m["tool_calls"][0]["id"] for m in history if m.get("tool_calls")}
-        assert {f"call_{i}" for i in acked} <= ids, "every acknowledged append survived"
-        assert len(history) % 2 == 1, "an extend is all or nothing"
-        ctx = s.context()
-        assert validate_messages(ctx, format="openai") == []
-        recs = s.compactions()
-        assert compactions <= {c.id for c in recs}, "every acknowledged compaction survived"
-        # The context is the head compaction's, followed by every later original: old or new, never a mix.
-        if recs:
-            head = recs[-1]
-            tail = history[head.upto_seq :]
-            assert ctx[len(ctx) - len(tail) :] == tail
-            assert not set(head.replaced) & set(s.context_ids())
-        else:
-            assert ctx == history
-        s.close()
-    if mode == "compact":
-        assert compactions, "the kills should land after some compactions"
