@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from context_compactor import ContextCompactor, SessionStore, StoreError, validate_messages
-from context_compactor._store import NewCompaction
 from context_compactor.session import Session
+from context_compactor.stores import NewCompaction
 from test_store_async import lock_held
 from test_store_durability import integrity
 
@@ -193,7 +193,7 @@ def test_postgres_async_methods_run_no_worker_thread(postgres_server: Any, monke
 
     async def main() -> None:
         async with await Session.aopen(compactor(), url, "native", system="你是编程助手。") as s:
-            assert s.store._conn_ is None  # type: ignore[attr-defined]
+            assert s.store._pool is None  # type: ignore[attr-defined]  # no sync pool opened
             await s.aappend({"role": "user", "content": "修复 src/app.py"})
             for k in range(20):
                 await s.aextend(tool_round("n", k))
@@ -208,7 +208,7 @@ def test_postgres_async_methods_run_no_worker_thread(postgres_server: Any, monke
             assert len(recs) == 2 and len(await s.aexpand(recs[1].id)) > 10
             assert len(await s.ahistory()) == 41
             assert await s.arecord_usage(len(ctx) * 50 + 900, model="m") in (True, False)
-            assert s.store._conn_ is None  # type: ignore[attr-defined]
+            assert s.store._pool is None  # type: ignore[attr-defined]  # no sync pool opened
         with pytest.raises(StoreError, match="closed"):
             await s.aappend({"role": "user", "content": "too late"})
 

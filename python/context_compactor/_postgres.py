@@ -33,9 +33,16 @@ transaction-level advisory lock (so concurrent workers migrate once), runs the m
 ``MIGRATIONS`` and records the version, all in one transaction. A database written by a newer
 version of the package is refused rather than misread.
 
-Connection: one psycopg connection per store (autocommit, explicit transactions), used under the
-store's re-entrant lock, so a store may be shared by the threads of a process. ``marker()`` is
-``None``: a Session reads the context from the server on each ``context()``.
+Connections: a pool (``psycopg-pool``: autocommit connections, explicit transactions) of at most
+``pool_size``, so the threads of a process (a server's requests) that share a store run their
+operations at once, each on a connection of its own; one more waits ``timeout`` seconds at most.
+``marker()`` is ``None``: a Session reads the context from the server on each ``context()``.
+
+Reconnection: when the server drops connections (a restart, a failover, ``pg_terminate_backend``)
+the operations in flight fail with a :class:`StoreError` naming the cause, and the next one runs
+on a new connection: a connection the server closed while it sat in the pool is noticed before
+use (its socket is readable: no round trip, :func:`~context_compactor._pg_ops.dropped`), closed
+and replaced. While the server is down an operation waits for a connection up to ``timeout``.
 
 Async: :meth:`PostgresStore.aio` gives the store's async twin for the running event loop (an
 :class:`~context_compactor._postgres_async.AsyncPostgresStore` on its own ``AsyncConnection``,
@@ -43,7 +50,7 @@ opened on first use, one per loop, closed with the store), which a Session's asy
 ``SessionStore.aopen(url)`` opens a store from async code without ever blocking the loop: the sync
 connection is then opened only if a sync method needs it.
 
-The SQL and the logic of every operation live in :mod:`context_compactor._pg_ops`, shared with
+The SQL and the logic of every operation live in :mod:`context_compactor._ops`, shared with
 the async store; this module runs them on a sync connection.
 """
 
@@ -52,23 +59,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
-from context_compactor import _pg_ops as ops
-from context_compactor._pg_ops import MIGRATIONS, READ, SCHEMA_VERSION, WRITE, Op, T, wrap
-from context_compactor._store import (
-    Appended,
-    NewCompaction,
-    Saved,
-    SessionInfo,
-    SessionStore,
-    StoredCompaction,
-    StoredContext,
-)
+from context_compactor import _ops as ops
+from context_compactor import _pg_ops as pg
+from context_compactor._ops import POSTGRESQL, READ, Op, SQLStore, T
+from context_compactor._pg_ops import MIGRATIONS, SCHEMA_VERSION, wrap
 from context_compactor.errors import StoreError
 
 if TYPE_CHECKING:
@@ -78,7 +79,9 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "run"]
 
 
 def _execute(conn: psycopg.Connection[Any], mode: str, query: Any, params: Sequence[Any]) -> Any:
-    """Run one statement of an operation (:mod:`context_compactor._pg_ops` names the modes)."""
+    """Run one statement of an operation (:mod:`context_compactor._ops` names the modes)."""
+    if mode == "marker":
+        return None  # every read asks the server
     if mode in ("many", "ids"):
         if not params:
             return [] if mode == "ids" else None
@@ -87,57 +90,72 @@ def _execute(conn: psycopg.Connection[Any], mode: str, query: Any, params: Seque
                 cur.executemany(query, params)
                 return None
             # One pipelined batch (one round trip, not one per row), the ids in order.
-            cur.executemany(query, params, returning=True)
+            cur.executemany(query + " RETURNING id", params, returning=True)
             ids: list[int] = []
             while True:
                 ids.append(int(cur.fetchone()[0]))  # type: ignore[index]
                 if not cur.nextset():
                     return ids
+    if mode == "id":
+        return int(conn.execute(query + " RETURNING id", params).fetchone()[0])  # type: ignore[index]
     cur = conn.execute(query, params or None)
     return cur.fetchone() if mode == "one" else cur.fetchall() if mode == "all" else None
 
 
 def run(conn: psycopg.Connection[Any], op: Op[T]) -> T:
-    """Drive an operation of :mod:`context_compactor._pg_ops` on ``conn`` (the caller holds the
-    transaction)."""
+    """Drive an operation of :mod:`context_compactor._ops` on ``conn``."""
     reply: Any = None
     while True:
         try:
             mode, query, params = op.send(reply)
         except StopIteration as stop:
-            return stop.value
+            result: T = stop.value
+            return result
         reply = _execute(conn, mode, query, params)
 
 
-class PostgresStore(SessionStore):
+class PostgresStore(SQLStore):
     """Sessions in a PostgreSQL database (``SessionStore("postgresql://...")`` opens one).
 
     Args:
         url: A libpq connection string: ``postgresql://user:password@host:5432/dbname`` (or the
             ``key=value`` form, or ``postgres://``).
-        timeout: Seconds to wait for the connection, for this store's lock (another thread) and
-            for a session locked by another worker before raising :class:`StoreError`.
+        timeout: Seconds to wait for a connection (the server, or a free one of the pool), for
+            this store's lock (another thread) and for a session locked by another worker before
+            raising :class:`StoreError`.
         schema: The PostgreSQL schema holding the tables (created when missing).
         connect: ``False``: connect (and check the schema) on the first sync operation instead
-            of now (``SessionStore.aopen`` does so: async code uses :meth:`aio`'s connection).
+            of now (``SessionStore.aopen`` does so: async code uses :meth:`aio`'s pool).
+        pool_size: The most connections the store opens at once (its async twins have their own).
 
     Raises:
         StoreError: The server cannot be reached, the schema was written by a newer version of
             the package, or a lock is held too long.
     """
 
+    dialect = POSTGRESQL
+
     def __init__(
-        self, url: str, *, timeout: float = 10.0, schema: str = "context_compactor", connect: bool = True
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        schema: str = "context_compactor",
+        connect: bool = True,
+        pool_size: int = 4,
     ) -> None:
         super().__init__(timeout=timeout)
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise StoreError(f"pool_size: expected an int >= 1, got {pool_size!r}")
         self.url = url
-        self.schema = ops.check_schema_name(schema)
-        self._conn_: psycopg.Connection[Any] | None = None
+        self.schema = pg.check_schema_name(schema)
+        self.pool_size = pool_size
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._pool_lock = threading.Lock()
         self._twins: dict[asyncio.AbstractEventLoop, AsyncPostgresStore] = {}
         self._twins_lock = threading.Lock()
         if connect:
-            with self.locked():
-                self._connection()
+            self._connections()
 
     @classmethod
     async def _aopen(cls, target: Any, *, timeout: float = 10.0, **kwargs: Any) -> PostgresStore:
@@ -149,132 +167,92 @@ class PostgresStore(SessionStore):
             raise
         return store
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        """The sync connection (under the lock), opened and the schema migrated on first use."""
-        if self._conn_ is not None:
-            return self._conn_
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)))
-        except psycopg.Error as e:
-            raise ops.connect_error(e) from e
-        try:
-            run(conn, ops.setup(self.schema, self.timeout))
-            found = run(conn, ops.version(self.schema))
-            if found > SCHEMA_VERSION:
-                raise ops.newer(self.schema, found)
-            if found < SCHEMA_VERSION:
-                with conn.transaction():
-                    run(conn, ops.migrate(self.schema))
-        except psycopg.Error as e:
-            conn.close()
-            raise wrap(e, "cannot open the PostgreSQL store", self.timeout) from e
-        except BaseException:
-            conn.close()
-            raise
-        self._conn_ = conn
-        return conn
+    def _connections(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+        """The pool, opened on first use: a first connection checks (or migrates) the schema, with
+        the server's own error when it cannot connect."""
+        with self._pool_lock:
+            if self._closed:
+                raise StoreError("the session store is closed")
+            if self._pool is not None:
+                return self._pool
+            try:
+                first = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)))
+            except psycopg.Error as e:
+                raise pg.connect_error(e) from e
+            with first:
+                try:
+                    run(first, pg.setup(self.schema, self.timeout))
+                    found = run(first, pg.version(self.schema))
+                    if found > SCHEMA_VERSION:
+                        raise pg.newer(self.schema, found)
+                    if found < SCHEMA_VERSION:
+                        with first.transaction():
+                            run(first, pg.migrate(self.schema))
+                except psycopg.Error as e:
+                    raise wrap(e, "cannot open the PostgreSQL store", self.timeout) from e
+            self._pool = psycopg_pool.ConnectionPool(
+                self.url,
+                kwargs={"autocommit": True, "connect_timeout": max(1, int(self.timeout))},
+                min_size=1,
+                max_size=self.pool_size,
+                configure=self._configure,
+                timeout=self.timeout,
+                num_workers=1,
+                open=False,
+                name=f"context-compactor-{id(self):x}",
+            )
+            self._pool.open(wait=False)
+            return self._pool
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        run(conn, pg.setup(self.schema, self.timeout))
 
     @property
     def schema_version(self) -> int:
         """The version recorded in ``<schema>.schema_version``."""
-        with self.locked():
-            try:
-                return int(run(self._connection(), ops.version(self.schema)))
-            except psycopg.Error as e:
-                raise wrap(e, "read", self.timeout) from e
+        return self._do("read", pg.version(self.schema))
 
-    # -- transactions ----------------------------------------------------------------------------------
+    # -- running an operation ----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self, what: str = "write") -> Iterator[psycopg.Connection[Any]]:
-        """A transaction under the lock: committed when the block ends, rolled back when it
-        raises. psycopg errors become :class:`StoreError`."""
-        with self.locked():
-            conn = self._connection()
-            try:
-                with conn.transaction():
-                    yield conn
-            except psycopg.Error as e:
-                raise wrap(e, what, self.timeout) from e
-
-    def _do(self, what: str, op: Op[T]) -> T:
-        """One operation (it opens its transactions, :func:`~context_compactor._pg_ops.transaction`),
-        under the lock; after an error, what it left open is rolled back."""
-        with self.locked():
-            conn = self._connection()
-            try:
+    def _do(self, what: str, op: Op[T], *, write: bool = False) -> T:
+        """One operation (its transactions are its own, :func:`~context_compactor._ops.transaction`)
+        on a connection of the pool; after an error, what it left open is rolled back. A connection
+        the server dropped while it sat in the pool is replaced before use."""
+        if self._closed:
+            raise StoreError("the session store is closed")
+        pool = self._connections()
+        try:
+            for _ in range(self.pool_size + 1):
+                conn = pool.getconn()
                 try:
-                    return run(conn, op)
-                except BaseException:
-                    if ops.open_transaction(conn):
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK")
-                    raise
-            except psycopg.Error as e:
-                raise wrap(e, what, self.timeout) from e
+                    if pg.dropped(conn):
+                        conn.close()  # the pool replaces it
+                        continue
+                    try:
+                        return run(conn, op)
+                    except BaseException:
+                        if not conn.closed and pg.open_transaction(conn):
+                            with contextlib.suppress(psycopg.Error):
+                                conn.execute("ROLLBACK")
+                        raise
+                finally:
+                    pool.putconn(conn)
+            raise StoreError(f"{what}: every connection of the pool was dropped by the server")
+        except psycopg.Error as e:
+            raise wrap(e, what, self.timeout) from e
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as e:
+            raise pg.pool_error(e, what, self.timeout) from e
 
     def query(self, sql_text: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run a read query under the lock and return all rows (for inspection and tests)."""
-        return self._do("read", ops.transaction(READ, ops.query(sql_text, params)))
-
-    # -- the operations (:mod:`context_compactor._pg_ops`) ---------------------------------------------
-
-    def open_session(
-        self, session_id: str, *, system: str | None, tools: str | None, format: str | None
-    ) -> SessionInfo:
-        return self._do("open a session", ops.transaction(WRITE, ops.open_session(session_id, system, tools, format)))
-
-    def load_context(self, session_id: str, *, head: int | None = None, after_seq: int | None = None) -> StoredContext:
-        return self._do("read", ops.load_context(session_id, head, after_seq))
-
-    def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
-        return self._do("append", ops.append_rows(session_id, rows))
-
-    def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
-        return self._do("save a compaction", ops.transaction(WRITE, ops.save_compaction(session_id, compaction)))
-
-    def compactions(self, session_id: str) -> list[StoredCompaction]:
-        return self._do("read", ops.transaction(READ, ops.compactions(session_id)))
-
-    def expand(self, session_id: str, compaction_id: int) -> list[str]:
-        return self._do("read", ops.transaction(READ, ops.expand(session_id, compaction_id)))
-
-    def history(self, session_id: str) -> list[tuple[int, str]]:
-        return self._do("read", ops.transaction(READ, ops.history(session_id)))
-
-    def message(self, session_id: str, row_id: int) -> str | None:
-        return self._do("read", ops.transaction(READ, ops.message(session_id, row_id)))
-
-    def add_usage(
-        self,
-        session_id: str,
-        *,
-        model: str | None,
-        prompt_tokens: int | None,
-        usage: str | None,
-        head: int | None,
-        context_len: int,
-        learned: bool,
-    ) -> None:
-        self._do("record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned))
-
-    def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
-        return self._do("read", ops.transaction(READ, ops.learned_usage(session_id, head, limit)))
-
-    def session_ids(self) -> list[str]:
-        return self._do("read", ops.transaction(READ, ops.session_ids()))
-
-    def delete_session(self, session_id: str) -> bool:
-        return self._do("delete a session", ops.transaction(WRITE, ops.delete_session(session_id)))
-
-    def pop_original(self, session_id: str) -> tuple[int, str] | None:
-        return self._do("pop an original", ops.transaction(WRITE, ops.pop_original(session_id)))
+        """Run a read query (psycopg's ``%s`` placeholders) and return all rows (for inspection
+        and tests)."""
+        return self._do("read", ops.transaction(POSTGRESQL, READ, ops.query(sql_text, params)))
 
     # -- the async twins -------------------------------------------------------------------------------
 
     async def aio(self) -> AsyncPostgresStore:
         """This store's async twin for the running event loop: an
-        :class:`~context_compactor._postgres_async.AsyncPostgresStore` on its own
+        :class:`~context_compactor._postgres_async.AsyncPostgresStore` with its own pool of
         ``AsyncConnection`` to the same database and schema, opened on first use (without blocking
         the loop) and kept for that loop. Another loop (a second ``asyncio.run``, a loop in
         another thread) gets its own; the twin of a loop that was closed is closed on the next
@@ -289,7 +267,9 @@ class PostgresStore(SessionStore):
                 self._twins.pop(other).close_now()
             twin = self._twins.get(loop)
             if twin is None:
-                twin = self._twins[loop] = AsyncPostgresStore(self.url, timeout=self.timeout, schema=self.schema)
+                twin = self._twins[loop] = AsyncPostgresStore(
+                    self.url, timeout=self.timeout, schema=self.schema, pool_size=self.pool_size
+                )
         if not twin.connected:
             await twin.open()
         return twin
@@ -307,8 +287,10 @@ class PostgresStore(SessionStore):
             twins, self._twins = list(self._twins.values()), {}
         for twin in twins:
             twin.close_now()
-        if self._conn_ is not None:
-            self._conn_.close()
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(timeout=self.timeout)
 
     def __repr__(self) -> str:
         # The URL may hold a password: show the host and database only.

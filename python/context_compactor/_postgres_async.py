@@ -1,18 +1,22 @@
 """The async PostgreSQL store: :class:`AsyncPostgresStore`, on psycopg's ``AsyncConnection``.
 
 The same operations as the sync :class:`~context_compactor._postgres.PostgresStore`, from the same
-code (:mod:`context_compactor._pg_ops`: every SQL text, the session's row lock, the head check of
-a compaction, the delta rule, the schema checks and migrations), driven here with ``await``: a
-query never blocks the event loop, and no worker thread is involved. One transaction per
-operation, as in the sync store; operations on one store are serialised by an ``asyncio`` lock
-(``timeout`` seconds at most), like the sync store's thread lock.
+code (:mod:`context_compactor._ops`: every SQL text, the session's row lock, the head check of
+a compaction, the delta rule; :mod:`context_compactor._pg_ops`: the schema checks and
+migrations), driven here with ``await``: a query never blocks the event loop, and no worker
+thread is involved. One transaction per operation, as in the sync store. Connections: a pool
+(``psycopg-pool``'s ``AsyncConnectionPool``) of at most ``pool_size``, so the tasks sharing a
+store (a server's requests) run their operations at once; one more waits ``timeout`` seconds at
+most. A connection the server dropped while it sat in the pool is replaced before use, so after
+a server restart only the operations in flight fail (:class:`StoreError`) and the next ones
+reconnect on their own.
 
 Where it comes from: :meth:`PostgresStore.aio() <context_compactor._postgres.PostgresStore.aio>`
 (what a Session's async methods use: one twin per event loop, opened on first use) or
 ``await AsyncPostgresStore.connect(url)`` for direct use.
 
-Event loops: a connection belongs to the loop it was opened on (its socket is watched by that
-loop). Used from another loop, an operation raises :class:`StoreError` saying so, never hangs;
+Event loops: a pool and its connections belong to the loop they were opened on (their sockets
+are watched by that loop). Used from another loop, an operation raises :class:`StoreError` saying so, never hangs;
 ``PostgresStore.aio()`` gives each loop its own twin, so a Session works across
 ``asyncio.run()`` calls and in loops of several threads.
 
@@ -25,13 +29,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+import psycopg_pool
 
-from context_compactor import _pg_ops as ops
-from context_compactor._pg_ops import READ, SCHEMA_VERSION, WRITE, Op, T, wrap
+from context_compactor import _ops as ops
+from context_compactor import _pg_ops as pg
+from context_compactor._ops import POSTGRESQL as D
+from context_compactor._ops import READ, Op, T
+from context_compactor._pg_ops import SCHEMA_VERSION, wrap
 from context_compactor._store import (
     Appended,
     AsyncSessionStore,
@@ -48,7 +57,9 @@ __all__ = ["AsyncPostgresStore", "arun"]
 
 
 async def _execute(conn: psycopg.AsyncConnection[Any], mode: str, query: Any, params: Sequence[Any]) -> Any:
-    """Run one statement of an operation (the modes of :mod:`context_compactor._pg_ops`)."""
+    """Run one statement of an operation (the modes of :mod:`context_compactor._ops`)."""
+    if mode == "marker":
+        return None  # every read asks the server
     if mode in ("many", "ids"):
         if not params:
             return [] if mode == "ids" else None
@@ -56,12 +67,14 @@ async def _execute(conn: psycopg.AsyncConnection[Any], mode: str, query: Any, pa
             if mode == "many":
                 await cur.executemany(query, params)
                 return None
-            await cur.executemany(query, params, returning=True)
+            await cur.executemany(query + " RETURNING id", params, returning=True)
             ids: list[int] = []
             while True:
                 ids.append(int((await cur.fetchone())[0]))  # type: ignore[index]
                 if not cur.nextset():
                     return ids
+    if mode == "id":
+        return int((await (await conn.execute(query + " RETURNING id", params)).fetchone())[0])  # type: ignore[index]
     cur = await conn.execute(query, params or None)
     if mode == "one":
         return await cur.fetchone()
@@ -69,54 +82,65 @@ async def _execute(conn: psycopg.AsyncConnection[Any], mode: str, query: Any, pa
 
 
 async def arun(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
-    """Drive an operation of :mod:`context_compactor._pg_ops` on ``conn`` (the caller holds the
+    """Drive an operation of :mod:`context_compactor._ops` on ``conn`` (the caller holds the
     transaction)."""
     reply: Any = None
     while True:
         try:
             mode, query, params = op.send(reply)
         except StopIteration as stop:
-            return stop.value
+            result: T = stop.value
+            return result
         reply = await _execute(conn, mode, query, params)
 
 
 class AsyncPostgresStore(AsyncSessionStore):
-    """Sessions in a PostgreSQL database, through psycopg's ``AsyncConnection``.
+    """Sessions in a PostgreSQL database, through a pool of psycopg's ``AsyncConnection``.
 
     Constructing one does no I/O; :meth:`open` (or ``await AsyncPostgresStore.connect(...)``)
-    connects, sets the timeouts and checks (or migrates) the schema. ``async with`` closes it.
+    connects, checks (or migrates) the schema and opens the pool. ``async with`` closes it.
 
     Args:
         url: A libpq connection string (``postgresql://user:password@host:5432/dbname``).
-        timeout: Seconds to wait for the connection, for this store's lock (another task) and
+        timeout: Seconds to wait for a connection (the server, or a free one of the pool) and
             for a session locked by another worker before raising :class:`StoreError`.
         schema: The PostgreSQL schema holding the tables (created when missing).
+        pool_size: The most connections the store opens at once.
 
     Example:
         >>> async with await AsyncPostgresStore.connect("postgresql://app@db/agents") as store:  # doctest: +SKIP
         ...     print(await store.session_ids())
     """
 
-    def __init__(self, url: str, *, timeout: float = 10.0, schema: str = "context_compactor") -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 10.0, schema: str = "context_compactor", pool_size: int = 4
+    ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise StoreError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise StoreError(f"pool_size: expected an int >= 1, got {pool_size!r}")
         self.url = url
         self.timeout = float(timeout)
-        self.schema = ops.check_schema_name(schema)
-        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self.schema = pg.check_schema_name(schema)
+        self.pool_size = pool_size
+        self._pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+        #: Every connection the pool opened (to close their sockets from another loop).
+        self._opened: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
+        self._opening: asyncio.Lock | None = None
         self._closed = False
 
     @classmethod
-    async def connect(cls, url: str, *, timeout: float = 10.0, schema: str = "context_compactor") -> AsyncPostgresStore:
+    async def connect(
+        cls, url: str, *, timeout: float = 10.0, schema: str = "context_compactor", pool_size: int = 4
+    ) -> AsyncPostgresStore:
         """A store, connected."""
-        store = cls(url, timeout=timeout, schema=schema)
+        store = cls(url, timeout=timeout, schema=schema, pool_size=pool_size)
         await store.open()
         return store
 
     async def open(self) -> None:
-        """Connect and check the schema, once (later calls return at once)."""
+        """Connect, check the schema and open the pool, once (later calls return at once)."""
         await self._run("open", None)
 
     @property
@@ -126,7 +150,7 @@ class AsyncPostgresStore(AsyncSessionStore):
     @property
     def connected(self) -> bool:
         """Whether :meth:`open` connected (and the store is not closed)."""
-        return self._conn is not None and not self._closed
+        return self._pool is not None and not self._closed
 
     @property
     def schema_version(self) -> int:
@@ -137,122 +161,127 @@ class AsyncPostgresStore(AsyncSessionStore):
     def _bind(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
         if self._loop is None:
-            self._loop, self._lock = loop, asyncio.Lock()
+            self._loop, self._opening = loop, asyncio.Lock()
         elif self._loop is not loop:
             raise StoreError(
                 "this async PostgreSQL store was opened on another event loop: open one per loop "
                 "(SessionStore.aio() does, and a Session's async methods use it)"
             )
-        assert self._lock is not None
-        return self._lock
+        assert self._opening is not None
+        return self._opening
 
-    async def _acquire(self, lock: asyncio.Lock) -> None:
-        if not lock.locked():
-            await lock.acquire()  # free: taken at once
-            return
-        # asyncio.wait, not wait_for: a lock acquired as the timeout fires is kept, never leaked.
-        task = asyncio.ensure_future(lock.acquire())
-        await asyncio.wait({task}, timeout=self.timeout)
-        if not task.done():
-            task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            raise StoreError(
-                f"the async session store's lock was held by another task for more than {self.timeout:g} s"
-            ) from None
-
-    async def _connection(self) -> psycopg.AsyncConnection[Any]:
-        """The connection (under the lock), opened and the schema checked on first use."""
-        if self._conn is not None:
-            return self._conn
-        try:
-            conn = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, connect_timeout=max(1, int(self.timeout))
+    async def _connections(self, opening: asyncio.Lock) -> psycopg_pool.AsyncConnectionPool[Any]:
+        """The pool, opened on first use: a first connection checks (or migrates) the schema, with
+        the server's own error when it cannot connect."""
+        async with opening:
+            if self._closed:
+                raise StoreError("the session store is closed")
+            if self._pool is not None:
+                return self._pool
+            try:
+                first = await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=max(1, int(self.timeout))
+                )
+            except psycopg.Error as e:
+                raise pg.connect_error(e) from e
+            async with first:
+                try:
+                    await arun(first, pg.setup(self.schema, self.timeout))
+                    found = await arun(first, pg.version(self.schema))
+                    if found > SCHEMA_VERSION:
+                        raise pg.newer(self.schema, found)
+                    if found < SCHEMA_VERSION:
+                        async with first.transaction():
+                            await arun(first, pg.migrate(self.schema))
+                except psycopg.Error as e:
+                    raise wrap(e, "cannot open the PostgreSQL store", self.timeout) from e
+            pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]] = psycopg_pool.AsyncConnectionPool(
+                self.url,
+                kwargs={"autocommit": True, "connect_timeout": max(1, int(self.timeout))},
+                min_size=1,
+                max_size=self.pool_size,
+                configure=self._configure,
+                timeout=self.timeout,
+                open=False,
+                name=f"context-compactor-async-{id(self):x}",
             )
-        except psycopg.Error as e:
-            raise ops.connect_error(e) from e
-        try:
-            await arun(conn, ops.setup(self.schema, self.timeout))
-            found = await arun(conn, ops.version(self.schema))
-            if found > SCHEMA_VERSION:
-                raise ops.newer(self.schema, found)
-            if found < SCHEMA_VERSION:
-                async with conn.transaction():
-                    await arun(conn, ops.migrate(self.schema))
-        except psycopg.Error as e:
-            await conn.close()
-            raise wrap(e, "cannot open the PostgreSQL store", self.timeout) from e
-        except BaseException:
-            await conn.close()
-            raise
-        self._conn = conn
-        return conn
+            await pool.open(wait=False)
+            self._pool = pool
+            return pool
+
+    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._opened.add(conn)
+        await arun(conn, pg.setup(self.schema, self.timeout))
 
     async def _run(self, what: str, op: Op[T] | None) -> T:
         """One operation in its own transaction (a write, or a ``REPEATABLE READ`` read-only
-        snapshot), under the lock, to its end even when the caller is cancelled."""
+        snapshot) on a connection of the pool, to its end even when the caller is cancelled."""
         if self._closed:
             raise StoreError("the session store is closed")
-        lock = self._bind()
-        return await finish(asyncio.ensure_future(self._locked_run(lock, what, op)))
+        opening = self._bind()
+        return await finish(asyncio.ensure_future(self._pooled_run(opening, what, op)))
 
-    async def _locked_run(self, lock: asyncio.Lock, what: str, op: Op[T] | None) -> T:
-        await self._acquire(lock)
+    async def _pooled_run(self, opening: asyncio.Lock, what: str, op: Op[T] | None) -> T:
+        pool = await self._connections(opening)
+        if op is None:
+            return None  # type: ignore[return-value]  # open(): connected, nothing to run
         try:
-            if self._closed:
-                raise StoreError("the session store is closed")
-            conn = await self._connection()
-            if op is None:
-                return None  # type: ignore[return-value]  # open(): connected, nothing to run
-            try:
+            for _ in range(self.pool_size + 1):
+                conn = await pool.getconn()
                 try:
-                    return await arun(conn, op)
-                except BaseException:
-                    if ops.open_transaction(conn):
-                        with contextlib.suppress(psycopg.Error):
-                            await conn.execute("ROLLBACK")
-                    raise
-            except psycopg.Error as e:
-                raise wrap(e, what, self.timeout) from e
-        finally:
-            lock.release()
+                    if pg.dropped(conn):
+                        await conn.close()  # the pool replaces it
+                        continue
+                    try:
+                        return await arun(conn, op)
+                    except BaseException:
+                        if not conn.closed and pg.open_transaction(conn):
+                            with contextlib.suppress(psycopg.Error):
+                                await conn.execute("ROLLBACK")
+                        raise
+                finally:
+                    await pool.putconn(conn)
+            raise StoreError(f"{what}: every connection of the pool was dropped by the server")
+        except psycopg.Error as e:
+            if self._closed:
+                raise StoreError("the session store is closed") from e
+            raise wrap(e, what, self.timeout) from e
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as e:
+            raise pg.pool_error(e, what, self.timeout) from e
 
     async def query(self, sql_text: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query and return all rows (for inspection and tests)."""
-        return await self._run("read", ops.transaction(READ, ops.query(sql_text, params)))
+        return await self._run("read", ops.transaction(D, READ, ops.query(sql_text, params)))
 
-    # -- the operations (:mod:`context_compactor._pg_ops`) ----------------------------------------------
+    # -- the operations (:mod:`context_compactor._ops`) -------------------------------------------------
 
     async def open_session(
         self, session_id: str, *, system: str | None, tools: str | None, format: str | None
     ) -> SessionInfo:
-        return await self._run(
-            "open a session", ops.transaction(WRITE, ops.open_session(session_id, system, tools, format))
-        )
+        return await self._run("open a session", ops.open_session(D, session_id, system, tools, format))
 
     async def load_context(
         self, session_id: str, *, head: int | None = None, after_seq: int | None = None
     ) -> StoredContext:
-        return await self._run("read", ops.load_context(session_id, head, after_seq))
+        return await self._run("read", ops.load_context(D, session_id, head, after_seq))
 
     async def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
-        return await self._run("append", ops.append_rows(session_id, rows))
+        return await self._run("append", ops.append_rows(D, session_id, rows))
 
     async def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
-        return await self._run("save a compaction", ops.transaction(WRITE, ops.save_compaction(session_id, compaction)))
+        return await self._run("save a compaction", ops.save_compaction(D, session_id, compaction))
 
     async def compactions(self, session_id: str) -> list[StoredCompaction]:
-        return await self._run("read", ops.transaction(READ, ops.compactions(session_id)))
+        return await self._run("read", ops.compactions(D, session_id))
 
     async def expand(self, session_id: str, compaction_id: int) -> list[str]:
-        return await self._run("read", ops.transaction(READ, ops.expand(session_id, compaction_id)))
+        return await self._run("read", ops.expand(D, session_id, compaction_id))
 
     async def history(self, session_id: str) -> list[tuple[int, str]]:
-        return await self._run("read", ops.transaction(READ, ops.history(session_id)))
+        return await self._run("read", ops.history(D, session_id))
 
     async def message(self, session_id: str, row_id: int) -> str | None:
-        return await self._run("read", ops.transaction(READ, ops.message(session_id, row_id)))
+        return await self._run("read", ops.message(D, session_id, row_id))
 
     async def add_usage(
         self,
@@ -266,45 +295,42 @@ class AsyncPostgresStore(AsyncSessionStore):
         learned: bool,
     ) -> None:
         await self._run(
-            "record usage", ops.add_usage(session_id, model, prompt_tokens, usage, head, context_len, learned)
+            "record usage", ops.add_usage(D, session_id, model, prompt_tokens, usage, head, context_len, learned)
         )
 
     async def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
-        return await self._run("read", ops.transaction(READ, ops.learned_usage(session_id, head, limit)))
+        return await self._run("read", ops.learned_usage(D, session_id, head, limit))
 
     async def session_ids(self) -> list[str]:
-        return await self._run("read", ops.transaction(READ, ops.session_ids()))
+        return await self._run("read", ops.session_ids(D))
 
     async def delete_session(self, session_id: str) -> bool:
-        return await self._run("delete a session", ops.transaction(WRITE, ops.delete_session(session_id)))
+        return await self._run("delete a session", ops.delete_session(D, session_id))
 
     async def pop_original(self, session_id: str) -> tuple[int, str] | None:
-        return await self._run("pop an original", ops.transaction(WRITE, ops.pop_original(session_id)))
+        return await self._run("pop an original", ops.pop_original(D, session_id))
 
     # -- closing -----------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Close the connection, after the operation running on it (idempotent)."""
+        """Close the pool, after the operations running on it (idempotent)."""
         if self._closed:
             return
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
             self.close_now()
             return
-        lock = self._bind()
-        await self._acquire(lock)
-        try:
-            self._closed = True
-            if self._conn is not None:
-                await self._conn.close()
-        finally:
-            lock.release()
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close(timeout=self.timeout)
 
     def close_now(self) -> None:
-        """Close the connection from sync code or another loop (its socket; nothing is awaited).
-        An operation running on it meanwhile fails with :class:`StoreError`."""
+        """Close the connections from sync code or another loop (their sockets; nothing is
+        awaited). An operation running on one meanwhile fails with :class:`StoreError`."""
         self._closed = True
-        if self._conn is not None:
-            self._conn.pgconn.finish()
+        self._pool = None
+        for conn in list(self._opened):
+            conn.pgconn.finish()
 
     async def __aenter__(self) -> AsyncPostgresStore:
         await self.open()

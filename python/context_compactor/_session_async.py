@@ -9,7 +9,7 @@ Design note (what was built and why). Two paths, chosen by the store:
   :class:`~context_compactor._postgres_async.AsyncPostgresStore` on psycopg's
   ``AsyncConnection``) runs every store call with ``await``: no worker thread, and the event loop
   is never blocked by a query, a lock wait on the server included. Its operations are the sync
-  store's own code (:mod:`context_compactor._pg_ops`): the same SQL, the same transactions (one
+  store's own code (:mod:`context_compactor._ops`): the same SQL, the same transactions (one
   per append and per compaction, the session's row lock), the same delta rule and schema checks.
   The twin belongs to the running loop, is opened on first use and is kept per loop by the store,
   so a Session works across ``asyncio.run()`` calls; ``aclose()`` closes it.
@@ -46,7 +46,7 @@ import inspect
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -197,24 +197,10 @@ class AsyncMethods:
 
     # -- the native path's helpers ---------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _alocked(self) -> AsyncIterator[None]:
+    def _alocked(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The store's thread lock, taken without blocking the loop (another thread may hold it
         for a sync store call); never held across an ``await`` by the native path."""
-        lock = self._store._lock
-        deadline = time.monotonic() + self._store.timeout
-        while not lock.acquire(blocking=False):
-            if time.monotonic() > deadline:
-                raise StoreError(
-                    f"the session store's lock was held by another thread for more than {self._store.timeout:g} s"
-                )
-            await asyncio.sleep(0.001)
-        try:
-            if self._store.closed:
-                raise StoreError("the session store is closed")
-            yield
-        finally:
-            lock.release()
+        return self._store.alocked()
 
     async def _arefresh(self, astore: AsyncSessionStore) -> None:
         """Catch up with what was committed (by any connection) since the context we hold."""

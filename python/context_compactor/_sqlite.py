@@ -1,7 +1,8 @@
 """The SQLite store: :class:`SQLiteStore`, the embedded default behind :class:`SessionStore`.
 
-The operations and their guarantees are :mod:`context_compactor._store`'s; this module owns the
-SQL that implements them.
+The operations and their guarantees are :mod:`context_compactor._store`'s; the SQL of each
+operation is :mod:`context_compactor._ops`' (the same code as the PostgreSQL store's, in SQLite's
+dialect); this module owns the schema, the connection and the driver that runs them.
 
 Schema (version 2, ``PRAGMA user_version``)::
 
@@ -54,26 +55,13 @@ the package is refused rather than misread.
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import os
 import sqlite3
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from context_compactor._store import (
-    REMOVED,
-    Appended,
-    NewCompaction,
-    Saved,
-    SessionInfo,
-    SessionStore,
-    StoredCompaction,
-    StoredContext,
-    expand_walk,
-    now,
-    stored_compactions,
-    walk,
-)
+from context_compactor._ops import SQLITE, Op, SQLStore, T
 from context_compactor.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore"]
@@ -161,7 +149,7 @@ def _wrap(e: sqlite3.Error, what: str, timeout: float) -> StoreError:
     return StoreError(f"{what}: {type(e).__name__}: {text}")
 
 
-class SQLiteStore(SessionStore):
+class SQLiteStore(SQLStore):
     """One SQLite database holding any number of sessions (``SessionStore(path)`` opens one).
 
     Args:
@@ -175,6 +163,8 @@ class SQLiteStore(SessionStore):
         StoreError: The file is not a database, was written by a newer schema version, or stays
             locked.
     """
+
+    dialect = SQLITE
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = 10.0, synchronous: str = "FULL"):
         super().__init__(timeout=timeout)
@@ -234,48 +224,53 @@ class SQLiteStore(SessionStore):
         """The store's ``PRAGMA user_version``."""
         return int(self.query("PRAGMA user_version")[0][0])
 
-    # -- transactions ----------------------------------------------------------------------------------
+    # -- running an operation of :mod:`context_compactor._ops` ----------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self, what: str = "write") -> Iterator[sqlite3.Connection]:
-        """A ``BEGIN IMMEDIATE`` transaction under the lock: committed when the block ends, rolled
-        back when it raises. SQLite errors become :class:`StoreError`."""
+    def _execute(self, mode: str, query: str, params: Sequence[Any]) -> Any:
+        """Run one statement of an operation (:mod:`context_compactor._ops` names the modes)."""
+        conn = self._conn
+        if mode == "marker":
+            return self._marker(conn, bool(params[0]))
+        sql = _sqlite_sql(query)
+        if mode == "many":
+            conn.executemany(sql, params)
+            return None
+        if mode == "ids":
+            return [int(conn.execute(sql, p).lastrowid) for p in params]  # type: ignore[arg-type]
+        cur = conn.execute(sql, params)
+        if mode == "id":
+            return int(cur.lastrowid)  # type: ignore[arg-type]
+        return cur.fetchone() if mode == "one" else cur.fetchall() if mode == "all" else None
+
+    def _do(self, what: str, op: Op[T], *, write: bool = False) -> T:
+        """One operation under the lock (it opens its transactions: ``BEGIN IMMEDIATE`` for a
+        write, ``BEGIN`` for a read snapshot); after an error, what it left open is rolled back
+        and SQLite errors become :class:`StoreError`."""
         with self.locked():
-            conn = self._conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                reply: Any = None
+                try:
+                    while True:
+                        try:
+                            mode, query, params = op.send(reply)
+                        except StopIteration as stop:
+                            result: T = stop.value
+                            break
+                        reply = self._execute(mode, query, params)
+                except BaseException:
+                    if self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
             except sqlite3.Error as e:
                 raise _wrap(e, what, self.timeout) from e
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as e:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(e, sqlite3.Error):
-                    raise _wrap(e, what, self.timeout) from e
-                raise
-            self._writes += 1
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction under the lock (one consistent snapshot of the file)."""
-        with self.locked():
-            conn = self._conn
-            try:
-                conn.execute("BEGIN")
-            except sqlite3.Error as e:
-                raise _wrap(e, "read", self.timeout) from e
-            try:
-                yield conn
-            except sqlite3.Error as e:
-                raise _wrap(e, "read", self.timeout) from e
-            finally:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("COMMIT")
+            if write:
+                self._writes += 1
+            return result
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run a read query under the lock and return all rows (for inspection and tests)."""
+        """Run a read query (SQLite's ``?`` placeholders) under the lock and return all rows (for
+        inspection and tests)."""
         with self.locked():
             try:
                 return self._conn.execute(sql, params).fetchall()
@@ -294,247 +289,6 @@ class SQLiteStore(SessionStore):
             except sqlite3.Error as e:
                 raise _wrap(e, "read", self.timeout) from e
 
-    # -- sessions and contexts -------------------------------------------------------------------------
-
-    def open_session(
-        self, session_id: str, *, system: str | None, tools: str | None, format: str | None
-    ) -> SessionInfo:
-        with self.transaction("open a session") as conn:
-            row = conn.execute("SELECT system, tools, format FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            t = now()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO sessions (id, created_at, updated_at, format, system, tools) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, t, t, format, system, tools),
-                )
-                row = (system, tools, format)
-            else:
-                changes = {
-                    k: v
-                    for k, v, old in (("system", system, row[0]), ("tools", tools, row[1]), ("format", format, row[2]))
-                    if v is not None and v != old
-                }
-                if changes:
-                    sets = ", ".join(f"{k} = ?" for k in changes)
-                    conn.execute(
-                        f"UPDATE sessions SET {sets}, updated_at = ? WHERE id = ?", (*changes.values(), t, session_id)
-                    )
-                    row = (changes.get("system", row[0]), changes.get("tools", row[1]), changes.get("format", row[2]))
-            context = self._context(conn, session_id, None, None, own_write=True)
-        return SessionInfo(row[0], row[1], row[2], context)
-
-    def _context(
-        self, conn: sqlite3.Connection, session_id: str, head: int | None, after_seq: int | None, own_write: bool
-    ) -> StoredContext:
-        row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"session {session_id!r} was deleted from the store")
-        last_seq, stored_head = row
-        marker = self._marker(conn, own_write)
-        if after_seq is not None and stored_head == head:
-            rows = conn.execute(
-                "SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (session_id, after_seq)
-            ).fetchall()
-            upto, system = (0, None)
-            if head is not None:
-                upto, system = conn.execute("SELECT upto_seq, system FROM compactions WHERE id = ?", (head,)).fetchone()
-            return StoredContext(head, upto, system, last_seq, tuple(rows), False, marker)
-        out: list[tuple[int, str]] = []
-        upto, system = 0, None
-        if stored_head is not None:
-            upto, system = conn.execute(
-                "SELECT upto_seq, system FROM compactions WHERE id = ?", (stored_head,)
-            ).fetchone()
-            out.extend(
-                conn.execute(
-                    "SELECT m.id, m.json FROM context_items c JOIN messages m ON m.id = c.message "
-                    "WHERE c.compaction = ? ORDER BY c.pos",
-                    (stored_head,),
-                )
-            )
-        out.extend(
-            conn.execute("SELECT id, json FROM messages WHERE session = ? AND seq > ? ORDER BY seq", (session_id, upto))
-        )
-        return StoredContext(stored_head, upto, system, last_seq, tuple(out), True, marker)
-
-    def load_context(self, session_id: str, *, head: int | None = None, after_seq: int | None = None) -> StoredContext:
-        with self._reading() as conn:
-            return self._context(conn, session_id, head, after_seq, own_write=False)
-
-    def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
-        t = now()
-        with self.transaction("append") as conn:
-            row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"session {session_id!r} was deleted from the store")
-            seq, head = row
-            first = seq + 1
-            ids = []
-            for role, text in rows:
-                seq += 1
-                cur = conn.execute(
-                    "INSERT INTO messages (session, seq, kind, role, json, created_at) "
-                    "VALUES (?, ?, 'original', ?, ?, ?)",
-                    (session_id, seq, role, text, t),
-                )
-                ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
-            conn.execute("UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, t, session_id))
-            marker = self._marker(conn, own_write=True)
-        return Appended(tuple(ids), first, head, marker)
-
-    def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:
-        c = compaction
-        t = c.created_at
-        with self.transaction("save a compaction") as conn:
-            head = conn.execute("SELECT head FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if head is None or head[0] != c.base_head:
-                return None
-            cur = conn.execute(
-                "INSERT INTO compactions (session, created_at, upto_seq, strategy, summary, tokens_before, "
-                "tokens_after, system, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    t,
-                    c.upto_seq,
-                    c.strategy,
-                    c.summary,
-                    c.tokens_before,
-                    c.tokens_after,
-                    c.system,
-                    json.dumps(c.details, ensure_ascii=False, separators=(",", ":")),
-                ),
-            )
-            comp = int(cur.lastrowid)  # type: ignore[arg-type]
-            ids: list[int] = []
-            for rid, kind, role, text, source in c.context:
-                if rid is None:
-                    cur = conn.execute(
-                        "INSERT INTO messages (session, kind, role, json, source, compaction, created_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (session_id, kind, role, text, source, comp, t),
-                    )
-                    rid = int(cur.lastrowid)  # type: ignore[arg-type]
-                ids.append(rid)
-            conn.executemany(
-                "INSERT INTO context_items (compaction, pos, message) VALUES (?, ?, ?)",
-                [(comp, pos, rid) for pos, rid in enumerate(ids)],
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO summary_of (compaction, message, action, detail) VALUES (?, ?, ?, ?)",
-                [(comp, *e) for e in c.record],
-            )
-            conn.execute("UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", (comp, t, session_id))
-            marker = self._marker(conn, own_write=True)
-        return Saved(comp, tuple(ids), marker)
-
-    def compactions(self, session_id: str) -> list[StoredCompaction]:
-        with self._reading() as conn:
-            comps = conn.execute(
-                "SELECT id, created_at, strategy, summary, tokens_before, tokens_after, upto_seq, details "
-                "FROM compactions WHERE session = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            links = conn.execute(
-                "SELECT l.compaction, l.message, l.action, l.detail FROM summary_of l "
-                "JOIN compactions c ON c.id = l.compaction WHERE c.session = ? ORDER BY l.compaction, l.message",
-                (session_id,),
-            ).fetchall()
-        return stored_compactions(comps, links)
-
-    def expand(self, session_id: str, compaction_id: int) -> list[str]:
-        with self._reading() as conn:
-            found = conn.execute("SELECT 1 FROM compactions WHERE id = ? AND session = ?", (compaction_id, session_id))
-            if found.fetchone() is None:
-                raise KeyError(compaction_id)
-            return walk(expand_walk(compaction_id), lambda kind, ids: _answer(conn, kind, ids))
-
-    def history(self, session_id: str) -> list[tuple[int, str]]:
-        return [
-            (r[0], r[1])
-            for r in self.query(
-                "SELECT id, json FROM messages WHERE session = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
-            )
-        ]
-
-    def message(self, session_id: str, row_id: int) -> str | None:
-        rows = self.query("SELECT json FROM messages WHERE session = ? AND id = ?", (session_id, row_id))
-        return rows[0][0] if rows else None
-
-    # -- usage -----------------------------------------------------------------------------------------
-
-    def add_usage(
-        self,
-        session_id: str,
-        *,
-        model: str | None,
-        prompt_tokens: int | None,
-        usage: str | None,
-        head: int | None,
-        context_len: int,
-        learned: bool,
-    ) -> None:
-        with self.transaction("record usage") as conn:
-            conn.execute(
-                "INSERT INTO usage (session, created_at, model, prompt_tokens, usage, head, context_len, learned) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, now(), model, prompt_tokens, usage, head, context_len, int(learned)),
-            )
-
-    def learned_usage(self, session_id: str, head: int | None, limit: int) -> list[tuple[int, int]]:
-        rows = self.query(
-            "SELECT prompt_tokens, context_len FROM usage WHERE session = ? AND head IS ? AND learned = 1 "
-            "AND prompt_tokens IS NOT NULL ORDER BY id DESC LIMIT ?",
-            (session_id, head, limit),
-        )
-        return [(int(p), int(n)) for p, n in reversed(rows)]
-
-    # -- sessions --------------------------------------------------------------------------------------
-
-    def session_ids(self) -> list[str]:
-        return [r[0] for r in self.query("SELECT id FROM sessions ORDER BY created_at, id")]
-
-    def delete_session(self, session_id: str) -> bool:
-        with self.transaction("delete a session") as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-                return False
-            conn.execute("UPDATE sessions SET head = NULL WHERE id = ?", (session_id,))
-            conn.execute("DELETE FROM usage WHERE session = ?", (session_id,))
-            for table in ("context_items", "summary_of"):
-                conn.execute(
-                    f"DELETE FROM {table} WHERE compaction IN (SELECT id FROM compactions WHERE session = ?)",
-                    (session_id,),
-                )
-            conn.execute("DELETE FROM messages WHERE session = ?", (session_id,))
-            conn.execute("DELETE FROM compactions WHERE session = ?", (session_id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-            return True
-
-    def pop_original(self, session_id: str) -> tuple[int, str] | None:
-        with self.transaction("pop an original") as conn:
-            row = conn.execute("SELECT last_seq, head FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"session {session_id!r} was deleted from the store")
-            last_seq, head = row
-            if last_seq == 0:
-                return None
-            upto = 0
-            if head is not None:
-                upto = conn.execute("SELECT upto_seq FROM compactions WHERE id = ?", (head,)).fetchone()[0]
-            if last_seq <= upto:
-                raise StoreError(
-                    f"the newest message of session {session_id!r} (seq {last_seq}) was compacted: "
-                    "it can no longer be taken back"
-                )
-            rid, text = conn.execute(
-                "SELECT id, json FROM messages WHERE session = ? AND seq = ?", (session_id, last_seq)
-            ).fetchone()
-            conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
-            conn.execute(
-                "UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?", (last_seq - 1, now(), session_id)
-            )
-            return int(rid), str(text)
-
     def _close(self) -> None:
         self._conn.close()
 
@@ -542,22 +296,7 @@ class SQLiteStore(SessionStore):
         return f"SessionStore({self.path!r}, timeout={self.timeout:g})"
 
 
-def _answer(conn: sqlite3.Connection, kind: str, ids: list[int]) -> Any:
-    """Answer a question of :func:`~context_compactor._store.expand_walk` (in chunks: SQLite
-    limits the parameters of one statement)."""
-    rows: dict[int, tuple[Any, ...]] = {}
-    found: list[int] = []
-    for k in range(0, len(ids), 500):
-        chunk = ids[k : k + 500]
-        marks = ",".join("?" * len(chunk))
-        if kind == "rows":
-            for rid, *rest in conn.execute(
-                f"SELECT id, kind, seq, source, compaction, json FROM messages WHERE id IN ({marks})", chunk
-            ):
-                rows[rid] = tuple(rest)
-            continue
-        actions = "" if kind == "record" else f" AND action IN ({','.join('?' * len(REMOVED))})"
-        extra = () if kind == "record" else tuple(sorted(REMOVED))
-        links = f"SELECT message FROM summary_of WHERE compaction IN ({marks}){actions}"
-        found.extend(r[0] for r in conn.execute(links, (*chunk, *extra)))
-    return rows if kind == "rows" else found
+@functools.lru_cache(maxsize=256)
+def _sqlite_sql(query: str) -> str:
+    """An operation's statement with SQLite's placeholders (the operations write psycopg's)."""
+    return query.replace("%s", "?")

@@ -57,7 +57,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Hashable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -264,6 +264,25 @@ class SessionStore(abc.ABC):
         finally:
             self._lock.release()
 
+    @contextlib.asynccontextmanager
+    async def alocked(self) -> AsyncIterator[None]:
+        """:meth:`locked` from async code: the same lock, taken without blocking the event loop
+        (another thread may hold it for a sync call: polled every millisecond, at most ``timeout``
+        seconds). Never hold it across an ``await`` of a store operation."""
+        deadline = time.monotonic() + self.timeout
+        while not self._lock.acquire(blocking=False):
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"the session store's lock was held by another thread for more than {self.timeout:g} s"
+                )
+            await asyncio.sleep(0.001)
+        try:
+            if self._closed:
+                raise StoreError("the session store is closed")
+            yield
+        finally:
+            self._lock.release()
+
     def marker(self) -> Hashable | None:
         """A value that changes whenever anything was committed to the store, by any connection,
         so a Session can skip reading when nothing changed. ``None`` (the default): unknown, the
@@ -394,7 +413,8 @@ class SessionStore(abc.ABC):
         opened: list[SessionStore] = []
 
         def build() -> SessionStore:
-            opened.append(cls(target, timeout=timeout, **kwargs))
+            backend: Any = cls  # a subclass: its constructor takes the target
+            opened.append(backend(target, timeout=timeout, **kwargs))
             return opened[0]
 
         try:
