@@ -199,3 +199,7 @@ def test_the_cli_writes_a_table_json_and_html(tmp_path: Path, corpus_dir: Path, 
     assert d["rounds"] == 2 and d["table"] and d["runs"]
     html = out_html.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= 2 and "<script" not in html
+    # The JSON draws the same report again.
+    again = tmp_path / "again.html"
+    assert main(["--from-json", str(out_json), "--html", str(again)]) == 0
+    assert again.read_text(encoding="utf-8") == html and capsys.readouterr().out == out

@@ -158,38 +158,45 @@ def render_canaries_html(report: CanaryReport, *, title: str = "context-compacto
             continue
         h.append(f'<h2 id="{label.lower()}">{label}</h2>')
         for chain in dict.fromkeys(r["chain"] for r in rows):
-            sel = [r for r in rows if r["chain"] == chain]
-            series = {
-                f"{r['summarizer']} {r['budget']}": [100.0] + [100 * (x or 0.0) for x in r["by_round"]] for r in sel
-            }
-            h.append(
-                line_chart(
-                    series,
-                    title=f"{label}: survival per round, {chain} chains",
-                    y_label="survival",
-                    x_label="compaction",
-                    fmt="percent",
+            for summarizer in dict.fromkeys(r["summarizer"] for r in rows):
+                sel = [r for r in rows if r["chain"] == chain and r["summarizer"] == summarizer]
+                series = {r["budget"]: [100.0] + [100 * (x or 0.0) for x in r["by_round"]] for r in sel}
+                h.append(
+                    line_chart(
+                        series,
+                        title=f"{label}: survival per round, {chain} chains, {summarizer} summary",
+                        y_label="survival",
+                        x_label="compaction (0: as planted)",
+                        fmt="percent",
+                        height=240,
+                    )
                 )
-            )
         n = len(rows[0]["by_round"])
-        head = "<tr><th>summarizer</th><th>budget</th><th>chain</th>"
-        head += "".join(f"<th>round {k + 1}</th>" for k in range(n))
-        if label == "Canaries":
-            head += "".join(f"<th>{escape(k)}</th>" for k in KINDS) + "".join(
-                f"<th>{escape(p)}</th>" for p in POSITIONS
-            )
-        head += "<th>silent losses</th><th>forced none</th><th>over budget</th><th>problems</th></tr>"
-        h.append("<table>" + head)
+        head = "<tr><th>summarizer</th><th>window</th><th>chain</th>"
+        head += "".join(f"<th>r{k + 1}</th>" for k in range(n))
+        head += "<th>silent losses (item-rounds)</th><th>forced none</th><th>over budget</th><th>problems</th></tr>"
+        h.append(f'<table class="{label.lower()}-rounds">' + head)
         for r in rows:
             row = f"<tr><td>{escape(r['summarizer'])}</td><td>{escape(r['budget'])}</td><td>{escape(r['chain'])}</td>"
             row += "".join(_cell(x) for x in r["by_round"])
-            if label == "Canaries":
-                row += "".join(_cell(r["by_kind"][k]) for k in KINDS)
-                row += "".join(_cell(r["by_position"][p]) for p in POSITIONS)
             row += f"<td>{r['silent_losses']}</td><td>{r['forced_none']}</td><td>{r['over_budget']}</td>"
             row += f"<td>{r['problems']}</td></tr>"
             h.append(row)
         h.append("</table>")
+        if label == "Canaries":
+            h.append(f'<p class="note">By kind and position at round {n}:</p>')
+            head = "<tr><th>summarizer</th><th>window</th><th>chain</th>"
+            head += "".join(f"<th>{escape(k)}</th>" for k in KINDS) + "".join(
+                f"<th>{escape(p)}</th>" for p in POSITIONS
+            )
+            h.append('<table class="canaries-kinds">' + head + "</tr>")
+            for r in rows:
+                row = f"<tr><td>{escape(r['summarizer'])}</td><td>{escape(r['budget'])}</td>"
+                row += f"<td>{escape(r['chain'])}</td>"
+                row += "".join(_cell(r["by_kind"][k]) for k in KINDS)
+                row += "".join(_cell(r["by_position"][p]) for p in POSITIONS)
+                h.append(row + "</tr>")
+            h.append("</table>")
     problems = [(run, p) for run in (*report.runs, *report.instruction_runs) for p in run.problems()]
     if problems:
         h.append('<details><summary class="note">chain problems (first 40)</summary><ul class="note">')

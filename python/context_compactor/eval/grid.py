@@ -13,15 +13,18 @@ position. *Silent* losses are lost canaries that no ``must_keep_missing`` of the
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, TextIO
 
 from context_compactor.eval.adversarial import adversarial_summarizer
 from context_compactor.eval.canaries import KINDS, POSITIONS, canaries_for, plant
-from context_compactor.eval.chains import CHAINS, ChainRun, chain_config, run_chain
+from context_compactor.eval.chains import CHAINS, ChainRound, ChainRun, chain_config, run_chain
 from context_compactor.io import Transcript, load
 from context_compactor.tokens import TokenCounter
 
@@ -105,6 +108,25 @@ class CanaryReport:
                         }
                     )
         return rows
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CanaryReport:
+        """A report read back from :meth:`to_dict`'s JSON (to draw it again)."""
+
+        def run(r: dict[str, Any]) -> ChainRun:
+            keys = ("file", "chain", "summarizer", "budget", "window")
+            out = ChainRun(*(r[k] for k in keys), [SimpleNamespace(**c) for c in r["items"]], error=r["error"])
+            fields = {f.name for f in dataclasses.fields(ChainRound)}
+            out.rounds = [ChainRound(**{k: v for k, v in x.items() if k in fields}) for x in r["rounds"]]
+            return out
+
+        return cls(
+            runs=[run(r) for r in d["runs"]],
+            instruction_runs=[run(r) for r in d["instruction_runs"]],
+            rounds=d["rounds"],
+            skipped=[(x["file"], x["reason"]) for x in d["skipped"]],
+            seconds=d["seconds"],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m context_compactor.eval.grid FILES... [--json OUT] [--html OUT]``: 0 when no chain
     crashed, else 1."""
     p = argparse.ArgumentParser(prog="python -m context_compactor.eval.grid", description=__doc__.split("\n\n")[0])
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="*")
+    p.add_argument("--from-json", default=None, metavar="IN.json", help="draw a report written by --json again")
     p.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated: " + ", ".join(BUDGETS))
     p.add_argument("--summarizers", default=",".join(SUMMARIZERS), help="comma-separated: rule, adversarial")
     p.add_argument("--chains", default=",".join(CHAINS), help="comma-separated: forced, growing")
@@ -218,6 +241,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", default=None, metavar="OUT.json")
     p.add_argument("--html", default=None, metavar="OUT.html")
     args = p.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as f:
+            report = CanaryReport.from_dict(json.load(f))
+        print_table(report, sys.stdout)
+        _write(report, args)
+        return 0
+    if not args.files:
+        p.error("give FILES (or --from-json)")
     report = run_grid(
         args.files,
         budgets=args.budgets.split(","),
@@ -228,9 +259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress=sys.stderr,
     )
     print_table(report, sys.stdout)
-    if args.json:
-        import json
+    _write(report, args)
+    return 1 if any(r.error for r in (*report.runs, *report.instruction_runs)) else 0
 
+
+def _write(report: CanaryReport, args: argparse.Namespace) -> None:
+    if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report.to_dict(), f, ensure_ascii=False, indent=1)
     if args.html:
@@ -238,7 +272,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with open(args.html, "w", encoding="utf-8") as f:
             f.write(render_canaries_html(report))
-    return 1 if any(r.error for r in (*report.runs, *report.instruction_runs)) else 0
 
 
 if __name__ == "__main__":
