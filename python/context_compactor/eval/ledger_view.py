@@ -17,8 +17,9 @@ from context_compactor.eval.facts import is_summary, string_values
 
 __all__ = ["LEDGER_MARKS", "SENTINEL", "growth_allowance", "ledger_text", "narrative"]
 
-#: The sentinel line that starts the ledger (its version follows).
-SENTINEL = "<!-- context-compactor:ledger"
+#: The sentinel line that starts the ledger (``[context-compactor ledger v1]``: the version
+#: follows the stem). As a reader sees it in the summary message, not asked of the core.
+SENTINEL = "[context-compactor ledger"
 #: Without a sentinel, the sections the library appended to a summary before the ledger existed
 #: (English and Chinese), the first one found.
 LEDGER_MARKS = (
@@ -30,7 +31,8 @@ LEDGER_MARKS = (
 
 
 def _start(text: str) -> int | None:
-    # The last sentinel: a narrative may quote one (a summarizer that lies); ours comes after it.
+    # The last sentinel: a narrative may quote one (a summarizer that lies: the core strips it,
+    # but the eval does not count on that); the library's comes after the narrative.
     i = text.rfind(SENTINEL)
     if i >= 0:
         return i
