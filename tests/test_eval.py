@@ -335,3 +335,20 @@ def test_every_policy_bills_the_same_model_calls_on_responses_items(corpus_dir: 
     report = evaluate([transcript], window_ratio=0.3, baseline=_toml(BASELINE))
     runs = report.transcripts[0].runs
     assert {k: len(r.tokens) for k, r in runs.items()} == dict.fromkeys(runs, len(calls))
+
+
+def test_a_fact_dropped_without_a_word_is_counted(tmp_path: Path) -> None:
+    """``silent_facts``: a must-keep fact missing from the context that no ``must_keep_missing``
+    named. A summarizer that drops every fact and a core that lists them: none silent; the
+    count is in the JSON either way."""
+    from context_compactor.io import Transcript
+
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fix tests/test_io.py."}]
+    for i in range(12):
+        msgs.append({"role": "assistant", "content": f"Reading src/pkg/mod_{i}.py now. " + "x " * 300})
+        msgs.append({"role": "user", "content": "go on"})
+    report = evaluate([Transcript(messages=msgs, format="openai", path="t.json")], max_tokens=2500)
+    run = report.transcripts[0].runs["policy"]
+    recall = run.probes["recall"]
+    assert run.compactions and 0 <= run.silent_facts <= recall.total - recall.kept
+    assert report.to_dict()["overall"]["silent_facts"] == run.silent_facts

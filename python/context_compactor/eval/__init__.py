@@ -7,7 +7,8 @@ is scored by probes computed in Python from the raw transcript up to that point
 (:mod:`.probes`, :mod:`.facts`; nothing from the Rust summary code, no LLM):
 
 - ``recall``: the must-keep facts (paths, URLs, error names) of every earlier message are in
-  the context;
+  the context; one missing that no compaction so far listed in ``must_keep_missing`` is counted
+  in ``silent_facts`` (dropped without a word);
 - ``artifact_trail``: every file created, edited, moved or deleted so far is named, with its
   last operation (the call that made it is still there, or a line names the path with a word
   for the operation);
@@ -113,6 +114,9 @@ class PolicyRun:
     cost: dict[str, float] = field(default_factory=dict)
     cost_per_call: dict[str, list[float]] = field(default_factory=dict)
     cached_share: dict[str, float | None] = field(default_factory=dict)
+    #: Must-keep facts missing at a compaction that no ``must_keep_missing`` so far named.
+    silent_facts: int = 0
+    listed: set[str] = field(default_factory=set, repr=False)
 
     @property
     def compactions(self) -> int:
@@ -137,6 +141,7 @@ class PolicyRun:
             "cost": self.cost,
             "cost_per_call": self.cost_per_call,
             "cached_share": self.cached_share,
+            "silent_facts": self.silent_facts,
         }
 
 
@@ -196,6 +201,7 @@ class EvalReport:
         out["max_summary_tokens"] = max((max(r.summary_tokens, default=0) for r in runs), default=0)
         out["ratchets"] = sum(1 for r in runs if r.ratchet)
         out["valid"] = all(r.valid is not False for r in runs)
+        out["silent_facts"] = sum(r.silent_facts for r in runs)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -273,8 +279,12 @@ class _Probe:
         text = haystack(call.messages, call.system)
         flat = normalize(text)
         ids = _call_ids(call.messages)
+        if call.result is not None:
+            run.listed.update(call.result.must_keep_missing)
         for f in facts:
             run.probes["recall"].add(f in text, f)
+            # Dropped without a word: no compaction so far listed it in must_keep_missing.
+            run.silent_facts += f not in text and f not in run.listed
         for a in trail:
             run.probes["artifact_trail"].add(a.path in text and op_shown(a, text, ids), f"{a.path} ({a.op})")
         for c in cons:
