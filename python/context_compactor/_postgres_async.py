@@ -4,12 +4,18 @@ The same operations as the sync :class:`~context_compactor._postgres.PostgresSto
 code (:mod:`context_compactor._ops`: every SQL text, the session's row lock, the head check of
 a compaction, the delta rule; :mod:`context_compactor._pg_ops`: the schema checks and
 migrations), driven here with ``await``: a query never blocks the event loop, and no worker
-thread is involved. One transaction per operation, as in the sync store. Connections: a pool
-(``psycopg-pool``'s ``AsyncConnectionPool``) of at most ``pool_size``, so the tasks sharing a
-store (a server's requests) run their operations at once; one more waits ``timeout`` seconds at
-most. A connection the server dropped while it sat in the pool is replaced before use, so after
-a server restart only the operations in flight fail (:class:`StoreError`) and the next ones
-reconnect on their own.
+thread is involved. One transaction per operation, as in the sync store.
+
+Connections: a pool (:class:`AsyncPool`) of at most ``pool_size``, so the tasks sharing a store
+(a server's requests) run their operations at once; one more waits ``timeout`` seconds at most.
+A connection the server dropped while it sat in the pool is replaced before use, so after a
+server restart only the operations in flight fail (:class:`StoreError`) and the next ones
+reconnect on their own. Why not ``psycopg-pool``'s ``AsyncConnectionPool`` (the sync store's
+pool is ``psycopg-pool``'s): its maintenance tasks catch ``CancelledError`` as a failed task and
+carry on, so an event loop closed without ``await store.aclose()`` (``asyncio.run()`` ending
+while a connection is being opened) waits for them forever; a Session used across
+``asyncio.run()`` calls ends loops that way. This pool has no background task: a connection is
+opened by the operation that needs it.
 
 Where it comes from: :meth:`PostgresStore.aio() <context_compactor._postgres.PostgresStore.aio>`
 (what a Session's async methods use: one twin per event loop, opened on first use) or
@@ -29,12 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
-import psycopg_pool
 
 from context_compactor import _ops as ops
 from context_compactor import _pg_ops as pg
@@ -53,7 +59,7 @@ from context_compactor._store import (
 )
 from context_compactor.errors import StoreError
 
-__all__ = ["AsyncPostgresStore", "arun"]
+__all__ = ["AsyncPool", "AsyncPostgresStore", "arun"]
 
 
 async def _execute(conn: psycopg.AsyncConnection[Any], mode: str, query: Any, params: Sequence[Any]) -> Any:
@@ -94,6 +100,85 @@ async def arun(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
         reply = await _execute(conn, mode, query, params)
 
 
+class AsyncPool:
+    """At most ``size`` connections opened on demand by ``connect`` (no background task), handed
+    out one per operation; idle ones the server dropped are replaced before use."""
+
+    def __init__(
+        self, connect: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]], size: int, timeout: float
+    ) -> None:
+        self._connect = connect
+        self._size = size
+        self._timeout = timeout
+        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        self._count = 0  # idle + handed out + being opened
+        self._closed = False
+        self._freed = asyncio.Condition()
+        #: Every connection it opened (to close their sockets from another loop).
+        self.opened: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
+
+    async def get(self, what: str) -> psycopg.AsyncConnection[Any]:
+        deadline = time.monotonic() + self._timeout
+        async with self._freed:
+            while True:
+                while self._idle:
+                    conn = self._idle.pop()
+                    if not pg.dropped(conn):
+                        return conn
+                    self._count -= 1
+                    await conn.close()
+                if self._count < self._size:
+                    self._count += 1
+                    break
+                try:
+                    await asyncio.wait_for(self._freed.wait(), max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    raise StoreError(
+                        f"{what}: no free connection to the PostgreSQL store within {self._timeout:g} s "
+                        f"(all {self._size} of the pool are busy)"
+                    ) from None
+        try:
+            conn = await self._open(deadline)
+        except BaseException:
+            async with self._freed:
+                self._count -= 1
+                self._freed.notify()
+            raise
+        self.opened.add(conn)
+        return conn
+
+    async def _open(self, deadline: float) -> psycopg.AsyncConnection[Any]:
+        """A new connection; while the server is down (a restart), tried again until ``deadline``."""
+        pause = 0.05
+        while True:
+            try:
+                return await self._connect()
+            except psycopg.OperationalError as e:
+                if time.monotonic() + pause > deadline:
+                    raise pg.connect_error(e) from e
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    async def put(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        async with self._freed:
+            if self._closed or conn.closed or pg.open_transaction(conn):
+                self._count -= 1
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()
+            else:
+                self._idle.append(conn)
+            self._freed.notify()
+
+    async def close(self) -> None:
+        """Close the idle connections; those handed out are closed when they come back."""
+        async with self._freed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+
+
 class AsyncPostgresStore(AsyncSessionStore):
     """Sessions in a PostgreSQL database, through a pool of psycopg's ``AsyncConnection``.
 
@@ -123,9 +208,7 @@ class AsyncPostgresStore(AsyncSessionStore):
         self.timeout = float(timeout)
         self.schema = pg.check_schema_name(schema)
         self.pool_size = pool_size
-        self._pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
-        #: Every connection the pool opened (to close their sockets from another loop).
-        self._opened: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
+        self._pool: AsyncPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
         self._closed = False
@@ -170,7 +253,7 @@ class AsyncPostgresStore(AsyncSessionStore):
         assert self._opening is not None
         return self._opening
 
-    async def _connections(self, opening: asyncio.Lock) -> psycopg_pool.AsyncConnectionPool[Any]:
+    async def _connections(self, opening: asyncio.Lock) -> AsyncPool:
         """The pool, opened on first use: a first connection checks (or migrates) the schema, with
         the server's own error when it cannot connect."""
         async with opening:
@@ -195,23 +278,20 @@ class AsyncPostgresStore(AsyncSessionStore):
                             await arun(first, pg.migrate(self.schema))
                 except psycopg.Error as e:
                     raise wrap(e, "cannot open the PostgreSQL store", self.timeout) from e
-            pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]] = psycopg_pool.AsyncConnectionPool(
-                self.url,
-                kwargs={"autocommit": True, "connect_timeout": max(1, int(self.timeout))},
-                min_size=1,
-                max_size=self.pool_size,
-                configure=self._configure,
-                timeout=self.timeout,
-                open=False,
-                name=f"context-compactor-async-{id(self):x}",
-            )
-            await pool.open(wait=False)
+            pool = AsyncPool(self._new_connection, self.pool_size, self.timeout)
             self._pool = pool
             return pool
 
-    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        self._opened.add(conn)
-        await arun(conn, pg.setup(self.schema, self.timeout))
+    async def _new_connection(self) -> psycopg.AsyncConnection[Any]:
+        conn = await psycopg.AsyncConnection.connect(
+            self.url, autocommit=True, connect_timeout=max(1, int(self.timeout))
+        )
+        try:
+            await arun(conn, pg.setup(self.schema, self.timeout))
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
 
     async def _run(self, what: str, op: Op[T] | None) -> T:
         """One operation in its own transaction (a write, or a ``REPEATABLE READ`` read-only
@@ -226,28 +306,20 @@ class AsyncPostgresStore(AsyncSessionStore):
         if op is None:
             return None  # type: ignore[return-value]  # open(): connected, nothing to run
         try:
-            for _ in range(self.pool_size + 1):
-                conn = await pool.getconn()
-                try:
-                    if pg.dropped(conn):
-                        await conn.close()  # the pool replaces it
-                        continue
-                    try:
-                        return await arun(conn, op)
-                    except BaseException:
-                        if not conn.closed and pg.open_transaction(conn):
-                            with contextlib.suppress(psycopg.Error):
-                                await conn.execute("ROLLBACK")
-                        raise
-                finally:
-                    await pool.putconn(conn)
-            raise StoreError(f"{what}: every connection of the pool was dropped by the server")
+            conn = await pool.get(what)
+            try:
+                return await arun(conn, op)
+            except BaseException:
+                if not conn.closed and pg.open_transaction(conn):
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK")
+                raise
+            finally:
+                await pool.put(conn)
         except psycopg.Error as e:
             if self._closed:
                 raise StoreError("the session store is closed") from e
             raise wrap(e, what, self.timeout) from e
-        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as e:
-            raise pg.pool_error(e, what, self.timeout) from e
 
     async def query(self, sql_text: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query and return all rows (for inspection and tests)."""
@@ -322,14 +394,14 @@ class AsyncPostgresStore(AsyncSessionStore):
         self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
-            await pool.close(timeout=self.timeout)
+            await pool.close()
 
     def close_now(self) -> None:
         """Close the connections from sync code or another loop (their sockets; nothing is
         awaited). An operation running on one meanwhile fails with :class:`StoreError`."""
         self._closed = True
-        self._pool = None
-        for conn in list(self._opened):
+        pool, self._pool = self._pool, None
+        for conn in list(pool.opened) if pool is not None else []:
             conn.pgconn.finish()
 
     async def __aenter__(self) -> AsyncPostgresStore:
