@@ -107,7 +107,9 @@ def run_one(path: str, background: bool, scale: float, window: int, trigger: flo
     slow: list[tuple[float, int, list[str]]] = []
     over = invalid = 0
     with tempfile.TemporaryDirectory() as tmp:
-        session = Session(compactor, Path(tmp) / "s.db", system=transcript.system, tools=transcript.tools, format=fmt)
+        session = Session(
+            compactor=compactor, store=Path(tmp) / "s.db", system=transcript.system, tools=transcript.tools, format=fmt
+        )
         try:
             for i, message in enumerate(messages):
                 if message.get("role") == "assistant":

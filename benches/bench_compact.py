@@ -129,7 +129,7 @@ def measure_session(repeat: int) -> dict[str, Any]:
         return {"error": f"Session not available: {e}"}
     conv = _data.conversation(10_000)
     comp = ContextCompactor(max_context_tokens=1_000_000_000)
-    session = Session(comp, ":memory:")
+    session = Session(compactor=comp, store=":memory:")
     session.extend(conv)
     assert session.prepare() is None
     context = session.context()

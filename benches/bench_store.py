@@ -40,7 +40,7 @@ def tool_round(i: int) -> list[dict[str, object]]:
 
 
 def fill(target: str, n: int) -> None:
-    s = Session(ContextCompactor(max_context_tokens=10**9), target, "big")
+    s = Session("big", compactor=ContextCompactor(max_context_tokens=10**9), store=target)
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
     batch: list[dict[str, object]] = []
     i = 0
@@ -57,7 +57,7 @@ def fill(target: str, n: int) -> None:
 
 def steps(target: str, window: int, count: int) -> tuple[list[float], float, int]:
     t0 = time.perf_counter()
-    s = Session(ContextCompactor(max_context_tokens=window), target, "big")
+    s = Session("big", compactor=ContextCompactor(max_context_tokens=window), store=target)
     opened = time.perf_counter() - t0
     times = []
     compacted = 0

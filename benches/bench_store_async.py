@@ -58,7 +58,7 @@ def tool_round(i: int) -> list[dict[str, object]]:
 
 
 def fill(target: str, n: int) -> None:
-    s = Session(ContextCompactor(max_context_tokens=10**9), target, "big")
+    s = Session("big", compactor=ContextCompactor(max_context_tokens=10**9), store=target)
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
     i = 0
     while len(s) < n:
@@ -84,7 +84,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def run(target: str, steps: int, window: int, path: str, contention: bool) -> dict[str, float]:
     compactor = ContextCompactor(max_context_tokens=window)
-    s = await Session.aopen(compactor, target, "big")
+    s = await Session.aopen("big", compactor=compactor, store=target)
     if path == "thread offload":
 
         async def no_native() -> None:
@@ -98,7 +98,7 @@ async def run(target: str, steps: int, window: int, path: str, contention: bool)
     stop = threading.Event()
 
     def other_worker() -> None:
-        o = Session(ContextCompactor(max_context_tokens=10**9), target, "big")
+        o = Session("big", compactor=ContextCompactor(max_context_tokens=10**9), store=target)
         k = 10**6
         while not stop.is_set():
             o.append({"role": "user", "content": f"from another worker {k}"})
@@ -156,7 +156,7 @@ async def run(target: str, steps: int, window: int, path: str, contention: bool)
 async def run_many(target: str, sessions: int, steps: int, path: str) -> dict[str, float]:
     """``sessions`` Sessions (their own stores) appending and preparing concurrently on one loop."""
     compactor = ContextCompactor(max_context_tokens=20_000)
-    opened = [await Session.aopen(compactor, target, f"s{k}") for k in range(sessions)]
+    opened = [await Session.aopen(f"s{k}", compactor=compactor, store=target) for k in range(sessions)]
     if path == "thread offload":
 
         async def no_native() -> None:
@@ -199,7 +199,7 @@ async def run_many(target: str, sessions: int, steps: int, path: str) -> dict[st
 
 def fill_many(target: str, sessions: int, n: int) -> None:
     for k in range(sessions):
-        s = Session(ContextCompactor(max_context_tokens=10**9), target, f"s{k}")
+        s = Session(f"s{k}", compactor=ContextCompactor(max_context_tokens=10**9), store=target)
         s.extend([m for i in range(n // 2) for m in tool_round(i)])
         s.close()
 

@@ -96,7 +96,7 @@ def test_input_filter_keeps_a_35_step_run_inside_the_window() -> None:
 def test_session_across_runs_compacts_and_never_sends_an_invalid_history(tmp_path: Any) -> None:
     compactor = ContextCompactor(max_context_tokens=16000, keep_recent_messages=4)
     checked = Checked(compactor)
-    session = CompactingSession("audit", compactor, tmp_path / "agent.db", instructions=INSTRUCTIONS)
+    session = CompactingSession("audit", compactor=compactor, store=tmp_path / "agent.db", instructions=INSTRUCTIONS)
     steps = 0
     try:
         for run in range(6):
@@ -117,7 +117,7 @@ def test_session_across_runs_compacts_and_never_sends_an_invalid_history(tmp_pat
     finally:
         session.close()
     # Reopened from the file, the session goes on where it was.
-    again = CompactingSession("audit", compactor, tmp_path / "agent.db", instructions=INSTRUCTIONS)
+    again = CompactingSession("audit", compactor=compactor, store=tmp_path / "agent.db", instructions=INSTRUCTIONS)
     try:
         items = asyncio.run(again.get_items())
         assert validate_messages(items, format="responses", system=INSTRUCTIONS) == []
@@ -128,7 +128,7 @@ def test_session_across_runs_compacts_and_never_sends_an_invalid_history(tmp_pat
 
 def test_session_protocol_operations() -> None:
     compactor = ContextCompactor(max_context_tokens=200_000)
-    session = CompactingSession("ops", compactor)
+    session = CompactingSession("ops", compactor=compactor)
     assert isinstance(session, agents.memory.session.SessionABC)
     assert agents.memory.session.is_openai_responses_compaction_aware_session(session)
 
@@ -167,7 +167,7 @@ def test_session_protocol_operations() -> None:
 def test_session_settings_limit_applies() -> None:
     compactor = ContextCompactor(max_context_tokens=200_000)
     session = CompactingSession(
-        "limited", compactor, session_settings=agents.memory.session_settings.SessionSettings(limit=1)
+        "limited", compactor=compactor, session_settings=agents.memory.session_settings.SessionSettings(limit=1)
     )
     try:
         asyncio.run(session.add_items([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]))
@@ -196,7 +196,7 @@ def test_corpus_through_the_session_is_valid_for_the_sdk(path: Any) -> None:
     items = to_responses(json.loads(path.read_text(encoding="utf-8")))
     total = ContextCompactor().check(items, format="responses").current_tokens
     compactor = ContextCompactor(max_context_tokens=max(2000, int(total * 0.3)))
-    session = CompactingSession(name, compactor)
+    session = CompactingSession(name, compactor=compactor)
     try:
         asyncio.run(session.add_items(items))
         out = asyncio.run(session.get_items())
@@ -210,3 +210,15 @@ def test_corpus_through_the_session_is_valid_for_the_sdk(path: Any) -> None:
         assert tokens <= compactor.config.budget or (result is not None and result.over_budget)
     finally:
         session.close()
+
+
+def test_compacting_session_takes_compactor_and_store_by_keyword(tmp_path: Any) -> None:
+    """The old positional CompactingSession(session_id, compactor, store) still works, warned."""
+    compactor = ContextCompactor(max_context_tokens=200_000)
+    with pytest.warns(DeprecationWarning, match="compactor=..., store=..."):
+        old = CompactingSession("legacy", compactor, tmp_path / "a.db")
+    asyncio.run(old.add_items([{"role": "user", "content": "hi"}]))
+    old.close()
+    new = CompactingSession("legacy", compactor=compactor, store=tmp_path / "a.db")
+    assert asyncio.run(new.get_items()) == [{"role": "user", "content": "hi"}]
+    new.close()

@@ -82,7 +82,7 @@ def grow_to(s: Session, level: str, i: int = 0) -> int:
 
 def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path: Path) -> None:
     gate = Gate()
-    s = Session(compactor(gate), tmp_path / "b.db", "s")
+    s = Session("s", compactor=compactor(gate), store=tmp_path / "b.db")
     start(s)
     i = grow_to(s, "soft")
     assert s.check().urgency == "soft"
@@ -103,7 +103,9 @@ def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path
     assert record.upto_seq == snapshot_seq
     assert validate_messages(ctx, format="openai") == []
     assert s.pending is None
-    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), tmp_path / "b.db", "s")
+    again = Session(
+        "s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=tmp_path / "b.db"
+    )
     assert again.context() == ctx and again.context_ids() == s.context_ids()
     again.close()
     s.close()
@@ -115,7 +117,7 @@ def test_at_the_hard_threshold_the_rule_summary_applies_and_the_late_summary_rep
     summary when it arrives (same span, the delta still verbatim after it)."""
     gate = Gate(reply="<summary>LATE LLM SUMMARY of /srv/app/mod0.py work.</summary>", block=1)
     path = tmp_path / "h.db"
-    s = Session(compactor(gate), path, "s")
+    s = Session("s", compactor=compactor(gate), store=path)
     start(s)
     i = grow_to(s, "soft")
     assert s.prepare() is None and gate.entered.wait(5)
@@ -149,7 +151,7 @@ def test_at_the_hard_threshold_the_rule_summary_applies_and_the_late_summary_rep
         json.dumps(m, sort_keys=True) for m in s.expand(records[0].id)
     }
     assert rule_rows
-    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    again = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=path)
     assert again.context() == ctx and again.context_ids() == s.context_ids()
     again.close()
     s.close()
@@ -161,7 +163,7 @@ def test_a_late_summary_that_no_longer_fits_is_carried_to_the_next_compaction() 
     context at the hard threshold), the next compaction's summary builds on it instead."""
     long = "<summary>LATE LLM SUMMARY. " + "Went through /srv/app/mod0.py line by line. " * 40 + "</summary>"
     gate = Gate(reply=long, block=1)
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor=compactor(gate), store=":memory:")
     start(s)
     i = grow_to(s, "soft")
     assert s.prepare() is None and gate.entered.wait(5)
@@ -193,7 +195,7 @@ def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_l
     replaces it."""
     gate = Gate(block=1)
     path = tmp_path / "j.db"
-    s = Session(compactor(gate), path, "s")
+    s = Session("s", compactor=compactor(gate), store=path)
     start(s)
     for k in range(6):
         s.extend(tool_round(k, size=30))
@@ -212,7 +214,7 @@ def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_l
     ctx = s.context()
     assert validate_messages(ctx, format="openai") == [] and ctx[-2:] == tool_round(51, size=3)
     assert any("Checked the modules" in str(m.get("content")) for m in ctx)
-    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    again = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=path)
     assert again.context() == ctx
     again.close()
     s.close()
@@ -222,7 +224,7 @@ def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_l
 def test_a_background_failure_falls_back_and_starts_the_cooldown() -> None:
     gate = Gate(error=TimeoutError("the model timed out"))
     gate.release.set()
-    s = Session(compactor(gate, cooldown_calls=2), ":memory:")
+    s = Session(compactor=compactor(gate, cooldown_calls=2), store=":memory:")
     start(s)
     grow_to(s, "soft")
     assert s.prepare() is None
@@ -241,7 +243,7 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
     gate = Gate(error=AuthenticationError("bad key"))
     gate.release.set()
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor=compactor(gate), store=":memory:")
     start(s)
     grow_to(s, "soft")
     assert s.prepare() is None
@@ -253,7 +255,7 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
 def test_force_cancels_a_running_job() -> None:
     gate = Gate(block=1)
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor=compactor(gate), store=":memory:")
     start(s)
     grow_to(s, "soft")
     assert s.prepare() is None and gate.entered.wait(5)
@@ -270,7 +272,7 @@ def test_force_cancels_a_running_job() -> None:
 def test_close_during_a_background_summary_writes_nothing_after(tmp_path: Path) -> None:
     gate = Gate()
     path = tmp_path / "c.db"
-    s = Session(compactor(gate), path, "s")
+    s = Session("s", compactor=compactor(gate), store=path)
     start(s)
     grow_to(s, "soft")
     assert s.prepare() is None and gate.entered.wait(5)
@@ -304,7 +306,7 @@ def test_on_before_compact_sees_candidates_and_can_veto_or_force() -> None:
     c = ContextCompactor(
         max_context_tokens=3000, reserve_tokens=300, summarizer=gate, background=True, on_before_compact=hook
     )
-    s = Session(c, ":memory:")
+    s = Session(compactor=c, store=":memory:")
     start(s)
     grow_to(s, "soft")
     assert s.prepare() is None and s.pending is None and not gate.requests  # vetoed: no job started
@@ -331,7 +333,7 @@ def test_asyncio_background_task_and_close() -> None:
         return SUMMARY
 
     async def main() -> None:
-        s = Session(compactor(summarize), ":memory:")
+        s = Session(compactor=compactor(summarize), store=":memory:")
         start(s)
         i = grow_to(s, "soft")
         assert await s.aprepare() is None
@@ -398,7 +400,7 @@ CHILD = textwrap.dedent(
     c = ContextCompactor(
         max_context_tokens=3000, reserve_tokens=300, trigger_ratio=0.5, summarizer=summarize, background=True
     )
-    s = Session(c, path, "s")
+    s = Session("s", compactor=c, store=path)
     s.store._conn.set_progress_handler(lambda: time.sleep(0.0003) or 0, 20)
     if len(s) == 0:
         s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -447,7 +449,7 @@ def test_sigkill_during_the_swap_leaves_the_old_context_or_the_new(tmp_path: Pat
             (acked if kind == "a" else compactions).add(int(value))
             strategies.update(rest)
         integrity(path)
-        s = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+        s = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=path)
         history = s.history()
         steps = {m["content"].split(":")[0] for m in history if m["role"] == "assistant"}
         assert {f"Step {i}" for i in acked} <= steps
@@ -469,7 +471,7 @@ def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_pa
     gate = Gate()
     path = tmp_path / "r.db"
     c = compactor(gate, max_context_tokens=6000, reserve_tokens=600, clear_at_least_tokens=100, micro_min_gain_ratio=0)
-    s = Session(c, path, "s")
+    s = Session("s", compactor=c, store=path)
     start(s)
     for k in range(6):
         s.extend(tool_round(100 + k, size=60))
@@ -490,7 +492,7 @@ def test_clearing_tool_output_at_the_hard_threshold_keeps_the_running_job(tmp_pa
     ctx = s.context()
     assert validate_messages(ctx, format="openai") == []
     assert any("Checked the modules" in str(m.get("content")) for m in ctx)
-    again = Session(ContextCompactor(max_context_tokens=6000, reserve_tokens=600), path, "s")
+    again = Session("s", compactor=ContextCompactor(max_context_tokens=6000, reserve_tokens=600), store=path)
     assert again.context() == ctx and again.context_ids() == s.context_ids()
     again.close()
     s.close()
@@ -502,7 +504,7 @@ def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_u
     summary started at the soft threshold is ready, the summary starts now; its result waits until
     the compaction is due, then applies as usual."""
     gate = Gate(block=0)
-    s = Session(compactor(gate, protected_tools=("bash",)), ":memory:")  # only a summary can help
+    s = Session(compactor=compactor(gate, protected_tools=("bash",)), store=":memory:")  # only a summary can help
     cfg = s.compactor.config
     start(s)
     k = 0
@@ -530,7 +532,7 @@ def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_u
 
 def test_slow_growth_starts_the_summary_at_the_soft_threshold() -> None:
     gate = Gate(block=0)
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor=compactor(gate), store=":memory:")
     start(s)
     k = 0
     while s.check().urgency == "none":
@@ -552,7 +554,7 @@ def test_asyncio_rule_summary_then_the_llm_summary_replaces_it() -> None:
         return SUMMARY
 
     async def main() -> None:
-        s = Session(compactor(summarize), ":memory:")
+        s = Session(compactor=compactor(summarize), store=":memory:")
         start(s)
         for k in range(6):
             s.extend(tool_round(k, size=30))
@@ -579,7 +581,7 @@ def test_the_re_apply_on_both_stores(store_target: str) -> None:
     """The re-apply saved by SQLite and PostgreSQL alike: a reopened Session sees the same context,
     and expand() of the re-apply gives the originals the rule summary replaced."""
     gate = Gate(block=1)
-    s = Session(compactor(gate), store_target, "s")
+    s = Session("s", compactor=compactor(gate), store=store_target)
     start(s)
     for k in range(6):
         s.extend(tool_round(k, size=30))
@@ -597,7 +599,7 @@ def test_the_re_apply_on_both_stores(store_target: str) -> None:
     assert second.upto_seq == first.upto_seq and second.strategy == "summary"
     assert s.expand(second.id) == s.expand(first.id)
     ctx = s.context()
-    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store_target, "s")
+    again = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=store_target)
     assert again.context() == ctx and again.context_ids() == s.context_ids()
     again.close()
     s.close()
@@ -605,7 +607,7 @@ def test_the_re_apply_on_both_stores(store_target: str) -> None:
 
 def test_an_early_summary_that_fails_before_it_is_due_only_starts_the_cooldown() -> None:
     gate = Gate(error=TimeoutError("the model timed out"), block=0)
-    s = Session(compactor(gate, cooldown_calls=2, protected_tools=("bash",)), ":memory:")
+    s = Session(compactor=compactor(gate, cooldown_calls=2, protected_tools=("bash",)), store=":memory:")
     start(s)
     k = 0
     while s.pending is None:
@@ -625,7 +627,7 @@ def test_an_early_start_clears_tool_output_first_and_calls_no_llm_when_that_is_e
     """Planned as at the soft threshold: the selective rules first, the summarizer only when they
     cannot reach the target (an early start never turns a cheap compaction into an LLM call)."""
     gate = Gate(block=0)
-    s = Session(compactor(gate), ":memory:")
+    s = Session(compactor=compactor(gate), store=":memory:")
     start(s)
     k = 0
     while s.pending is None:

@@ -71,7 +71,7 @@ def test_codex_rollout_compacted_by_responses_compact_in_the_background(stub: Na
         summarizer=openai_responses_compact(_openai(stub), "gpt-5.4"), background=True, **WINDOW
     )
     path = tmp_path / "codex.db"
-    s = Session(compactor, path, "s", system=t.system, format="responses")
+    s = Session("s", compactor=compactor, store=path, system=t.system, format="responses")
     results, delta = replay(s, t.messages, "responses", "provider:openai")
     done = results[-1]
     assert done.summary_source == "provider:openai" and done.fallback_reason is None
@@ -85,7 +85,7 @@ def test_codex_rollout_compacted_by_responses_compact_in_the_background(stub: Na
         assert ctx[len(ctx) - len(delta) :] == delta
     record = s.compactions()[-1]
     assert record.strategy == "summary" and record.replaced
-    again = Session(ContextCompactor(**WINDOW), path, "s", format="responses")
+    again = Session("s", compactor=ContextCompactor(**WINDOW), store=path, format="responses")
     assert again.context() == ctx
     again.close()
     s.close()
@@ -101,7 +101,7 @@ def test_claude_code_sessions_compacted_by_anthropic_compaction_in_the_backgroun
         summarizer=anthropic_compaction(_anthropic(stub), "claude-test"), background=True, **WINDOW
     )
     path = tmp_path / "cc.db"
-    s = Session(compactor, path, "s", system=t.system, format="anthropic")
+    s = Session("s", compactor=compactor, store=path, system=t.system, format="anthropic")
     results, _ = replay(s, t.messages, "anthropic", "provider:anthropic")
     if not any(r.summary_source == "provider:anthropic" for r in results):
         # A session too short to reach the soft threshold, or whose only span the planner could not
@@ -117,7 +117,7 @@ def test_claude_code_sessions_compacted_by_anthropic_compaction_in_the_backgroun
     task = t.messages[0]
     block = first["content"][0]["content"]
     assert task in ctx[1:3] or " ".join(str(task["content"]).split())[:60] in block
-    again = Session(ContextCompactor(**WINDOW), path, "s", format="anthropic")
+    again = Session("s", compactor=ContextCompactor(**WINDOW), store=path, format="anthropic")
     assert again.context() == ctx
     again.close()
     s.close()
@@ -130,7 +130,7 @@ def test_a_failed_provider_call_in_the_background_falls_back_to_the_rule_summary
     compactor = ContextCompactor(
         summarizer=openai_responses_compact(_openai(stub), "gpt-5.4"), background=True, cooldown_calls=2, **WINDOW
     )
-    s = Session(compactor, ":memory:", system=t.system, format="responses")
+    s = Session(compactor=compactor, store=":memory:", system=t.system, format="responses")
     results, _ = replay(s, t.messages, "responses", "(run to the end)")
     failed = [r for r in results if r.fallback_reason]
     assert failed and "ProviderCompactionError" in (failed[0].fallback_reason or "")
@@ -145,7 +145,7 @@ def test_async_client_in_the_background(stub: NativeStub) -> None:
     compactor = ContextCompactor(summarizer=openai_responses_compact(client, "gpt-5.4"), background=True, **WINDOW)
 
     async def main() -> CompactResult | None:
-        s = Session(compactor, ":memory:", system=t.system, format="responses")
+        s = Session(compactor=compactor, store=":memory:", system=t.system, format="responses")
         try:
             for k, m in enumerate(t.messages):
                 if not _model_call(t.messages, k):

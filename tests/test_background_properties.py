@@ -67,7 +67,7 @@ def test_background_invariants(tmp_path_factory: Any, actions: list[tuple[str, i
     c = ContextCompactor(
         max_context_tokens=3000, reserve_tokens=300, summarizer=summarize, background=True, summarizer_timeout_s=20
     )
-    s = Session(c, path, "s")
+    s = Session("s", compactor=c, store=path)
     appended: list[dict[str, Any]] = [{"role": "user", "content": "Fix the KeyError in /srv/app please."}]
     s.append(appended[0])
     budget = c.config.budget
@@ -102,12 +102,12 @@ def test_background_invariants(tmp_path_factory: Any, actions: list[tuple[str, i
     finally:
         summarize.release()
         s.close()
-    again = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    again = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=path)
     try:
         reopened = again.context()
     finally:
         again.close()
-    s2 = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), path, "s")
+    s2 = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=path)
     assert s2.context() == reopened
     s2.close()
     integrity(path)

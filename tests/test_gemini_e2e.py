@@ -267,3 +267,30 @@ def test_the_async_loop_with_dict_contents(stub: GeminiStub) -> None:
     assert stub.rejected == []
     assert any(r.strategy != "none" for r in chat.results)
     assert isinstance(chat.contents[0], dict) and chat.contents[0]["parts"][0]["text"] == TASK
+
+
+def test_a_gemini_session_persists_like_the_others(stub: GeminiStub, tmp_path: Any) -> None:
+    """GeminiChat(store=...) keeps the conversation in a Session (format "gemini"): the loop runs
+    against the stub as in memory (every signed part back byte-identical), compactions are saved,
+    and a new chat on the same store and id resumes with the same contents."""
+    stub.steps = 12
+    client = client_for(stub)
+    compactor = ContextCompactor(max_context_tokens=4000, keep_recent_messages=2, summarizer=gemini_summarizer(client))
+    chat = GeminiChat(compactor, model="gemini-stub", config=CONFIG, store=tmp_path / "g.db", session_id="g")
+    assert run_loop(chat, client, stub) == 12
+    assert stub.rejected == []
+    assert chat.session is not None and chat.session.format == "gemini"
+    saved = chat.session.compactions()
+    assert saved and any(r.strategy not in ("none", "micro") for r in chat.results)
+    contents, history = chat.contents, chat.history
+    assert len(history) > len(contents) and history[0]["parts"][0]["text"] == TASK
+    chat.close()
+    again = GeminiChat(compactor, model="gemini-stub", config=CONFIG, store=tmp_path / "g.db", session_id="g")
+    assert again.contents == contents and again.history == history
+    assert [c.id for c in again.session.compactions()] == [c.id for c in saved]  # type: ignore[union-attr]
+    assert validate_messages(again.contents, format="gemini", system=CONFIG.system_instruction) == []
+    # The resumed chat goes on against the stub (it checks the signatures it issued).
+    stub.steps += 2
+    again.send(client, "Now run the whole test suite.")
+    assert stub.rejected == [] and len(again.history) == len(history) + 2
+    again.close()

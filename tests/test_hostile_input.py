@@ -227,7 +227,7 @@ def test_a_str_or_dict_is_never_read_as_a_list_of_messages(value: Any) -> None:
 
 @pytest.fixture
 def session() -> Any:
-    s = Session(ContextCompactor(), ":memory:")
+    s = Session(compactor=ContextCompactor(), store=":memory:")
     s.append(U)
     yield s
     s.close()
@@ -300,7 +300,7 @@ def test_session_refuses_what_no_later_message_can_make_valid(session: Session, 
 
 
 def test_an_anthropic_session_refuses_a_system_message() -> None:
-    s = Session(ContextCompactor(), ":memory:", format="anthropic", system="be brief")
+    s = Session(compactor=ContextCompactor(), store=":memory:", format="anthropic", system="be brief")
     with pytest.raises(InvalidConversationError) as e:
         s.append({"role": "system", "content": "x"})
     assert e.value.problems[0].rule == "invalid_role"

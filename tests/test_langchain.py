@@ -355,7 +355,7 @@ def test_a_session_stores_langchain_messages() -> None:
     from context_compactor import Session
 
     lc, _ = conversation(30)
-    with Session(ContextCompactor(max_context_tokens=5000), ":memory:") as session:
+    with Session(compactor=ContextCompactor(max_context_tokens=5000), store=":memory:") as session:
         session.extend(lc)
         session.append(HumanMessage("继续"))
         result = session.prepare(force=True)

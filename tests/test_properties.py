@@ -518,7 +518,7 @@ def test_session_resume(data: st.DataObject, tmp_path_factory: pytest.TempPathFa
     note(f"fmt={case.fmt} config={setting['config']} behaviours={behaviours}")
     compactor = ContextCompactor(**setting["config"], summarizer=ScriptedSummarizer(behaviours))
     path = str(tmp_path_factory.mktemp("session") / "s.db")
-    s = Session(compactor, path, system=case.system, tools=case.tools or None, format=case.fmt)
+    s = Session(compactor=compactor, store=path, system=case.system, tools=case.tools or None, format=case.fmt)
     appended = len(case.messages)
     s.extend(case.messages)
     for k in range(3):
@@ -534,7 +534,7 @@ def test_session_resume(data: st.DataObject, tmp_path_factory: pytest.TempPathFa
     context, ids, system, history = s.context(), s.context_ids(), snapshot(s.system), s.history()
     records = s.compactions()
     s.close()
-    resumed = Session(compactor, path, s.id, format=case.fmt)
+    resumed = Session(s.id, compactor=compactor, store=path, format=case.fmt)
     assert resumed.context() == context, "a resumed session continues from the same context"
     assert resumed.context_ids() == ids
     assert snapshot(resumed.system) == system

@@ -63,7 +63,7 @@ def test_replay_matches_a_hand_run_session(tmp_path: Path) -> None:
     assert report.file == str(EXAMPLE) and report.message_count == len(t.messages)
     assert report.compaction_count >= 2 and report.valid
     # The Session stays in the store: every original, and the same compactions.
-    s = Session(compactor, store, "replayed")
+    s = Session("replayed", compactor=compactor, store=store)
     assert s.history() == t.messages
     assert [c.id for c in s.compactions()] == [c.record_id for c in report.compactions]
     assert validate_messages(s.context()) == []

@@ -326,7 +326,7 @@ def test_corpus_converted_validates_and_compacts(path: Path) -> None:
 def test_session_with_responses_items(tmp_path: Path) -> None:
     items = agent_run(50)
     c = cc.ContextCompactor(max_context_tokens=8000)
-    with cc.Session(c, str(tmp_path / "s.db"), "r1", format="responses") as s:
+    with cc.Session("r1", compactor=c, store=str(tmp_path / "s.db"), format="responses") as s:
         s.extend(items)
         result = s.prepare()
         assert result is not None and result.tokens_after < result.tokens_before

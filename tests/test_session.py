@@ -97,7 +97,7 @@ def integrity(path: Path, session_id: str = "s") -> None:
 
 
 def test_append_context_history_and_row_ids(store_target: str) -> None:
-    s = Session(ContextCompactor(), store_target, "a")
+    s = Session("a", compactor=ContextCompactor(), store=store_target)
     r1 = s.append({"role": "user", "content": "hi"})
     r2, r3 = s.extend([{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}])
     assert r1 < r2 < r3
@@ -120,7 +120,7 @@ def test_append_context_history_and_row_ids(store_target: str) -> None:
 
 
 def test_bad_messages_are_rejected_and_nothing_is_stored(tmp_path: Path) -> None:
-    s = Session(ContextCompactor(), ":memory:")
+    s = Session(compactor=ContextCompactor(), store=":memory:")
     s.append({"role": "user", "content": "ok"})
     with pytest.raises(MessageTypeError):
         s.append("not a message")
@@ -152,7 +152,7 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(store_target: str
         ],
     )
     path = store_target
-    with Session(ContextCompactor(), path, "o") as s:
+    with Session("o", compactor=ContextCompactor(), store=path) as s:
         s.append({"role": "user", "content": "list files"})
         s.append(reply)
         s.append({"role": "tool", "tool_call_id": "call_1", "content": "a.py"})
@@ -160,14 +160,14 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(store_target: str
     assert ctx[1] == reply.model_dump(mode="json", exclude_none=True)
     assert "content" not in ctx[1] and all(isinstance(m, dict) for m in ctx)
     assert validate_messages(ctx) == []
-    with Session(ContextCompactor(), path, "o") as s:
+    with Session("o", compactor=ContextCompactor(), store=path) as s:
         assert s.context() == ctx
 
     content = [
         TextBlock(type="text", text="Let me look.", citations=None),
         ToolUseBlock(type="tool_use", id="toolu_1", name="bash", input={"cmd": "ls"}),
     ]
-    with Session(ContextCompactor(), path, "a", system="Be brief.") as s:
+    with Session("a", compactor=ContextCompactor(), store=path, system="Be brief.") as s:
         s.append({"role": "user", "content": "list files"})
         s.append({"role": "assistant", "content": content})
         s.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]})
@@ -175,7 +175,7 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(store_target: str
         ctx = s.context()
     assert ctx[1]["content"][1] == {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "ls"}}
     assert validate_messages(ctx, format="anthropic", system="Be brief.") == []
-    with Session(ContextCompactor(), path, "a") as s:
+    with Session("a", compactor=ContextCompactor(), store=path) as s:
         assert s.context() == ctx and s.system == "Be brief." and s.format == "anthropic"
 
 
@@ -183,7 +183,7 @@ def test_sdk_objects_are_stored_as_json_and_come_back_as_dicts(store_target: str
 
 
 def test_prepare_compacts_and_records_row_ids(store_target: str) -> None:
-    s = Session(small(), store_target, "s")
+    s = Session("s", compactor=small(), store=store_target)
     s.append({"role": "system", "content": "You are a coding agent."})
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
     results = []
@@ -218,7 +218,7 @@ def test_rows_are_stored_by_where_the_core_says_they_came_from(tmp_path: Path) -
         "role": "user",
         "content": f"Why does {SUMMARY_MARKER} show up in /srv/app/log.txt? " + "Details here. " * 900,
     }
-    s = Session(small(), tmp_path / "s.db", "s")
+    s = Session("s", compactor=small(), store=tmp_path / "s.db")
     s.append({"role": "system", "content": "You are a coding agent."})
     s.append(task)
     s.extend(tool_round(0))
@@ -243,7 +243,7 @@ def test_prepare_answers_whenever_the_context_is_over_the_window(store_target: s
     # A system prompt bigger than the budget: no compaction can make the context fit (the system
     # prompt is never changed), so every prepare() must say so instead of answering None.
     compactor = ContextCompactor(max_context_tokens=3000)  # reserve 750, budget 2250
-    s = Session(compactor, store_target, "o", system="You are a coding agent. " + "rule " * 3000)
+    s = Session("o", compactor=compactor, store=store_target, system="You are a coding agent. " + "rule " * 3000)
     r = s.prepare()  # before any message, too
     assert r is not None and r.over_budget and r.strategy == "none" and r.messages == []
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -265,7 +265,11 @@ def test_prepare_never_leaves_a_claude_code_session_over_the_window_unflagged(co
     t = load(corpus_dir / "claude-code" / "cc_3d_feb22da51f_3.jsonl")
     window = ContextCompactor().counter.count_messages(t.messages, system=t.system, tools=t.tools) * 3 // 10
     s = Session(
-        ContextCompactor(max_context_tokens=window), ":memory:", system=t.system, tools=t.tools, format=t.format
+        compactor=ContextCompactor(max_context_tokens=window),
+        store=":memory:",
+        system=t.system,
+        tools=t.tools,
+        format=t.format,
     )
     answered = 0
     for m in t.messages:
@@ -287,12 +291,12 @@ def test_prepare_never_leaves_a_claude_code_session_over_the_window_unflagged(co
 
 def test_resume_gives_the_same_context(store_target: str) -> None:
     path = store_target
-    s = Session(small(), path, "s")
+    s = Session("s", compactor=small(), store=path)
     agent_run(s, 30)
     ctx, ids, chk, recs, hist = s.context(), s.context_ids(), s.check(), s.compactions(), s.history()
     assert recs
     s.close()
-    s2 = Session(small(), path, "s")
+    s2 = Session("s", compactor=small(), store=path)
     assert s2.context() == ctx and s2.context_ids() == ids
     assert s2.check() == chk and s2.compactions() == recs and s2.history() == hist
     # And it carries on where it stopped.
@@ -303,7 +307,7 @@ def test_resume_gives_the_same_context(store_target: str) -> None:
 
 
 def test_expand_returns_the_exact_originals(store_target: str) -> None:
-    s = Session(small(), store_target, "s")
+    s = Session("s", compactor=small(), store=store_target)
     appended: dict[int, dict[str, Any]] = {}
     s.append({"role": "system", "content": "You are a coding agent."})
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
@@ -341,7 +345,7 @@ def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path
 
     t = load(EXAMPLE)
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300)
-    s = Session(c, ":memory:", system=t.system, tools=t.tools, format=t.format)
+    s = Session(compactor=c, store=":memory:", system=t.system, tools=t.tools, format=t.format)
     for m in t.messages:
         if m["role"] == "assistant":
             s.prepare()
@@ -353,7 +357,7 @@ def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path
     big = ContextCompactor(max_context_tokens=10**9, tokenizer=counting)
     per_step = []
     s.close()
-    s = Session(big, ":memory:")
+    s = Session(compactor=big, store=":memory:")
     for i in range(600):
         calls = 0
         s.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"})
@@ -364,7 +368,7 @@ def test_check_matches_the_compactor_and_counts_only_new_messages(tmp_path: Path
 
 
 def test_force_and_instructions(tmp_path: Path) -> None:
-    s = Session(ContextCompactor(), ":memory:")
+    s = Session(compactor=ContextCompactor(), store=":memory:")
     agent_run(s, 12)
     assert s.prepare() is None
     seen: list[SummaryRequest] = []
@@ -373,7 +377,7 @@ def test_force_and_instructions(tmp_path: Path) -> None:
         seen.append(req)
         return "<summary>Looked at the modules for the KeyError.</summary>"
 
-    s2 = Session(ContextCompactor(summarizer=summarize), s.store, s.id)
+    s2 = Session(s.id, compactor=ContextCompactor(summarizer=summarize), store=s.store)
     r = s2.prepare(force=True, instructions="Keep the module names.")
     assert r is not None and r.strategy == "summary" and seen[0].instructions == "Keep the module names."
     assert "Looked at the modules" in json.dumps(s2.context())
@@ -385,7 +389,7 @@ def test_force_and_instructions(tmp_path: Path) -> None:
 def test_system_summary_persists_for_anthropic(store_target: str) -> None:
     path = store_target
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, summary_role="system")
-    s = Session(c, path, "a", system="You are a coding agent.", format="anthropic")
+    s = Session("a", compactor=c, store=path, system="You are a coding agent.", format="anthropic")
     s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
     for i in range(30):
         s.prepare()
@@ -404,7 +408,7 @@ def test_system_summary_persists_for_anthropic(store_target: str) -> None:
     assert system != "You are a coding agent." and "You are a coding agent." in json.dumps(system)
     assert validate_messages(ctx, format="anthropic", system=system) == []
     s.close()
-    s = Session(c, path, "a")
+    s = Session("a", compactor=c, store=path)
     assert s.system == system and s.context() == ctx
     s.close()
 
@@ -414,7 +418,7 @@ def test_system_summary_persists_for_anthropic(store_target: str) -> None:
 
 def test_stale_usage_is_ignored_after_a_compaction(store_target: str) -> None:
     path = store_target
-    s = Session(ContextCompactor(max_context_tokens=20_000), path, "u")
+    s = Session("u", compactor=ContextCompactor(max_context_tokens=20_000), store=path)
     agent_run(s, 10)
     sent = s.context()
     assert s.record_usage({"prompt_tokens": 2 * s.check().raw_tokens}, model="m1")
@@ -434,7 +438,7 @@ def test_stale_usage_is_ignored_after_a_compaction(store_target: str) -> None:
     assert rows == [("m1", 1), ("m1", 0), ("m1", 1)]
     s.close()
     # Reopening re-learns the calibration from reports measured on the current context.
-    s = Session(ContextCompactor(max_context_tokens=20_000), path, "u")
+    s = Session("u", compactor=ContextCompactor(max_context_tokens=20_000), store=path)
     assert s.state.observations == 1 and s.state.calibration == pytest.approx(1.5, rel=0.01)
     s.close()
 
@@ -444,11 +448,11 @@ def test_stale_usage_is_ignored_after_a_compaction(store_target: str) -> None:
 
 def test_a_store_shared_between_sessions(store_target: str) -> None:
     store = SessionStore(store_target)
-    a = Session(ContextCompactor(), store, "a")
-    b = Session(ContextCompactor(), store, "b")
+    a = Session("a", compactor=ContextCompactor(), store=store)
+    b = Session("b", compactor=ContextCompactor(), store=store)
     a.append({"role": "user", "content": "for a"})
     b.append({"role": "user", "content": "for b"})
-    again = Session(ContextCompactor(), store, "a")
+    again = Session("a", compactor=ContextCompactor(), store=store)
     assert again.context() == [{"role": "user", "content": "for a"}]
     assert store.session_ids() == ["a", "b"]
     assert store.delete_session("b") and not store.delete_session("b")
@@ -473,7 +477,7 @@ def test_migration_from_version_1(tmp_path: Path) -> None:
     )
     conn.commit()
     conn.close()
-    s = Session(ContextCompactor(), path, "old")
+    s = Session("old", compactor=ContextCompactor(), store=path)
     assert s.store.schema_version == SCHEMA_VERSION == 2
     assert s.context() == [{"role": "user", "content": "kept"}]
     s.append({"role": "assistant", "content": "ok"})
@@ -487,16 +491,16 @@ def test_newer_schema_and_garbage_files_are_refused(tmp_path: Path) -> None:
     conn.execute("PRAGMA user_version = 99")
     conn.close()
     with pytest.raises(StoreError, match="newer"):
-        Session(ContextCompactor(), newer)
+        Session(compactor=ContextCompactor(), store=newer)
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError):
-        Session(ContextCompactor(), garbage)
+        Session(compactor=ContextCompactor(), store=garbage)
 
 
 def test_a_lock_held_too_long_raises_store_error(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    s = Session(ContextCompactor(), path, "l", timeout=0.3)
+    s = Session("l", compactor=ContextCompactor(), store=path, timeout=0.3)
     s.append({"role": "user", "content": "first"})
     # Another connection (think: another process) holds the write lock.
     other = sqlite3.connect(path, isolation_level=None)
@@ -535,7 +539,7 @@ def test_a_lock_held_too_long_raises_store_error(tmp_path: Path) -> None:
 
 
 def test_threads_on_one_session_serialise(tmp_path: Path) -> None:
-    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400), tmp_path / "t.db", "t")
+    s = Session("t", compactor=ContextCompactor(max_context_tokens=4000, reserve_tokens=400), store=tmp_path / "t.db")
     s.append({"role": "user", "content": "start"})
     returned: dict[int, dict[str, Any]] = {}
     errors: list[BaseException] = []
@@ -583,7 +587,9 @@ def test_asyncio_tasks_on_one_session(tmp_path: Path) -> None:
         await asyncio.sleep(0.01)
         return "<summary>Worked through the steps.</summary>"
 
-    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), ":memory:")
+    s = Session(
+        compactor=ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), store=":memory:"
+    )
     s.append({"role": "user", "content": "start"})
 
     async def task(w: int) -> int:
@@ -612,7 +618,7 @@ CHILD_APPEND = textwrap.dedent(
     from context_compactor import ContextCompactor
     from context_compactor.session import Session
     path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    s = Session(ContextCompactor(), path, "shared", timeout=30)
+    s = Session("shared", compactor=ContextCompactor(), store=path, timeout=30)
     for k in range(n):
         s.append({"role": "user", "content": f"{tag}-{k}"})
     print("done", flush=True)
@@ -624,7 +630,7 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
     script = tmp_path / "child.py"
     script.write_text(CHILD_APPEND, encoding="utf-8")
-    Session(ContextCompactor(), path, "shared").close()
+    Session("shared", compactor=ContextCompactor(), store=path).close()
     procs = [
         subprocess.Popen([sys.executable, str(script), str(path), tag, "60"], stdout=subprocess.PIPE, text=True)
         for tag in ("a", "b")
@@ -632,7 +638,7 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
     for p in procs:
         out, _ = p.communicate(timeout=120)
         assert p.returncode == 0 and "done" in out
-    s = Session(ContextCompactor(), path, "shared")
+    s = Session("shared", compactor=ContextCompactor(), store=path)
     contents = [m["content"] for m in s.history()]
     assert len(contents) == 120
     for tag in ("a", "b"):
@@ -640,3 +646,52 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
     assert s.context() == s.history()
     s.close()
     integrity(path, "shared")
+
+
+def test_session_id_first_compactor_and_store_by_keyword(tmp_path: Path) -> None:
+    """Session(session_id, compactor=, store=), as the Agents SDK's SQLiteSession(session_id, ...);
+    the old positional order still opens the same session, with a DeprecationWarning."""
+    c = ContextCompactor()
+    with Session("t", compactor=c, store=tmp_path / "a.db") as s:
+        s.append({"role": "user", "content": "hi"})
+    with pytest.warns(DeprecationWarning, match=r"Session\(session_id, compactor=\.\.\., store=\.\.\.\)"):
+        old = Session(c, tmp_path / "a.db", "t")
+    assert old.id == "t" and old.context() == [{"role": "user", "content": "hi"}]
+    old.close()
+    with pytest.warns(DeprecationWarning):
+        Session(c, ":memory:").close()
+
+    async def reopen() -> None:
+        with pytest.warns(DeprecationWarning, match=r"Session\.aopen"):
+            s = await Session.aopen(c, tmp_path / "a.db", "t")
+        async with await Session.aopen("t", compactor=c, store=tmp_path / "a.db") as new:
+            assert await new.acontext() == await s.acontext()
+        await s.aclose()
+
+    asyncio.run(reopen())
+    with pytest.raises(TypeError, match="only positional"):
+        Session("t", "extra", compactor=c, store=":memory:")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="twice"):
+        Session(c, ":memory:", compactor=c)  # type: ignore[call-overload]
+
+
+def test_a_gemini_session_persists(tmp_path: Path) -> None:
+    """format="gemini" is a Session's format like the others: stored, compacted, and detected again
+    when reopened without it."""
+    contents = [{"role": "user", "parts": [{"text": "修复 src/app.py 的测试"}]}]
+    for i in range(8):
+        contents.append({"role": "model", "parts": [{"function_call": {"name": "read", "args": {"path": f"m{i}.py"}}}]})
+        contents.append(
+            {
+                "role": "user",
+                "parts": [{"function_response": {"name": "read", "response": {"output": f"line {i}\n" * 80}}}],
+            }
+        )
+    with Session("g", compactor=small(), store=tmp_path / "g.db", format="gemini", system="Be brief.") as s:
+        s.extend(contents)
+        result = s.prepare(force=True)
+        assert result is not None and result.compacted
+        ctx = s.context()
+        assert validate_messages(ctx, format="gemini", system="Be brief.") == []
+    with Session("g", compactor=small(), store=tmp_path / "g.db") as again:
+        assert again.format == "gemini" and again.context() == ctx and again.history() == contents

@@ -90,7 +90,7 @@ def test_concurrent_tasks_append_and_compact_one_session(store_target: str) -> N
     kept ticking."""
 
     async def main() -> tuple[Session, float]:
-        s = await Session.aopen(compactor(), store_target, "shared", format="openai")
+        s = await Session.aopen("shared", compactor=compactor(), store=store_target, format="openai")
         contexts: list[list[dict[str, Any]]] = []
 
         async def agent(k: int) -> None:
@@ -119,7 +119,7 @@ def test_concurrent_tasks_append_and_compact_one_session(store_target: str) -> N
         assert validate_messages(ctx, format="openai") == []
     s.close()
     # Another connection sees the same: nothing lost or duplicated in the store itself.
-    again = Session(ContextCompactor(), store_target, "shared")
+    again = Session("shared", compactor=ContextCompactor(), store=store_target)
     assert again.history() == history and validate_messages(again.context(), format="openai") == []
     again.close()
     assert worst < 1.0, f"the loop stalled {worst:.3f} s"
@@ -132,7 +132,7 @@ def test_a_store_call_never_blocks_the_event_loop(store_target: str) -> None:
     stalls the loop for the whole wait (what the ticker would see without the async methods)."""
 
     async def main() -> None:
-        s = await Session.aopen(compactor(), store_target, "locked", format="openai")
+        s = await Session.aopen("locked", compactor=compactor(), store=store_target, format="openai")
         await s.aappend({"role": "user", "content": "first"})
         with lock_held(store_target, "locked", 1.0) as released:
             with Ticker() as ticker:
@@ -175,12 +175,14 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         return "never"
 
     async def main() -> None:
-        opening = asyncio.create_task(Session.aopen(compactor(), store_target, "cancel", format="openai"))
+        opening = asyncio.create_task(
+            Session.aopen("cancel", compactor=compactor(), store=store_target, format="openai")
+        )
         await asyncio.sleep(0)
         opening.cancel()
         with pytest.raises(asyncio.CancelledError):
             await opening
-        s = await Session.aopen(compactor(), store_target, "cancel", format="openai")
+        s = await Session.aopen("cancel", compactor=compactor(), store=store_target, format="openai")
         await s.aappend({"role": "user", "content": "first"})
         # Held 2 s; cancelled after 0.5 s (time enough for the call to reach the lock on a
         # loaded machine), so the cancellation waits ~1.5 s for the store call to end.
@@ -196,7 +198,9 @@ def test_cancellation_and_close_leave_the_session_consistent(store_target: str) 
         assert [m["content"] for m in await s.ahistory()] == ["first", "cancelled while waiting"]
         # A compaction cancelled in its summarizer saves nothing.
         s2 = await Session.aopen(
-            ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=slow), store_target, "cancel"
+            "cancel",
+            compactor=ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=slow),
+            store=store_target,
         )
         await s2.aextend(
             [{"role": r, "content": f"{r} {k} " + "words " * 60} for k in range(12) for r in ("user", "assistant")]

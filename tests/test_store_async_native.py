@@ -192,7 +192,7 @@ def test_postgres_async_methods_run_no_worker_thread(postgres_server: Any, monke
     monkeypatch.setattr(asyncio, "to_thread", no_thread)
 
     async def main() -> None:
-        async with await Session.aopen(compactor(), url, "native", system="你是编程助手。") as s:
+        async with await Session.aopen("native", compactor=compactor(), store=url, system="你是编程助手。") as s:
             assert s.store._pool is None  # type: ignore[attr-defined]  # no sync pool opened
             await s.aappend({"role": "user", "content": "修复 src/app.py"})
             for k in range(20):
@@ -213,14 +213,14 @@ def test_postgres_async_methods_run_no_worker_thread(postgres_server: Any, monke
             await s.aappend({"role": "user", "content": "too late"})
 
     asyncio.run(main())
-    with Session(compactor(), url, "native") as again:
+    with Session("native", compactor=compactor(), store=url) as again:
         assert len(again.history()) == 41 and again.system == "你是编程助手。"
 
 
 def test_a_session_works_across_event_loops(store_target: str) -> None:
     """One Session used from two ``asyncio.run`` calls, from sync code in between, and from a
     loop in another thread: each loop gets its own async connection (PostgreSQL)."""
-    s = Session(compactor(), store_target, "loops")
+    s = Session("loops", compactor=compactor(), store=store_target)
 
     async def use(tag: str) -> None:
         for k in range(4):
@@ -252,7 +252,7 @@ CHILD = textwrap.dedent(
     target, proc, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
     async def main():
-        s = await Session.aopen(compactor(), target, "shared", format="openai", timeout=60)
+        s = await Session.aopen("shared", compactor=compactor(), store=target, format="openai", timeout=60)
         invalid, compacted = [], 0
 
         async def task(t):
@@ -280,7 +280,7 @@ def test_tasks_in_two_processes_append_and_compact_one_session(store_target: str
     n = 12
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
-    Session(compactor(), store_target, "shared", format="openai").close()
+    Session("shared", compactor=compactor(), store=store_target, format="openai").close()
     here = str(Path(__file__).parent)
     procs = [
         subprocess.Popen(
@@ -297,7 +297,7 @@ def test_tasks_in_two_processes_append_and_compact_one_session(store_target: str
         compacted += report["compacted"]
     assert compacted >= 2
     integrity(store_target, "shared")
-    s = Session(compactor(), store_target, "shared")
+    s = Session("shared", compactor=compactor(), store=store_target)
     history = s.history()
     calls = [m["content"].split()[0] for m in history if m["role"] == "assistant"]
     assert len(history) == 2 * 3 * n * 2 + 0 and len(set(calls)) == len(calls), "none stored twice"
@@ -326,7 +326,7 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, summarizer=slowish)
 
     async def main() -> int:
-        s = await Session.aopen(c, store_target, "cancel", format="openai")
+        s = await Session.aopen("cancel", compactor=c, store=store_target, format="openai")
         cancelled = 0
         for i in range(16):
             await s.aextend(tool_round("c", i))
@@ -338,7 +338,7 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
             except asyncio.CancelledError:
                 cancelled += 1
             ctx = await s.acontext()
-            fresh = Session(c, store_target, "cancel")
+            fresh = Session("cancel", compactor=c, store=store_target)
             assert ctx == fresh.context(), f"in step with the store after a cancel at {(i % 8) * 5} ms"
             assert validate_messages(ctx, format="openai") == []
             fresh.close()
@@ -355,7 +355,7 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
             # It waited for the store call to end: until the lock was released.
             assert time.perf_counter() - cancelled_at > 0.2 and released.wait(5)
         assert len(await s.acompactions()) == before + 1
-        with Session(c, store_target, "cancel") as fresh:
+        with Session("cancel", compactor=c, store=store_target) as fresh:
             assert await s.acontext() == fresh.context()
         await s.aclose()
         return cancelled
@@ -363,6 +363,6 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
     cancelled = asyncio.run(main())
     assert cancelled >= 4
     integrity(store_target, "cancel")
-    with Session(c, store_target, "cancel") as s:
+    with Session("cancel", compactor=c, store=store_target) as s:
         assert len(s.history()) == 34
         assert {json.dumps(m, sort_keys=True) for m in s.history()} <= covered(s)

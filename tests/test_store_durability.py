@@ -72,7 +72,7 @@ CHILD_KILLED = textwrap.dedent(
     from context_compactor.session import Session
     target, compact = sys.argv[1], sys.argv[2] == "compact"
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300, clear_at_least_tokens=0)
-    s = Session(c, target, "s", timeout=30)
+    s = Session("s", compactor=c, store=target, timeout=30)
     conn = getattr(s.store, "_conn", None)
     if hasattr(conn, "set_progress_handler"):  # SQLite: slow statements, so kills land inside transactions
         conn.set_progress_handler(lambda: time.sleep(0.0003) or 0, 20)
@@ -118,7 +118,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(store_target: str
         for kind, value in _run_and_kill(script, store_target, mode, rng.uniform(0.05, 0.6)):
             (acked if kind == "a" else compactions).add(int(value))
         integrity(store_target, "s")
-        s = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store_target, "s")
+        s = Session("s", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=store_target)
         history = s.history()
         ids = {m["tool_calls"][0]["id"] for m in history if m.get("tool_calls")}
         assert {f"call_{i}" for i in acked} <= ids, "every acknowledged append survived"
@@ -148,7 +148,7 @@ CHILD_WORKER = textwrap.dedent(
     from context_compactor.session import Session
     target, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     c = ContextCompactor(max_context_tokens=3000, reserve_tokens=300)
-    sessions = [Session(c, target, f"shared{j}", timeout=60) for j in range(2)]
+    sessions = [Session(f"shared{j}", compactor=c, store=target, timeout=60) for j in range(2)]
     compacted = 0
     for k in range(n):
         s = sessions[k % 2]
@@ -166,7 +166,7 @@ def test_processes_append_and_compact_shared_sessions(store_target: str, tmp_pat
     script = tmp_path / "worker.py"
     script.write_text(CHILD_WORKER, encoding="utf-8")
     for j in range(2):
-        Session(ContextCompactor(), store_target, f"shared{j}").close()
+        Session(f"shared{j}", compactor=ContextCompactor(), store=store_target).close()
     tags = [f"w{p}" for p in range(PROCESSES)]
     procs = [
         subprocess.Popen(
@@ -182,7 +182,9 @@ def test_processes_append_and_compact_shared_sessions(store_target: str, tmp_pat
     assert compacted > 0
     for j in range(2):
         integrity(store_target, f"shared{j}")
-        s = Session(ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store_target, f"shared{j}")
+        s = Session(
+            f"shared{j}", compactor=ContextCompactor(max_context_tokens=3000, reserve_tokens=300), store=store_target
+        )
         words = [m["content"].split()[0] for m in s.history()]
         assert len(words) == len(set(words)), "no message stored twice"
         for tag in tags:

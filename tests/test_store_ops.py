@@ -73,14 +73,16 @@ def test_operations_round_trip(store_target: str) -> None:
 def test_a_compaction_applies_over_appends_made_while_it_ran(store_target: str) -> None:
     """Another connection appends while this one's summarizer runs: the delta stays verbatim."""
     path = store_target
-    other = Session(ContextCompactor(), path, "d")
+    other = Session("d", compactor=ContextCompactor(), store=path)
 
     def summarize(request: object) -> str:
         # The agent (another process, here another connection) keeps going meanwhile.
         other.append({"role": "assistant", "content": "appended while summarising"})
         return "<summary>Earlier work on /srv/app/main.py.</summary>"
 
-    s = Session(ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), path, "d")
+    s = Session(
+        "d", compactor=ContextCompactor(max_context_tokens=4000, reserve_tokens=400, summarizer=summarize), store=path
+    )
     s.append({"role": "user", "content": "Fix /srv/app/main.py"})
     for k in range(12):
         s.append({"role": "assistant", "content": f"step {k} " + "words " * 60})
@@ -124,7 +126,7 @@ def test_pop_and_clear_take_back_only_what_no_compaction_took(store_target: str)
     """Session.pop() (the Agents SDK's pop_item) removes the newest uncompacted original; after a
     compaction saw it, it refuses; clear() empties the session, which stays usable."""
     compactor = ContextCompactor(max_context_tokens=2000, keep_recent_messages=1)
-    with Session(compactor, store_target, "pop", system="sys") as s:
+    with Session("pop", compactor=compactor, store=store_target, system="sys") as s:
         assert s.pop() is None
         s.extend([{"role": "user", "content": "任务: fix src/app.py"}, {"role": "assistant", "content": "ok"}])
         assert s.pop() == {"role": "assistant", "content": "ok"}
@@ -143,7 +145,7 @@ def test_pop_and_clear_take_back_only_what_no_compaction_took(store_target: str)
         s.clear()
         assert s.context() == [] and len(s) == 0 and s.compactions() == []
         s.append({"role": "user", "content": "again"})
-    with Session(compactor, store_target, "pop") as again:
+    with Session("pop", compactor=compactor, store=store_target) as again:
         assert again.context() == [{"role": "user", "content": "again"}]
         assert again.system == "sys"
 
@@ -156,7 +158,7 @@ def test_postgres_reconnects_after_the_server_drops_its_connections(postgres_ser
 
     psycopg = pytest.importorskip("psycopg")
     url = postgres_server.new_database()
-    s = Session(ContextCompactor(), url, "r", timeout=5)
+    s = Session("r", compactor=ContextCompactor(), store=url, timeout=5)
     s.append({"role": "user", "content": "one"})
 
     # A call in flight when its connection is dropped: an append waiting for the session's row lock.
@@ -182,7 +184,7 @@ def test_postgres_reconnects_after_the_server_drops_its_connections(postgres_ser
     assert [m["content"] for m in s.context()] == ["one", "two"]
 
     async def after_restart() -> list[str]:
-        a = await Session.aopen(ContextCompactor(), url, "r", timeout=5)
+        a = await Session.aopen("r", compactor=ContextCompactor(), store=url, timeout=5)
         await a.aappend({"role": "user", "content": "three"})
         t0 = time.monotonic()
         postgres_server.restart()

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from context_compactor._session_args import session_arguments
 from context_compactor._session_background import _Retry
 from context_compactor._store import AsyncSessionStore, SessionStore, finish
 from context_compactor.errors import MessageTypeError, StoreError
@@ -143,16 +144,17 @@ class AsyncMethods:
     @classmethod
     async def aopen(
         cls,
-        compactor: ContextCompactor,
-        store: str | os.PathLike[str] | SessionStore,
+        *positional: Any,
+        compactor: ContextCompactor | None = None,
+        store: str | os.PathLike[str] | SessionStore | None = None,
         session_id: str | None = None,
-        *,
         system: Any = None,
         tools: Sequence[Any] | None = None,
         format: str | None = None,
         timeout: float = 10.0,
     ) -> Self:
-        """The constructor for async code (the constructor's arguments), never blocking the event
+        """The constructor for async code (the constructor's arguments: ``session_id`` first,
+        ``compactor=`` and ``store=`` by keyword), never blocking the event
         loop: with a ``postgresql://`` URL (or a PostgreSQL :class:`SessionStore`) the store is
         opened and the session read through the store's async connection; with SQLite, in a
         worker thread. A Session opened with the plain constructor works in async code too: its
@@ -160,9 +162,11 @@ class AsyncMethods:
 
         Example:
             >>> url = "postgresql://app@db/agents"
-            >>> async with await Session.aopen(compactor, url, "ticket-42") as session:  # doctest: +SKIP
+            >>> opening = Session.aopen("ticket-42", compactor=compactor, store=url)
+            >>> async with await opening as session:  # doctest: +SKIP
             ...     await session.aappend({"role": "user", "content": "Fix the failing test."})
         """
+        session_id, compactor, store = session_arguments(positional, session_id, compactor, store, name="Session.aopen")
         self = cls.__new__(cls)
         self._setup(compactor, session_id, format)
         args = self._open_args(system, tools, format)

@@ -225,7 +225,7 @@ class SessionStore(abc.ABC):
 
     Writing your own store: subclass this, implement the abstract operations with the
     guarantees of the module's design note, and hand an instance to ``Session`` (or register its
-    URL scheme with :func:`register_backend`: ``Session(compactor, "<scheme>://...")`` then calls
+    URL scheme with :func:`register_backend`: ``Session(compactor=compactor, store="<scheme>://...")`` then calls
     ``SessionStore(url, timeout=...)``, so the constructor takes the URL and a ``timeout``). Row
     ids are integers unique within the store; ``seq`` is per session.
 

@@ -364,7 +364,9 @@ def replay(
         budget=cfg.budget,
     )
     bar = _Progress(len(messages), progress, "replay")
-    session = Session(compactor, store, session_id, system=transcript.system, tools=transcript.tools, format=fmt)
+    session = Session(
+        session_id, compactor=compactor, store=store, system=transcript.system, tools=transcript.tools, format=fmt
+    )
     report.session_id = session.id
     try:
         previous: tuple[list[int], Any] | None = None

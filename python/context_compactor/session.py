@@ -13,7 +13,7 @@ half of it is the API's docstrings. What could leave did: SQL, encoders, the bac
 Example:
     >>> from context_compactor import ContextCompactor
     >>> from context_compactor.session import Session
-    >>> session = Session(ContextCompactor(max_context_tokens=200_000), ":memory:")
+    >>> session = Session(compactor=ContextCompactor(max_context_tokens=200_000), store=":memory:")
     >>> row = session.append({"role": "user", "content": "Fix the failing test."})
     >>> session.prepare() is None          # far below the window: nothing to do
     True
@@ -34,7 +34,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from context_compactor import _core
 from context_compactor._codec import dumps as _dumps
@@ -42,6 +42,7 @@ from context_compactor._codec import encode as _encode
 from context_compactor._codec import loads as _loads
 from context_compactor._codec import usage_json as _usage_json
 from context_compactor._codec import usage_tokens as _usage_tokens
+from context_compactor._session_args import session_arguments
 from context_compactor._session_async import _ATTEMPTS, AsyncMethods
 from context_compactor._session_async import RESTORE_USAGE as _RESTORE_USAGE
 from context_compactor._session_background import _RETRY, BackgroundCompaction, Job, _Retry, _Snapshot
@@ -109,6 +110,15 @@ class CompactionRecord:
         )
 
 
+#: The formats a Session keeps.
+FORMATS = ("openai", "anthropic", "responses", "gemini")
+
+
+def _stored_format(format: str | None) -> str | None:
+    """The format column of the store: the two Chat formats (the others are detected on read)."""
+    return format if format in ("openai", "anthropic") else None
+
+
 def _stored_json(value: Any, field: str) -> str:
     try:
         return _dumps(value)
@@ -143,13 +153,17 @@ class Session(BackgroundCompaction, AsyncMethods):
     appends and compactions. A lock held longer than ``timeout`` raises :class:`StoreError`.
 
     Args:
+        session_id: The session to open or create; a new random id when ``None``. The only
+            positional argument (``Session(compactor, store, session_id)``, the old order, still
+            works with a ``DeprecationWarning``).
         compactor: The :class:`ContextCompactor` (its config and summarizer are used).
-        store: A SQLite path, ``":memory:"``, or a :class:`SessionStore` to share a connection.
-        session_id: The session to open or create; a new random id when ``None``.
-        system: The system prompt (Anthropic's separate one; OpenAI keeps it in the messages).
-            ``None`` keeps the stored one; a value replaces it in the store.
+        store: A SQLite path, ``":memory:"``, a ``postgresql://`` URL, or a :class:`SessionStore`
+            to share a connection.
+        system: The system prompt (Anthropic's and Gemini's separate one; OpenAI keeps it in the
+            messages). ``None`` keeps the stored one; a value replaces it in the store.
         tools: Tool definitions (``None`` keeps the stored ones).
-        format: ``"openai"``, ``"anthropic"`` or ``"responses"``; detected from the messages when ``None``.
+        format: ``"openai"``, ``"anthropic"``, ``"responses"`` or ``"gemini"``; detected from the
+            messages when ``None``.
         timeout: Seconds to wait for a lock when ``store`` is a path (a :class:`SessionStore`
             has its own).
 
@@ -160,14 +174,28 @@ class Session(BackgroundCompaction, AsyncMethods):
         StoreError: The store cannot be opened or stays locked.
 
     Example:
-        >>> session = Session(compactor, "agent.db", "ticket-42", system="You are a coding agent.")
+        >>> session = Session("ticket-42", compactor=compactor, store="agent.db", system="You are a coding agent.")
         >>> session.append({"role": "user", "content": "Fix the failing test."})    # doctest: +SKIP
         1
         >>> result = session.prepare()        # None, or the CompactResult (record by row id)
         >>> messages = session.context()      # what to send now
     """
 
+    @overload
     def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        compactor: ContextCompactor,
+        store: str | os.PathLike[str] | SessionStore,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        timeout: float = 10.0,
+    ) -> None: ...
+
+    @overload
+    def __init__(  # deprecated: Session(compactor, store, session_id)
         self,
         compactor: ContextCompactor,
         store: str | os.PathLike[str] | SessionStore,
@@ -177,7 +205,20 @@ class Session(BackgroundCompaction, AsyncMethods):
         tools: Sequence[Any] | None = None,
         format: str | None = None,
         timeout: float = 10.0,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        *args: Any,
+        compactor: ContextCompactor | None = None,
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        session_id: str | None = None,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        timeout: float = 10.0,
     ) -> None:
+        session_id, compactor, store = session_arguments(args, session_id, compactor, store)
         self._setup(compactor, session_id, format)
         if isinstance(store, SessionStore):
             self._store, self._own_store = store, False
@@ -200,8 +241,8 @@ class Session(BackgroundCompaction, AsyncMethods):
             raise MessageTypeError(
                 f"compactor: expected a ContextCompactor, got {type(compactor).__name__}", None, "compactor"
             )
-        if format not in (None, "openai", "anthropic", "responses"):
-            raise ConfigError(f"format: expected 'openai', 'anthropic', 'responses' or None, got {format!r}", "format")
+        if format not in (None, *FORMATS):
+            raise ConfigError(f"format: expected {', '.join(map(repr, FORMATS))} or None, got {format!r}", "format")
         if session_id is not None and not isinstance(session_id, str):
             raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
         self._compactor = compactor
@@ -236,9 +277,10 @@ class Session(BackgroundCompaction, AsyncMethods):
         _core.validate_messages([], system=system, tools=tools, format=format)
         system_json = None if system is None else _stored_json(system, "system")
         tools_json = None if tools is None else _stored_json(list(tools), "tools")
-        # The store's schema knows the two Chat formats; Responses items are detected from their
-        # types whenever the session is read (a forced "responses" is kept for this object).
-        return {"system": system_json, "tools": tools_json, "format": None if format == "responses" else format}
+        # The store's schema knows the two Chat formats; Responses items and Gemini contents are
+        # detected from their types and parts whenever the session is read (a forced format is
+        # kept for this object).
+        return {"system": system_json, "tools": tools_json, "format": _stored_format(format)}
 
     def _open(self, system: Any, tools: Sequence[Any] | None, format: str | None) -> None:
         with self._store.locked():
@@ -250,7 +292,7 @@ class Session(BackgroundCompaction, AsyncMethods):
         """Take the settings and the context the store's ``open_session`` returned."""
         self._system = _loads(info.system)
         self._tools: list[Any] | None = _loads(info.tools)
-        self._format: str | None = "responses" if forced == "responses" else info.format
+        self._format: str | None = forced if forced in ("responses", "gemini") else info.format
         self._take(info.context)
 
     def _take(self, ctx: StoredContext) -> None:
@@ -283,8 +325,8 @@ class Session(BackgroundCompaction, AsyncMethods):
         self._rows.extend(rows)
         self._msgs.extend(msgs)
         detected = _core.detect_format(msgs) if self._format is None else None
-        if detected in ("anthropic", "responses") and self._fmt != detected:
-            self._recount()  # the first Anthropic-only block or Responses item: that is the format
+        if detected in ("anthropic", "responses", "gemini") and self._fmt != detected:
+            self._recount()  # the first Anthropic-only block, Responses item or Gemini content: that is the format
             return
         new = self._compactor.counter.count_each(msgs, format=self._fmt).messages
         self._tok.extend(new)
@@ -427,7 +469,7 @@ class Session(BackgroundCompaction, AsyncMethods):
         if not encoded:
             return []
         plains = [p for p, _ in encoded]
-        fmt = self._format or ("anthropic" if self._fmt == "anthropic" else None)
+        fmt = self._format or (self._fmt if self._fmt in ("anthropic", "gemini") else None)
         try:
             problems = _core.validate_messages(plains, format=fmt)
         except MessageTypeError as e:
@@ -925,7 +967,7 @@ class Session(BackgroundCompaction, AsyncMethods):
                     self._id,
                     system=None if system is None else _stored_json(system, "system"),
                     tools=None if tools is None else _stored_json(tools, "tools"),
-                    format=None if self._format == "responses" else self._format,
+                    format=_stored_format(self._format),
                 )
                 self._marker = None
                 self._take(info.context)

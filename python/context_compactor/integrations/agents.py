@@ -40,6 +40,7 @@ from agents.memory.session_settings import SessionSettings, resolve_session_limi
 from agents.run_config import CallModelData, ModelInputData
 
 from context_compactor import _core
+from context_compactor._session_args import compacting_session_arguments
 from context_compactor.compactor import ContextCompactor
 from context_compactor.errors import MessageTypeError
 from context_compactor.session import Session
@@ -84,7 +85,9 @@ class CompactingSession(SessionABC):
     """An Agents SDK session that keeps the conversation inside the context window.
 
     Args:
-        session_id: The conversation's id in the store.
+        session_id: The conversation's id in the store (the only positional argument, as in the
+            Agents SDK's ``SQLiteSession``; ``CompactingSession(session_id, compactor, store)``,
+            the old order, still works with a ``DeprecationWarning``).
         compactor: The :class:`~context_compactor.ContextCompactor` (window, summarizer, ...).
         store: A SQLite path, ``":memory:"`` (the default) or a :class:`~context_compactor.SessionStore`.
         instructions: The agent's instructions, counted like a system prompt (they are sent with
@@ -96,21 +99,24 @@ class CompactingSession(SessionABC):
 
     Example:
         >>> from agents import Agent, Runner                                  # doctest: +SKIP
-        >>> session = CompactingSession("user-42", ContextCompactor(max_context_tokens=200_000), "agent.db")
+        >>> session = CompactingSession(
+        ...     "user-42", compactor=ContextCompactor(max_context_tokens=200_000), store="agent.db"
+        ... )
         >>> result = await Runner.run(agent, "修复失败的测试", session=session)  # doctest: +SKIP
     """
 
     def __init__(
         self,
         session_id: str,
-        compactor: ContextCompactor,
+        *legacy: Any,
+        compactor: ContextCompactor | None = None,
         store: str | os.PathLike[str] | SessionStore = ":memory:",
-        *,
         instructions: str | None = None,
         tools: Sequence[Any] | None = None,
         session_settings: SessionSettings | None = None,
         prepare_on_read: bool = True,
     ) -> None:
+        compactor, store = compacting_session_arguments(legacy, compactor, store)
         if not isinstance(session_id, str):
             raise MessageTypeError(f"session_id: expected a str, got {type(session_id).__name__}", None, "session_id")
         self.session_id = session_id
@@ -120,7 +126,9 @@ class CompactingSession(SessionABC):
         self._store_arg = store
         self._instructions = instructions
         self._tools = None if tools is None else list(tools)
-        self._inner = Session(compactor, store, session_id, system=instructions, tools=self._tools, format="responses")
+        self._inner = Session(
+            session_id, compactor=compactor, store=store, system=instructions, tools=self._tools, format="responses"
+        )
         self.last_result: CompactResult | None = None
 
     @property
@@ -213,7 +221,7 @@ class CompactingInputFilter:
             if self._session is not None:
                 self._session.close()
             self._session = Session(
-                self._compactor, ":memory:", system=instructions, tools=self._tools, format="responses"
+                compactor=self._compactor, store=":memory:", system=instructions, tools=self._tools, format="responses"
             )
             self._instructions = instructions
             self._seen, n = [], 0

@@ -31,12 +31,17 @@ compaction itself never imports it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from context_compactor import _core
 from context_compactor.compactor import CompactionCheck, ContextCompactor
 from context_compactor.results import CompactResult
+from context_compactor.session import Session
+
+if TYPE_CHECKING:
+    from context_compactor.stores import SessionStore
 
 __all__ = [
     "GeminiChat",
@@ -130,6 +135,14 @@ async def acompact_contents(
     )
 
 
+def _plain(value: Any) -> Any:
+    """A system instruction as JSON (an SDK ``Content``/``Part`` dumped without its unset fields)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    return dump(exclude_none=True, mode="json") if callable(dump) else value
+
+
 def _prompt_tokens(response: Any) -> int | None:
     usage = _field(response, "usage_metadata")
     n = _field(usage, "prompt_token_count")
@@ -149,8 +162,17 @@ class GeminiChat:
     ``usage_metadata.prompt_token_count`` to the state's calibration. :meth:`asend` does the same
     with ``client.aio`` and :meth:`ContextCompactor.acompact`.
 
-    Contents are kept in the types they are given (``types.Content`` from the SDK's responses;
-    a ``str`` or a list of parts becomes a ``types.Content``).
+    In memory (the default), contents are kept in the types they are given (``types.Content``
+    from the SDK's responses; a ``str`` or a list of parts becomes a ``types.Content``). With
+    ``store=`` the conversation persists like any :class:`~context_compactor.session.Session`
+    (``format="gemini"``): a SQLite path, ``":memory:"``, a ``postgresql://`` URL or a
+    :class:`~context_compactor.SessionStore`; opening the same ``session_id`` again resumes it,
+    compactions are saved and :attr:`session` gives ``history()``, ``compactions()`` and
+    ``expand()``. Contents then come back as dicts (JSON; thought signatures as base64, which the
+    SDK reads back byte-identical).
+
+    Example:
+        >>> chat = GeminiChat(compactor, model="gemini-2.5-flash", store="agent.db", session_id="t")  # doctest: +SKIP
     """
 
     def __init__(
@@ -160,15 +182,37 @@ class GeminiChat:
         model: str,
         config: Any = None,
         contents: Sequence[Any] | None = None,
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.compactor = compactor
         self.model = model
         self.config = config
-        self.contents: list[Any] = list(contents or [])
-        self.history: list[Any] = list(self.contents)
-        self.state = _core.ConversationState()
+        self.session: Session | None = None
         self.results: list[CompactResult] = []
         self.last_response: Any = None
+        self._contents: list[Any] = list(contents or [])
+        self._history: list[Any] = list(self._contents)
+        if store is None:
+            self.state = _core.ConversationState()
+            return
+        system, tools = request_extras(config)
+        self.session = Session(
+            session_id, compactor=compactor, store=store, system=_plain(system), tools=tools, format=FORMAT
+        )
+        self.state = self.session.state
+        if contents:
+            self.session.extend(list(contents))
+
+    @property
+    def contents(self) -> list[Any]:
+        """The contents to send (the latest compaction's, then those appended after it)."""
+        return self._contents if self.session is None else self.session.context()
+
+    @property
+    def history(self) -> list[Any]:
+        """Every content appended, as it was (with a store: read from it)."""
+        return self._history if self.session is None else self.session.history()
 
     # -- building the request ----------------------------------------------------------------
 
@@ -186,40 +230,60 @@ class GeminiChat:
         return types.Content(role="user", parts=parts)
 
     def append(self, content: Any) -> None:
-        """Append a content (any role) to the history as it is."""
-        self.contents.append(content)
-        self.history.append(content)
+        """Append a content (any role) to the history as it is (with a store: one transaction)."""
+        if self.session is not None:
+            self.session.append(content)
+            return
+        self._contents.append(content)
+        self._history.append(content)
 
     def prepare(self, *, force: bool = False) -> list[Any]:
         """Compact when due (or ``force``) and return the contents to send."""
-        result = compact_contents(self.compactor, self.contents, config=self.config, force=force, state=self.state)
+        if self.session is not None:
+            self._stored(self.session.prepare(force=force))
+            return self.session.context()
+        result = compact_contents(self.compactor, self._contents, config=self.config, force=force, state=self.state)
         return self._applied(result)
 
     async def aprepare(self, *, force: bool = False) -> list[Any]:
         """:meth:`prepare` with :meth:`ContextCompactor.acompact`."""
+        if self.session is not None:
+            self._stored(await self.session.aprepare(force=force))
+            return await self.session.acontext()
         result = await acompact_contents(
-            self.compactor, self.contents, config=self.config, force=force, state=self.state
+            self.compactor, self._contents, config=self.config, force=force, state=self.state
         )
         return self._applied(result)
 
-    def _applied(self, result: CompactResult) -> list[Any]:
-        if result.strategy != "none" or result.repairs:
+    def _stored(self, result: CompactResult | None) -> None:
+        if result is not None and (result.strategy != "none" or result.repairs):
             self.results.append(result)
-        self.contents = list(result.messages)
-        return self.contents
+
+    def _applied(self, result: CompactResult) -> list[Any]:
+        self._stored(result)
+        self._contents = list(result.messages)
+        return self._contents
+
+    def close(self) -> None:
+        """Close the session's store when this chat opened it (nothing to do in memory)."""
+        if self.session is not None:
+            self.session.close()
 
     # -- calling the model -------------------------------------------------------------------
 
     def _received(self, response: Any, sent: list[Any]) -> Any:
         self.last_response = response
+        prompt = _prompt_tokens(response)
+        if prompt is not None and self.session is not None:
+            # Before the reply is appended: the session matches it with what it last sent.
+            self.session.record_usage(prompt, model=self.model)
+        elif prompt is not None:
+            system, tools = request_extras(self.config)
+            self.state.observe_usage(prompt, messages=sent, system=system, tools=tools, format=FORMAT)
         candidates = _field(response, "candidates") or []
         content = _field(candidates[0], "content") if candidates else None
         if content is not None and _field(content, "parts"):
             self.append(content)
-        prompt = _prompt_tokens(response)
-        if prompt is not None:
-            system, tools = request_extras(self.config)
-            self.state.observe_usage(prompt, messages=sent, system=system, tools=tools, format=FORMAT)
         return response
 
     def send(self, client: Any, message: Any = None, **kwargs: Any) -> Any:
