@@ -317,7 +317,7 @@ def test_an_anthropic_session_refuses_a_system_message() -> None:
         ({"compactor": "nope"}, MessageTypeError, "compactor"),
         ({"store": 5}, MessageTypeError, "store"),
         ({"session_id": 5}, MessageTypeError, "session_id"),
-        ({"format": "gemini"}, ConfigError, "format"),
+        ({"format": "bard"}, ConfigError, "format"),  # gemini is a Session format now
     ],
     ids=["tools str", "tools dict", "system int", "system deep", "compactor", "store", "session_id", "format"],
 )

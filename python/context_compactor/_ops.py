@@ -250,7 +250,7 @@ def _context(session_id: str, *, own_write: bool) -> Op[StoredContext]:
     return StoredContext(None if stored_head is None else int(stored_head), upto, system, last_seq, rows, True, marker)
 
 
-def append_rows(d: Dialect, session_id: str, rows: Sequence[tuple[str, str]]) -> Op[Appended]:
+def append_rows(d: Dialect, session_id: str, rows: Sequence[tuple[str | None, str]]) -> Op[Appended]:
     """Append originals with the next seqs. The session's row is locked first (appends to a
     session are serialised, seqs have no gap); appends to other sessions never wait."""
     t = now()
@@ -279,7 +279,7 @@ def append_rows(d: Dialect, session_id: str, rows: Sequence[tuple[str, str]]) ->
     return Appended(tuple(int(r[1]) for r in found), int(found[0][0]), found[0][2], None)
 
 
-def _append(d: Dialect, session_id: str, rows: Sequence[tuple[str, str]], t: float) -> Op[Appended]:
+def _append(d: Dialect, session_id: str, rows: Sequence[tuple[str | None, str]], t: float) -> Op[Appended]:
     row = yield ("one", f"SELECT last_seq, head FROM sessions WHERE id = %s{d.for_update}", (session_id,))
     if row is None:
         raise _deleted(session_id)
@@ -515,7 +515,7 @@ class SQLStore(SessionStore):
     def load_context(self, session_id: str, *, head: int | None = None, after_seq: int | None = None) -> StoredContext:
         return self._do("read", load_context(self.dialect, session_id, head, after_seq))
 
-    def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
+    def append_rows(self, session_id: str, rows: Sequence[tuple[str | None, str]]) -> Appended:
         return self._do("append", append_rows(self.dialect, session_id, rows), write=True)
 
     def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:

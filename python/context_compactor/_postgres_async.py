@@ -337,7 +337,7 @@ class AsyncPostgresStore(AsyncSessionStore):
     ) -> StoredContext:
         return await self._run("read", ops.load_context(D, session_id, head, after_seq))
 
-    async def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
+    async def append_rows(self, session_id: str, rows: Sequence[tuple[str | None, str]]) -> Appended:
         return await self._run("append", ops.append_rows(D, session_id, rows))
 
     async def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None:

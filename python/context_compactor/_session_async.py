@@ -50,25 +50,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from context_compactor._session_args import session_arguments
-from context_compactor._session_background import _Retry
+from context_compactor._session_core import ATTEMPTS, RESTORE_USAGE, CompactionRecord, Retry, SessionCore, Snapshot
 from context_compactor._store import AsyncSessionStore, SessionStore, finish
 from context_compactor.errors import MessageTypeError, StoreError
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
-
-    from context_compactor._session_background import Job, _Snapshot
-    from context_compactor._store import Appended, SessionInfo, StoredContext
+    from context_compactor._session_background import BackgroundPolicy
     from context_compactor.compactor import CompactionCheck, ContextCompactor
     from context_compactor.results import CompactResult
+    from context_compactor.session import Session
+
+__all__ = ["AsyncParts", "off_loop"]
 
 T = TypeVar("T")
-
-#: Calibration is restored on reopen from at most this many usage reports.
-RESTORE_USAGE = 4
-#: aprepare() gives up (StoreError) after losing this many races to other connections in a row.
-_ATTEMPTS = 5
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -86,164 +80,100 @@ def _step(steps: Any, value: Any) -> tuple[str, Any]:
         return ("done", stop.value)
 
 
-class AsyncMethods:
-    """Mixin of :class:`~context_compactor.session.Session`: the async twins of its methods."""
+class AsyncParts:
+    """The async methods of a :class:`~context_compactor.session.Session`: a part it holds, driving
+    its :class:`~context_compactor._session_core.SessionCore` (and its background policy) from an
+    event loop; the Session's ``a*`` methods call these."""
 
-    if TYPE_CHECKING:
-        _store: SessionStore
-        _own_store: bool
-        _id: str
-        _head: int | None
-        _last_seq: int
-        _msgs: list[dict[str, Any]]
-        _sent: tuple[list[dict[str, Any]], int | None] | None
-        _closed: bool
-        _compacting: Any
-        _compactor: ContextCompactor
-        _job: Job | None
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-        def _setup(self, compactor: ContextCompactor, session_id: str | None, format: str | None) -> None: ...
-        def _open_args(self, system: Any, tools: Any, format: str | None) -> dict[str, Any]: ...
-        def _open(self, system: Any, tools: Any, format: str | None) -> None: ...
-        def _opened(self, info: SessionInfo, forced: str | None) -> None: ...
-        def _calibrate(self, reports: list[tuple[int, int]]) -> None: ...
-        def _take(self, ctx: StoredContext) -> None: ...
-        def _since(self) -> dict[str, Any]: ...
-        def _checked(self, messages: Iterable[Any]) -> list[tuple[dict[str, Any], str]]: ...
-        def _appended(self, done: Appended, plains: list[dict[str, Any]]) -> bool: ...
-        def _records(self, stored: Sequence[Any]) -> list[Any]: ...
-        def _make_check(self) -> CompactionCheck: ...
-        def _must_answer(self, check: CompactionCheck) -> bool: ...
-        def _decide(self, force: bool) -> _Snapshot | None: ...
-        def _begin(self, force: bool) -> _Snapshot | None: ...
-        def _budgeted(self, result: CompactResult) -> CompactResult: ...
-        def _settled(self, saved: CompactResult | None, must: bool) -> Any: ...
-        def _settle(self, snap: _Snapshot, result: CompactResult) -> Any: ...
-        def _compaction(self, snap: _Snapshot, result: CompactResult) -> tuple[Any, list[Any], Any, bool]: ...
-        def _install(self, snap: _Snapshot, saved: Any, msgs: list[Any], result: Any, changed: bool) -> None: ...
-        def _lost_race(self) -> None: ...
-        def _usage_report(self, usage: Any, model: str | None, sent: Any) -> dict[str, Any]: ...
-        def _check_open(self) -> None: ...
-        def _wait(self) -> float: ...
-        def _cancel_job(self) -> None: ...
-        def _background_steps(self, instructions: str | None) -> Any: ...
-        def _rule_compactor(self) -> ContextCompactor: ...
-        def append(self, message: Any) -> int: ...
-        def extend(self, messages: Iterable[Any]) -> list[int]: ...
-        def context(self) -> list[dict[str, Any]]: ...
-        def history(self) -> list[dict[str, Any]]: ...
-        def check(self) -> CompactionCheck: ...
-        def compactions(self) -> Sequence[Any]: ...
-        def expand(self, record_id: int) -> list[dict[str, Any]]: ...
-        def record_usage(self, usage: Any, model: str | None = None) -> bool: ...
-        def close(self) -> None: ...
+    def __init__(self, session: Session, core: SessionCore, background: BackgroundPolicy) -> None:
+        self._session = session
+        self._core = core
+        self._background = background
 
     # -- opening ----------------------------------------------------------------------------------------------
 
-    @classmethod
-    async def aopen(
-        cls,
-        *positional: Any,
-        compactor: ContextCompactor | None = None,
-        store: str | os.PathLike[str] | SessionStore | None = None,
-        session_id: str | None = None,
-        system: Any = None,
-        tools: Sequence[Any] | None = None,
-        format: str | None = None,
-        timeout: float = 10.0,
-    ) -> Self:
-        """The constructor for async code (the constructor's arguments: ``session_id`` first,
-        ``compactor=`` and ``store=`` by keyword), never blocking the event
-        loop: with a ``postgresql://`` URL (or a PostgreSQL :class:`SessionStore`) the store is
-        opened and the session read through the store's async connection; with SQLite, in a
-        worker thread. A Session opened with the plain constructor works in async code too: its
-        async methods open the async connection on first use.
-
-        Example:
-            >>> url = "postgresql://app@db/agents"
-            >>> opening = Session.aopen("ticket-42", compactor=compactor, store=url)
-            >>> async with await opening as session:  # doctest: +SKIP
-            ...     await session.aappend({"role": "user", "content": "Fix the failing test."})
-        """
-        session_id, compactor, store = session_arguments(positional, session_id, compactor, store, name="Session.aopen")
-        self = cls.__new__(cls)
-        self._setup(compactor, session_id, format)
-        args = self._open_args(system, tools, format)
+    async def open(
+        self,
+        store: str | os.PathLike[str] | SessionStore | None,
+        *,
+        system: Any,
+        tools: Sequence[Any] | None,
+        format: str | None,
+        timeout: float,
+    ) -> None:
+        """Open the store (when given a path or URL) and the session, never blocking the loop
+        (:meth:`Session.aopen <context_compactor.session.Session.aopen>`)."""
+        core = self._core
+        args = core.open_args(system, tools, format)
         if isinstance(store, SessionStore):
-            self._store, self._own_store = store, False
+            core.store, core.own_store = store, False
         elif isinstance(store, (str, os.PathLike)):
-            self._store, self._own_store = await SessionStore.aopen(store, timeout=timeout), True
+            core.store, core.own_store = await SessionStore.aopen(store, timeout=timeout), True
         else:
             raise MessageTypeError(
                 f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}", None, "store"
             )
         try:
-            astore = await self._store.aio()
+            astore = await core.store.aio()
             if astore is None:
-                await off_loop(self._open, system, tools, format)
+                await off_loop(core.open, system, tools, format)
             else:
                 await finish(asyncio.ensure_future(self._aopen_on(astore, args, format)))
         except BaseException:  # a cancelled aopen too: it leaves no connection open
-            if self._own_store:
-                await self._store.aclose()
+            if core.own_store:
+                await core.store.aclose()
             raise
-        return self
 
     async def _aopen_on(self, astore: AsyncSessionStore, args: dict[str, Any], forced: str | None) -> None:
-        info = await astore.open_session(self._id, **args)
+        info = await astore.open_session(self._core.id, **args)
         async with self._alocked():
-            self._opened(info, forced)
-            head = self._head
-        reports = await astore.learned_usage(self._id, head, RESTORE_USAGE)
+            self._core.opened(info, forced)
+            head = self._core.head
+        reports = await astore.learned_usage(self._core.id, head, RESTORE_USAGE)
         async with self._alocked():
-            self._calibrate(reports)
+            self._core.calibrate(reports)
 
     # -- the native path's helpers ---------------------------------------------------------------------------
 
     def _alocked(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The store's thread lock, taken without blocking the loop (another thread may hold it
         for a sync store call); never held across an ``await`` by the native path."""
-        return self._store.alocked()
+        return self._core.store.alocked()
 
     async def _arefresh(self, astore: AsyncSessionStore) -> None:
         """Catch up with what was committed (by any connection) since the context we hold."""
         for _ in range(100):
             async with self._alocked():
-                since, seen = self._since(), (self._head, self._last_seq, len(self._msgs))
-            ctx = await astore.load_context(self._id, **since)
+                since, seen = self._core.since(), (self._core.head, self._core.last_seq, len(self._core.msgs))
+            ctx = await astore.load_context(self._core.id, **since)
             async with self._alocked():
                 # Another task changed the in-memory context meanwhile: read again from there.
-                if (self._head, self._last_seq, len(self._msgs)) == seen and self._since() == since:
-                    self._take(ctx)
+                if (self._core.head, self._core.last_seq, len(self._core.msgs)) == seen and self._core.since() == since:
+                    self._core.take(ctx)
                     return
         raise StoreError("the session kept changing while it was read")
 
     async def _native(self) -> AsyncSessionStore | None:
         """The store's async twin for this loop (the native path), else ``None`` (a worker thread)."""
-        return await self._store.aio()
+        return await self._core.store.aio()
 
     # -- appending and reading --------------------------------------------------------------------------------
-
-    async def aappend(self, message: Any) -> int:
-        """:meth:`append` without blocking the event loop. Returns the row id."""
-        return (await self.aextend([message]))[0]
 
     async def aextend(self, messages: Iterable[Any]) -> list[int]:
         """:meth:`extend` (one transaction) without blocking the event loop."""
         astore = await self._native()
         if astore is None:
             listed = messages if isinstance(messages, (str, bytes, bytearray, Mapping, Sequence)) else list(messages)
-            return await off_loop(self.extend, listed)
-        encoded = self._checked(messages)
+            return await off_loop(self._session.extend, listed)
+        encoded = self._core.checked(messages)
         if not encoded:
             return []
         return await self._aextend_on(astore, encoded)
 
     async def _aextend_on(self, astore: AsyncSessionStore, encoded: list[tuple[dict[str, Any], str]]) -> list[int]:
-        done = await astore.append_rows(self._id, [(plain.get("role"), text) for plain, text in encoded])
+        done = await astore.append_rows(self._core.id, [(plain.get("role"), text) for plain, text in encoded])
         async with self._alocked():
-            in_step = self._appended(done, [p for p, _ in encoded])
+            in_step = self._core.appended(done, [p for p, _ in encoded])
         if not in_step:
             await self._arefresh(astore)
         return list(done.ids)
@@ -252,53 +182,53 @@ class AsyncMethods:
         """:meth:`context`, read without blocking the event loop (PostgreSQL reads the server each time)."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.context)
+            return await off_loop(self._session.context)
         await self._arefresh(astore)
         async with self._alocked():
-            snapshot = list(self._msgs)
-            self._sent = (snapshot, self._head)
+            snapshot = list(self._core.msgs)
+            self._core.sent = (snapshot, self._core.head)
             return list(snapshot)
 
     async def ahistory(self) -> list[dict[str, Any]]:
         """:meth:`history`, read without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.history)
-        return [json.loads(text) for _, text in await astore.history(self._id)]
+            return await off_loop(self._session.history)
+        return [json.loads(text) for _, text in await astore.history(self._core.id)]
 
     async def acheck(self) -> CompactionCheck:
         """:meth:`check`, without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.check)
+            return await off_loop(self._session.check)
         await self._arefresh(astore)
         async with self._alocked():
-            return self._make_check()
+            return self._core.make_check()
 
-    async def acompactions(self) -> Sequence[Any]:
+    async def acompactions(self) -> list[CompactionRecord]:
         """:meth:`compactions`, read without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.compactions)
-        return self._records(await astore.compactions(self._id))
+            return await off_loop(self._session.compactions)
+        return self._core.records(await astore.compactions(self._core.id))
 
     async def aexpand(self, record_id: int) -> list[dict[str, Any]]:
         """:meth:`expand`, read without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.expand, record_id)
-        return [json.loads(text) for text in await astore.expand(self._id, record_id)]
+            return await off_loop(self._session.expand, record_id)
+        return [json.loads(text) for text in await astore.expand(self._core.id, record_id)]
 
     async def arecord_usage(self, usage: Any, model: str | None = None) -> bool:
         """:meth:`record_usage`, without blocking the event loop."""
         astore = await self._native()
         if astore is None:
-            return await off_loop(self.record_usage, usage, model)
+            return await off_loop(self._session.record_usage, usage, model)
         await self._arefresh(astore)
         async with self._alocked():
-            sent = self._sent if self._sent is not None else (list(self._msgs), self._head)
-            report = self._usage_report(usage, model, sent)
-        await astore.add_usage(self._id, **report)
+            sent = self._core.sent if self._core.sent is not None else (list(self._core.msgs), self._core.head)
+            report = self._core.usage_report(usage, model, sent)
+        await astore.add_usage(self._core.id, **report)
         return bool(report["learned"])
 
     # -- compacting -------------------------------------------------------------------------------------------
@@ -312,18 +242,18 @@ class AsyncMethods:
         Example:
             >>> result = await session.aprepare()                   # doctest: +SKIP
         """
-        self._check_open()
-        deadline = time.monotonic() + self._wait()
-        while not self._compacting.acquire(blocking=False):
+        self._core.check_open()
+        deadline = time.monotonic() + self._core.wait()
+        while not self._core.compacting.acquire(blocking=False):
             if time.monotonic() > deadline:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
         try:
             if force:
-                self._cancel_job()
-            if not self._compactor.config.background or force:
-                return await self._aforeground(self._compactor, force, instructions)
-            steps = self._background_steps(instructions)
+                self._background.cancel()
+            if not self._core.compactor.config.background or force:
+                return await self._aforeground(self._core.compactor, force, instructions)
+            steps = self._background.steps(instructions)
             value: Any = None
             while True:
                 kind, arg = await off_loop(_step, steps, value)  # the store calls, off the loop
@@ -336,79 +266,73 @@ class AsyncMethods:
                     if inspect.isawaitable(r):
                         await r
                 elif kind == "now":
-                    value = await self._aforeground(self._rule_compactor(), False, instructions)
+                    value = await self._aforeground(self._background.rule_compactor(), False, instructions)
                 elif kind == "run":
                     await arg.arun()
                 else:
                     arg.start_task()
         finally:
-            self._compacting.release()
+            self._core.compacting.release()
 
     async def _aforeground(
         self, compactor: ContextCompactor, force: bool, instructions: str | None
     ) -> CompactResult | None:
         astore = await self._native()
-        for _ in range(_ATTEMPTS):
+        for _ in range(ATTEMPTS):
             if astore is None:
-                snap = await off_loop(self._begin, force)
+                snap = await off_loop(self._core.begin, force)
             else:
                 await self._arefresh(astore)
                 async with self._alocked():
-                    snap = self._decide(force)
+                    snap = self._core.decide(force)
             if snap is None:
                 return None
             result = await compactor.acompact(
                 snap.messages,
                 system=snap.system,
-                tools=self._tools,  # type: ignore[attr-defined]
-                format=self._fmt,  # type: ignore[attr-defined]
+                tools=self._core.tools,
+                format=self._core.fmt,
                 force=force,
                 instructions=instructions,
-                state=self._state,  # type: ignore[attr-defined]
+                state=self._core.state,
             )
             if astore is None:
-                done = await off_loop(self._settle, snap, result)
+                done = await off_loop(self._core.settle, snap, result)
             else:
                 done = await self._asettle(astore, snap, result)
-            if not isinstance(done, _Retry):
-                return done  # type: ignore[no-any-return]
-        raise StoreError(f"other connections compacted this session first {_ATTEMPTS} times in a row")
+            if not isinstance(done, Retry):
+                return done
+        raise StoreError(f"other connections compacted this session first {ATTEMPTS} times in a row")
 
-    async def _asettle(self, astore: AsyncSessionStore, snap: _Snapshot, result: CompactResult) -> Any:
+    async def _asettle(self, astore: AsyncSessionStore, snap: Snapshot, result: CompactResult) -> Any:
         """:meth:`Session._settle` on the async store: save the compaction (one transaction, if
         the head is still the snapshot's), install it with the delta rule, say what to return."""
-        result = self._budgeted(result)
+        result = self._core.budgeted(result)
         saved: CompactResult | None = result
         if result.compacted or result.repairs:
-            new, msgs, record, system_changed = self._compaction(snap, result)
-            stored = await astore.save_compaction(self._id, new)
+            new, msgs, record, system_changed = self._core.compaction(snap, result)
+            stored = await astore.save_compaction(self._core.id, new)
             if stored is None:
-                self._lost_race()
+                self._core.lost_race()
                 saved = None
             else:
                 async with self._alocked():
-                    self._install(snap, stored, msgs, result, system_changed)
+                    self._core.install(snap, stored, msgs, result, system_changed)
                 saved = replace(result, record=record)
         await self._arefresh(astore)
         async with self._alocked():
-            must = self._must_answer(self._make_check())
-        return self._settled(saved, must)
+            must = self._core.must_answer(self._core.make_check())
+        return self._core.settled(saved, must)
 
     # -- closing ----------------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """:meth:`close` without blocking the event loop: cancels a background job, closes the
         store's async connection of this loop and the store, if this Session opened it."""
-        self._closed = True
-        job, self._job = self._job, None
+        self._core.closed = True
+        job, self._background.job = self._background.job, None
         if job is not None:
             job.cancel()
             await off_loop(job.join, 1.0)
-        if self._own_store:
-            await self._store.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        if self._core.own_store:
+            await self._core.store.aclose()

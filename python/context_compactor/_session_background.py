@@ -1,11 +1,11 @@
-"""The background-compaction policy of :class:`~context_compactor.session.Session` (a mixin).
+"""The background-compaction policy of :class:`~context_compactor.session.Session`: a part the
+Session holds (:class:`BackgroundPolicy`).
 
 What it does and costs is in :mod:`context_compactor._background`'s design note; this module
 holds the part that decides, in ``prepare()``/``aprepare()``, when to start a job, apply a finished
 one with the delta rule, clear tool output or apply the rule summary at the hard threshold, and
-rebase a running job. It is a mixin so that ``session.py`` keeps the Session's storage and API:
-the methods here use the Session's in-memory context, lock and helpers (``_refresh``,
-``_make_check``, ``_settle``, ...).
+rebase a running job. It works on the Session's context through
+:class:`~context_compactor._session_core.SessionCore`'s public methods.
 """
 
 from __future__ import annotations
@@ -15,41 +15,20 @@ import math
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from context_compactor import _core
 from context_compactor._background import Job
+from context_compactor._session_core import Retry, SessionCore, Snapshot
 from context_compactor._summarize import classify, describe
-from context_compactor.compactor import ContextCompactor
+from context_compactor.compactor import CompactionCheck, ContextCompactor
 from context_compactor.errors import SummarizerError
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactionPreview, CompactResult, RecordEntry, candidates_of
 
-__all__ = ["BackgroundCompaction", "Job"]
+__all__ = ["BackgroundPolicy", "Job"]
 
 log = logging.getLogger("context_compactor")
-
-
-class _Retry:
-    """The marker of a compaction attempt to run again (another connection compacted first)."""
-
-
-_RETRY = _Retry()
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """The context a compaction starts from."""
-
-    messages: list[dict[str, Any]]
-    rows: list[int]
-    tokens: list[int]
-    head: int | None
-    upto_seq: int
-    system: Any
-    #: The compaction covers only the first ``covered`` messages (a background job rebased over a
-    #: micro-compaction that cleared tool output meanwhile); the others are kept as they are.
-    covered: int | None = None
 
 
 #: The growth forecast looks at the context's growth over this many ``prepare()`` calls.
@@ -70,62 +49,46 @@ class _Upgrade:
     result: CompactResult
 
 
-class BackgroundCompaction:
-    """``background=True`` for a Session (mixed into :class:`~context_compactor.session.Session`)."""
+class BackgroundPolicy:
+    """``background=True`` for a Session: the part it holds that decides, in ``prepare()`` /
+    ``aprepare()``, when to start a job, apply a finished one with the delta rule, clear tool
+    output or apply the rule summary at the hard threshold, and rebase a running job.
 
-    #: The snapshot the last foreground compaction (``_begin``) started from.
-    _last_snap: _Snapshot | None = None
-    #: Tokens after the previous ``prepare()``, the growth since then over the last calls, and the
-    #: number of calls the last background jobs took (the growth forecast).
-    _bg_after: int | None = None
-    _bg_growth: deque[int] | None = None
-    _bg_latency: deque[int] | None = None
+    It drives the Session's :class:`~context_compactor._session_core.SessionCore` through its
+    public methods (``refresh``, ``make_check``, ``must_answer``, ``snapshot``, ``settle``) under
+    the store's lock; :meth:`steps` is one ``prepare()``, for the sync and the async driver alike.
+    """
 
-    if TYPE_CHECKING:  # provided by Session
-        from context_compactor._store import SessionStore
-        from context_compactor.compactor import CompactionCheck
+    def __init__(self, core: SessionCore) -> None:
+        self._core = core
+        #: The job running or waiting to be applied.
+        self.job: Job | None = None
+        #: An LLM summary that arrived too late for its compaction, for the next one.
+        self._carry: str | None = None
+        self._rules: ContextCompactor | None = None
+        #: Tokens after the previous ``prepare()``, the growth since then over the last calls, and
+        #: the number of calls the last background jobs took (the growth forecast).
+        self._bg_after: int | None = None
+        self._bg_growth: deque[int] = deque(maxlen=FORECAST_CALLS)
+        self._bg_latency: deque[int] = deque(maxlen=3)
 
-        _compactor: ContextCompactor
-        _store: SessionStore
-        _state: _core.ConversationState
-        _job: Job | None
-        _carry: str | None
-        _rules: ContextCompactor | None
-        _msgs: list[dict[str, Any]]
-        _rows: list[int]
-        _tok: list[int]
-        _head: int | None
-        _last_seq: int
-        _tools: list[Any] | None
-        _fmt: str
-        _id: str
-        system: Any
-        last_check: CompactionCheck | None
-
-        def _refresh(self) -> None: ...
-        def _make_check(self) -> CompactionCheck: ...
-        def _must_answer(self, check: CompactionCheck) -> bool: ...
-        def _settle(self, snap: _Snapshot, result: CompactResult) -> CompactResult | _Retry | None: ...
-
-    def _rule_compactor(self) -> ContextCompactor:
+    def rule_compactor(self) -> ContextCompactor:
         """The compactor without its summarizer: what runs when the agent must not wait."""
         if self._rules is None:
-            c = self._compactor
+            c = self._core.compactor
             self._rules = ContextCompactor(c.config, on_before_compact=c.on_before_compact, on_compacted=c.on_compacted)
         return self._rules
 
-    def _snapshot(self) -> _Snapshot:
-        """Under the store lock: the context as it is now (remembered as ``_last_snap``)."""
-        snap = _Snapshot(list(self._msgs), list(self._rows), list(self._tok), self._head, self._last_seq, self.system)
-        self._last_snap = snap
-        return snap
+    def cancel(self) -> None:
+        """Cancel the job (its result is dropped)."""
+        job, self.job = self.job, None
+        if job is not None:
+            job.cancel()
 
     # -- the growth forecast ---------------------------------------------------------------------------
 
     def _observe(self, check: CompactionCheck) -> None:
         """Remember how much the context grew since the previous ``prepare()``."""
-        if self._bg_growth is None:
-            self._bg_growth = deque(maxlen=FORECAST_CALLS)
         if self._bg_after is not None and check.current_tokens >= self._bg_after:
             self._bg_growth.append(check.current_tokens - self._bg_after)
 
@@ -140,34 +103,32 @@ class BackgroundCompaction:
         threshold before a summary started at the soft threshold is ready."""
         if check.should_compact or check.current_tokens < check.target_tokens or not self._bg_growth:
             return False
-        if self._compactor.summarizer is None or self._state.cooldown_remaining > 0:
+        if self._core.compactor.summarizer is None or self._core.state.cooldown_remaining > 0:
             return False  # no LLM summary to get ahead of
         return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
 
     def _job_done(self, job: Job) -> None:
-        if self._bg_latency is None:
-            self._bg_latency = deque(maxlen=3)
         self._bg_latency.append(job.calls + 1)
 
-    def _background_steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
+    def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
         arg))``, ``("now", None)`` (a compaction with the rule summary, now), ``("run", job)`` (run a
         job in the foreground) and ``("start", job)`` (start it in the background)."""
-        c = self._compactor
+        c = self._core.compactor
         applied: CompactResult | None = None
         try:
-            with self._store.locked():
-                self._refresh()
-                check = self._make_check()
+            with self._core.store.locked():
+                self._core.refresh()
+                check = self._core.make_check()
             self._observe(check)
-            job = self._job
+            job = self.job
             if job is not None and not job.done():
                 job.calls += 1
             elif job is not None:
                 # An early job's result waits until the compaction is due (soft or hard).
-                due = check.should_compact or self._must_answer(check)
+                due = check.should_compact or self._core.must_answer(check)
                 if not (job.early and job.upgrade is None and job.error is None and not due):
-                    self._job = None
+                    self.job = None
                     if not job.cancelled:
                         self._job_done(job)
                     applied = self._finish(job, due or not job.early)
@@ -178,58 +139,61 @@ class BackgroundCompaction:
             result = yield from self._background_rest(instructions, applied)
             return result
         finally:
-            self._bg_after = self._make_check().current_tokens  # the in-memory counts: no store call
+            self._bg_after = self._core.make_check().current_tokens  # the in-memory counts: no store call
 
     def _background_rest(
         self, instructions: str | None, applied: CompactResult | None
     ) -> Generator[tuple[str, Any], Any, CompactResult | None]:
-        c = self._compactor
-        with self._store.locked():
-            self._refresh()
-            check = self._make_check()
-            self.last_check = check
-            must = self._must_answer(check)
+        c = self._core.compactor
+        with self._core.store.locked():
+            self._core.refresh()
+            check = self._core.make_check()
+            self._core.last_check = check
+            must = self._core.must_answer(check)
         # At the hard threshold, first what costs no LLM call: clearing old tool output, which may be
         # enough to get under it (a running job is kept, rebased: positions are kept); then the
         # running job's own plan with the rule summary, over its snapshot, when that and the delta
         # get under it (the job's LLM summary replaces the rule summary when it arrives: same span).
-        steps = (lambda: self._micro_under(self._job), lambda: self._rule_from_job(self._job) if self._job else None)
+        steps: tuple[Callable[[], CompactResult | None], ...] = (
+            lambda: self._micro_under(self.job),
+            lambda: self._rule_from_job(self.job) if self.job else None,
+        )
         for step in steps:
             done = step() if must else None
             if done is not None:
                 applied = done
                 if c.on_compacted is not None:
                     yield ("hook", (c.on_compacted, done))
-                with self._store.locked():
-                    check = self._make_check()
-                    self.last_check = check
-                    must = self._must_answer(check)
+                with self._core.store.locked():
+                    check = self._core.make_check()
+                    self._core.last_check = check
+                    must = self._core.must_answer(check)
         if must:
             # Never wait at the hard threshold: the rule summary now (a top-up over the summary just
             # applied, or over a running job's snapshot, which is then dropped), and its LLM summary
             # in the background over the same snapshot, to replace it when it arrives.
-            self._last_snap = None
+            self._core.last_snap = None
             now: CompactResult | None = yield ("now", None)
-            snap = self._last_snap
+            snap = self._core.last_snap
             if now is not None and snap is not None and now.summary_source == "rule" and now.changed:
                 upgrade = self._upgrade_job(snap, now, instructions)
                 if upgrade is not None:
                     yield ("start", upgrade)
             return now if now is not None else applied
         if not check.should_compact:
-            if check.micro_due and self._job is None:
+            if check.micro_due and self.job is None:
                 micro: CompactResult | None = yield ("now", None)
                 if micro is not None:
                     return micro
-            if self._job is not None or not self._msgs or not self._forecast_due(check):
+            if self.job is not None or not self._core.msgs or not self._forecast_due(check):
                 return applied
             early = True
         else:
             early = False
-        if self._job is not None or not self._msgs:
+        if self.job is not None or not self._core.msgs:
             return applied
-        with self._store.locked():
-            snap = self._snapshot()
+        with self._core.store.locked():
+            snap = self._core.snapshot()
         make_plan = self._planner(snap, instructions, early=early)
 
         plan: CompactionPlan | None = None
@@ -272,7 +236,7 @@ class BackgroundCompaction:
             if done is not None and c.on_compacted is not None:
                 yield ("hook", (c.on_compacted, done))
             return done if done is not None else applied
-        self._job = job
+        self.job = job
         yield ("start", job)
         return applied
 
@@ -282,14 +246,14 @@ class BackgroundCompaction:
         While ``job`` runs it must also only edit messages in place (none removed or inserted):
         the job is then rebased onto it, its snapshot's rows becoming the edited copies at the
         same positions, and its summary still applies."""
-        cfg = self._compactor.config
-        with self._store.locked():
-            self._refresh()
-            if job is not None and self._head != job.snap.head:
+        cfg = self._core.compactor.config
+        with self._core.store.locked():
+            self._core.refresh()
+            if job is not None and self._core.head != job.snap.head:
                 return None
-            snap = self._snapshot()
-        result = self._compactor.micro_compact(
-            snap.messages, system=snap.system, tools=self._tools, format=self._fmt, state=self._state
+            snap = self._core.snapshot()
+        result = self._core.compactor.micro_compact(
+            snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
         )
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
@@ -298,18 +262,18 @@ class BackgroundCompaction:
             or any(kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins))
         ):
             return None
-        done = self._settle(snap, result)
-        if done is None or isinstance(done, _Retry):
+        done = self._core.settle(snap, result)
+        if done is None or isinstance(done, Retry):
             return None
         if job is not None:
-            with self._store.locked():
+            with self._core.store.locked():
                 n = len(snap.messages)
                 covered = job.snap.covered if job.snap.covered is not None else len(job.snap.messages)
-                job.snap = _Snapshot(
-                    list(self._msgs[:n]),
-                    list(self._rows[:n]),
-                    list(self._tok[:n]),
-                    self._head,
+                job.snap = Snapshot(
+                    list(self._core.msgs[:n]),
+                    list(self._core.rows[:n]),
+                    list(self._core.tok[:n]),
+                    self._core.head,
                     snap.upto_seq,
                     job.snap.system,
                     covered,
@@ -319,10 +283,10 @@ class BackgroundCompaction:
     def _fits(self, tokens_after: int, delta: list[int]) -> bool:
         """Whether a compaction's output (``tokens_after``) followed by ``delta`` (the token counts of
         the messages appended after its snapshot) stays under the hard threshold and the budget."""
-        cfg = self._compactor.config
+        cfg = self._core.compactor.config
         raw = sum(delta)
-        if self._state.observations:
-            raw = math.ceil(raw * self._state.calibration)
+        if self._core.state.observations:
+            raw = math.ceil(raw * self._core.state.calibration)
         return tokens_after + raw < min(cfg.hard_threshold, cfg.budget + 1)
 
     def _rule_from_job(self, job: Job) -> CompactResult | None:
@@ -332,29 +296,29 @@ class BackgroundCompaction:
         plan = job.plan
         if plan is None or job.upgrade is not None or job.cancelled or job.done():
             return None
-        with self._store.locked():
-            self._refresh()
-            if self._head != job.snap.head:
+        with self._core.store.locked():
+            self._core.refresh()
+            if self._core.head != job.snap.head:
                 return None
             n = len(job.snap.messages)
-            delta = list(self._tok[n:])
+            delta = list(self._core.tok[n:])
         result = plan.apply(None, flushed_memories=job._flushed)
         if not result.changed or result.over_budget or not self._fits(result.tokens_after, delta):
             return None
-        done = self._settle(job.snap, result)
-        if done is None or isinstance(done, _Retry):
+        done = self._core.settle(job.snap, result)
+        if done is None or isinstance(done, Retry):
             return None
-        job.upgrade = _Upgrade(self._head, _prefix(job.snap, result), result)
+        job.upgrade = _Upgrade(self._core.head, _prefix(job.snap, result), result)
         return done
 
     def _planner(
-        self, snap: _Snapshot, instructions: str | None, *, early: bool = False
+        self, snap: Snapshot, instructions: str | None, *, early: bool = False
     ) -> Callable[[], CompactionPlan]:
         """The plan of ``snap`` as a job makes it (in its thread or task). ``early``: planned as if
         the soft threshold were where the context is now, so that clearing tool output or the
         selective rules still come first and the summarizer is called only when they cannot reach
         the target (as at the soft threshold; ``force`` would always summarise)."""
-        c = self._compactor
+        c = self._core.compactor
         if early:
             cfg = c.config
             soft = max(1, min(sum(snap.tokens), cfg.soft_threshold))
@@ -364,23 +328,23 @@ class BackgroundCompaction:
             return c.plan(
                 snap.messages,
                 system=snap.system,
-                tools=self._tools,
-                format=self._fmt,
+                tools=self._core.tools,
+                format=self._core.fmt,
                 instructions=instructions,
-                state=self._state,
+                state=self._core.state,
             )
 
         return make_plan
 
-    def _upgrade_job(self, snap: _Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
+    def _upgrade_job(self, snap: Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
         """After a rule summary at the hard threshold (``ruled``, saved from ``snap``): the LLM
         summary of the same snapshot in the background, to replace it when it arrives. A job that
         still runs is dropped (its snapshot is part of this one)."""
-        c = self._compactor
-        if c.summarizer is None or self._state.cooldown_remaining > 0:
+        c = self._core.compactor
+        if c.summarizer is None or self._core.state.cooldown_remaining > 0:
             return None
-        self._cancel_job()
-        upgrade = _Upgrade(self._head, _prefix(snap, ruled), ruled)
+        self.cancel()
+        upgrade = _Upgrade(self._core.head, _prefix(snap, ruled), ruled)
         job = Job(
             self._planner(snap, instructions),
             snap,
@@ -389,7 +353,7 @@ class BackgroundCompaction:
             carried=self._carry,
             upgrade=upgrade,
         )
-        self._job = job
+        self.job = job
         return job
 
     def _reapply(self, job: Job, late: CompactResult) -> CompactResult | None:
@@ -399,14 +363,18 @@ class BackgroundCompaction:
         rule compaction produced (its summary) are recorded as replaced. ``None``: not possible."""
         up: _Upgrade = job.upgrade
         ruled = up.result
-        with self._store.locked():
-            self._refresh()
-            if self._head != up.head or len(self._msgs) < up.prefix:
+        with self._core.store.locked():
+            self._core.refresh()
+            if self._core.head != up.head or len(self._core.msgs) < up.prefix:
                 return None
-            msgs, rows, tok = list(self._msgs[: up.prefix]), list(self._rows[: up.prefix]), list(self._tok[: up.prefix])
-            delta = list(self._tok[up.prefix :])
-            current = self._make_check().current_tokens
-            upto, system = self._upto, self.system
+            msgs, rows, tok = (
+                list(self._core.msgs[: up.prefix]),
+                list(self._core.rows[: up.prefix]),
+                list(self._core.tok[: up.prefix]),
+            )
+            delta = list(self._core.tok[up.prefix :])
+            current = self._core.make_check().current_tokens
+            upto, system = self._core.upto, self._core.system
         # Where each kept or edited message of the rule compaction sits in the context now.
         at = {o: k for k, o in enumerate(ruled.origins) if o[0] in ("kept", "edited")}
         origins: list[tuple[str, int | None]] = []
@@ -442,7 +410,7 @@ class BackgroundCompaction:
             for k in gone
         ) + tuple(recut)
         covered = len(ruled.messages) if up.prefix > len(ruled.messages) else None
-        snap = _Snapshot(msgs, rows, tok, up.head, upto, system, covered)
+        snap = Snapshot(msgs, rows, tok, up.head, upto, system, covered)
         result = replace(
             late,
             tokens_before=current,
@@ -454,10 +422,12 @@ class BackgroundCompaction:
             record=record,
             phases=(*late.phases, ("reapply", after)),
         )
-        done = self._settle(snap, result)
-        if done is None or isinstance(done, _Retry):
+        done = self._core.settle(snap, result)
+        if done is None or isinstance(done, Retry):
             return None
-        log.info("session %s: a late background summary replaced the rule summary of compaction %s", self._id, up.head)
+        log.info(
+            "session %s: a late background summary replaced the rule summary of compaction %s", self._core.id, up.head
+        )
         return done
 
     def _finish(self, job: Job, due: bool = True) -> CompactResult | None:
@@ -468,7 +438,7 @@ class BackgroundCompaction:
         result = job.result
         if job.error is not None:
             exc = job.error
-            cfg = self._compactor.config
+            cfg = self._core.compactor.config
             kind = classify(exc)
             if (
                 job.plan is None
@@ -480,7 +450,7 @@ class BackgroundCompaction:
             reason = describe(exc)
             log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
             if cfg.cooldown_calls:
-                _core.start_cooldown(self._state, cfg.cooldown_calls)
+                _core.start_cooldown(self._core.state, cfg.cooldown_calls)
             if not due:
                 return None
             result = job.plan.apply(None, fallback_reason=reason)
@@ -499,20 +469,21 @@ class BackgroundCompaction:
             return None
         return self._late(job.snap, result, job.carried)
 
-    def _late(self, snap: _Snapshot, result: CompactResult, carried: str | None) -> CompactResult | None:
+    def _late(self, snap: Snapshot, result: CompactResult, carried: str | None) -> CompactResult | None:
         """Save a compaction made on an earlier snapshot; when the context it was made for was
         replaced meanwhile, keep its LLM summary for the next compaction instead."""
-        with self._store.locked():
-            self._refresh()
-            stale = self._head != snap.head
-        done = None if stale else self._settle(snap, result)
-        if isinstance(done, _Retry):
+        with self._core.store.locked():
+            self._core.refresh()
+            stale = self._core.head != snap.head
+        done = None if stale else self._core.settle(snap, result)
+        if isinstance(done, Retry):
             done = None
             stale = True
         if stale:
             if result.summary_source == "llm" and result.summary:
                 log.info(
-                    "session %s: a background summary arrived after a newer compaction; kept for the next", self._id
+                    "session %s: a background summary arrived after a newer compaction; kept for the next",
+                    self._core.id,
                 )
                 self._carry = result.summary
             return None
@@ -520,13 +491,8 @@ class BackgroundCompaction:
             self._carry = None
         return done
 
-    def _cancel_job(self) -> None:
-        job, self._job = self._job, None
-        if job is not None:
-            job.cancel()
 
-
-def _prefix(snap: _Snapshot, result: CompactResult) -> int:
+def _prefix(snap: Snapshot, result: CompactResult) -> int:
     """How many rows of the context a compaction of ``snap`` saved as ``result`` produced (its
     messages, then the snapshot's rows past ``covered`` for a rebased job)."""
     extra = len(snap.rows) - snap.covered if snap.covered is not None else 0

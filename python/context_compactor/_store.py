@@ -310,7 +310,7 @@ class SessionStore(abc.ABC):
         (``complete=False``). Raises :class:`StoreError` when the session was deleted."""
 
     @abc.abstractmethod
-    def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended:
+    def append_rows(self, session_id: str, rows: Sequence[tuple[str | None, str]]) -> Appended:
         """Append originals ``(role, JSON text)`` in one transaction, with the next seqs."""
 
     @abc.abstractmethod
@@ -461,7 +461,7 @@ class AsyncSessionStore(abc.ABC):
     ) -> StoredContext: ...
 
     @abc.abstractmethod
-    async def append_rows(self, session_id: str, rows: Sequence[tuple[str, str]]) -> Appended: ...
+    async def append_rows(self, session_id: str, rows: Sequence[tuple[str | None, str]]) -> Appended: ...
 
     @abc.abstractmethod
     async def save_compaction(self, session_id: str, compaction: NewCompaction) -> Saved | None: ...
