@@ -23,12 +23,12 @@ use std::fmt;
 pub enum Profile {
     OpenAi,
     Anthropic,
-    /// Gemini `contents` (see `crate::gemini`).
+    /// Gemini `contents` (see `crate::formats::gemini`).
     Gemini,
     /// The format's rules plus strict user/assistant alternation and system messages only
     /// first (some local chat templates need both).
     Strict,
-    /// OpenAI Responses items (see `crate::responses`).
+    /// OpenAI Responses items (see `crate::formats::responses`).
     Responses,
     /// Responses with `store=false`: no item references, reasoning with its encrypted content.
     ResponsesStateless,
@@ -150,8 +150,8 @@ fn block_place(b: &Block<'_>) -> String {
 
 fn id_text(id: Option<&str>) -> String {
     match id {
-        // A Gemini call or response that came without an id (`crate::gemini::pair_ids`).
-        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
+        // A Gemini call or response that came without an id (`crate::formats::gemini::pair_ids`).
+        Some(id) if crate::formats::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }
@@ -160,7 +160,7 @@ fn id_text(id: Option<&str>) -> String {
 /// Check `messages` (in `format`) against `profile`.
 pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
     if format == Format::Responses {
-        return crate::responses::validate(messages, profile);
+        return crate::formats::responses::validate(messages, profile);
     }
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
@@ -242,7 +242,8 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     if user_parts || profile == Profile::Strict {
         if let Some(first) = messages.iter().position(|m| !m.role.is_instruction()) {
             // A conversation continued after Anthropic's compaction opens with its block.
-            let compacted = anthropic && crate::compaction::opens_with_block(&messages[first]);
+            let compacted = anthropic
+                && crate::formats::anthropic_compaction::opens_with_block(&messages[first]);
             if messages[first].role != Role::User && !compacted {
                 push(
                     first,
@@ -261,7 +262,7 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     }
     pair_calls_and_results(messages, &mut push);
     if format == Format::Gemini {
-        crate::gemini::check(messages, &mut push);
+        crate::formats::gemini::check(messages, &mut push);
     }
 
     if profile == Profile::Strict {
@@ -272,11 +273,11 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
 }
 
 /// Anthropic's compaction blocks: only as the first block of the conversation, only one with
-/// content (see `crate::compaction`).
+/// content (see `crate::formats::anthropic_compaction`).
 fn compaction_blocks(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
     let first = messages.iter().position(|m| !m.role.is_instruction());
     let mut with_content = 0;
-    for (i, k) in crate::compaction::blocks(messages) {
+    for (i, k) in crate::formats::anthropic_compaction::blocks(messages) {
         if Some(i) != first || k != 0 || messages[i].role != Role::Assistant {
             push(
                 i,

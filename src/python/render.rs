@@ -91,7 +91,7 @@ impl<'s, 'py> Source<'s, 'py> {
         if self.conv.format == Format::Responses {
             match out {
                 OutMsg::Rebuild { from, blocks }
-                    if crate::responses::is_item(&self.conv.messages[*from]) =>
+                    if crate::formats::responses::is_item(&self.conv.messages[*from]) =>
                 {
                     return self.rebuild_item(*from, blocks);
                 }

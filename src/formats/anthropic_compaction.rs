@@ -29,7 +29,7 @@ use crate::message::{BlockKind, Message, Role};
 pub fn blocks(messages: &[Message<'_>]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
-        if crate::responses::is_item(m) {
+        if crate::formats::responses::is_item(m) {
             continue;
         }
         for (k, b) in m.blocks.iter().enumerate() {
@@ -45,7 +45,7 @@ pub fn blocks(messages: &[Message<'_>]) -> Vec<(usize, usize)> {
 /// whose first block is the compaction block.
 pub fn opens_with_block(m: &Message<'_>) -> bool {
     m.role == Role::Assistant
-        && !crate::responses::is_item(m)
+        && !crate::formats::responses::is_item(m)
         && m.blocks
             .first()
             .is_some_and(|b| b.kind == BlockKind::Compaction)
