@@ -12,8 +12,6 @@ mod image;
 mod inspect;
 mod plan;
 mod render;
-mod render_gemini;
-mod render_responses;
 mod state;
 mod text;
 mod tokens;

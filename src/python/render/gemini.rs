@@ -9,7 +9,7 @@
 //! `types.Content` / `types.Part` objects (from the input's own module) when they are not.
 //! Synthetic ids (`crate::formats::gemini::SYNTHETIC_ID_PREFIX`) are never written.
 
-use super::render::Source;
+use super::Source;
 use crate::formats::gemini::{gemini_role, is_synthetic};
 use crate::message::BlockKind;
 use crate::planner::{OutBlock, OutMsg};

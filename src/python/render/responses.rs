@@ -12,7 +12,7 @@
 //! Opaque items (reasoning, compaction, unknown types, outputs without a plain text) are never
 //! edited by the planner (`Block::opaque`), so they only ever come back as themselves.
 
-use super::render::{as_dict, Source};
+use super::{as_dict, Source};
 use crate::message::{BlockKind, Role};
 use crate::planner::OutBlock;
 use pyo3::intern;
