@@ -11,6 +11,7 @@ mod fingerprint;
 mod image;
 mod inspect;
 mod plan;
+mod problem;
 mod render;
 mod state;
 mod text;
