@@ -99,6 +99,10 @@ def test_a_failure_in_a_later_chunk_keeps_the_chunks_before_it(failing_chunk: in
             assert f"KEPT-CHUNK-{k}" in summary, summary[:400]
     # ... the failure is reported, and the rest is the rule summary (it names what it replaced).
     assert r.fallback_reason is not None and "Overloaded" in r.fallback_reason
+    # The rest is covered by the rule summary: its narrative names files read in the later chunks.
+    narrative = summary.split("Preserved details")[0]
+    assert any(f"f{i}.py" in narrative for i in range(20, 27)), narrative[-600:]
+    assert r.summary_source == "llm"
     assert validate_messages(r.messages) == [] and not r.over_budget
     assert "/srv/app/billing/tax.py" in "".join(str(m.get("content")) for m in r.messages)
 
