@@ -176,8 +176,23 @@ test-extra: ## test-py for each of EXTRA_VERSIONS (3.13); without that CPython h
 which-python:
 	@echo $(call find_python,$(VERSION))
 
+.PHONY: openapi
+openapi: ## write docs/openapi.json from the server's routes (a test fails when it drifts)
+	$(BIN)/python -c 'from context_compactor.server.app import openapi_text; open("docs/openapi.json", "w").write(openapi_text())'
+
+.PHONY: page-screenshot
+page-screenshot: ## the server's summary cards page in headless Chromium: target/server-page.png
+	$(BIN)/python benches/page_screenshot.py
+
+.PHONY: load-proxy load-proxy-smoke
+load-proxy: ## the proxy under 200 concurrent conversations for 60 s: errors, over-window, RSS at 10/60 s, added latency p50/p99
+	$(BIN)/python benches/load_proxy.py --conversations 200 --seconds 60 --check
+
+load-proxy-smoke: ## a 5-second run of load-proxy (CI)
+	$(BIN)/python benches/load_proxy.py --conversations 50 --seconds 5 --check
+
 .PHONY: all
-all: install lint test test-extra ## everything CI runs: install from scratch, lint, test, test-extra
+all: install lint test test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, test, test-extra, the proxy's load smoke
 
 .PHONY: clean
 clean: ## remove build outputs and the venv
