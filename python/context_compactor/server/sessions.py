@@ -78,7 +78,9 @@ class Sessions:
             old = self._open.pop(sid, None)
         if old is not None:
             old.close()
-        session = Session(compactor, self.store, sid, system=body.system, tools=body.tools, format=body.format)
+        session = Session(
+            sid, compactor=compactor, store=self.store, system=body.system, tools=body.tools, format=body.format
+        )
         with self._lock:
             self._open[sid] = session
             self._settings[sid] = (body.config, body.summarizer)
@@ -94,7 +96,7 @@ class Sessions:
                 return session
         if sid not in self.store.session_ids():
             raise NotFound(f"no session {sid!r}")
-        session = Session(self._compactor(sid), self.store, sid)
+        session = Session(sid, compactor=self._compactor(sid), store=self.store)
         with self._lock:
             session = self._open.setdefault(sid, session)
             self._touched[sid] = time.time()
