@@ -167,7 +167,8 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else self._make_plan()
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = self._first(plan)
             while not self._cancelled:
                 if request is None or self._summarizer is None:
@@ -199,7 +200,8 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = await asyncio.to_thread(self._first, plan)
             while not self._cancelled:
                 if request is None or self._summarizer is None:
