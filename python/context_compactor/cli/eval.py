@@ -91,6 +91,8 @@ def print_table(report: EvalReport, out: TextIO) -> None:
     lines = [line + (f"  {notes[i]}" if i in notes else "") for i, line in enumerate(_aligned(rows))]
     out.write("\n".join(lines[:overall]) + "\n")
     out.write("\noverall\n" + "\n".join(lines[overall:]) + "\n")
+    silent = ", ".join(f"{p} {report.overall(p)['silent_facts']}" for p in pols)
+    out.write(f"must-keep facts missing and not in must_keep_missing (fact x compaction): {silent}\n")
     if "baseline" in report.policies:
         a, b = report.overall("policy"), report.overall("baseline")
         for k in report.prices:
