@@ -18,14 +18,16 @@
 //!   relative, Windows (`C:\x\y`, `C:/x`, `\\host\share`); relative with a slash when the
 //!   last segment has a known file extension, the first segment is a well-known directory
 //!   (`src`, `tests`, `docs`, …) or a dot-directory (`.github`), it has four segments or more
-//!   (`repos/o/r/pulls/1290/comments`; digits allowed there); a git diff's
+//!   (`repos/o/r/pulls/1290/comments`; digits allowed there), or it is written as a directory
+//!   with its trailing slash (`astropy/modeling/`, not a sed `s/old/new/`); a git diff's
 //!   `a/`/`b/` prefix is dropped. A brace expansion (`docs/{zh,en}/x.md`) is a path, written
 //!   as it stands, when its first expansion is. Placeholders the text names
 //!   (`/path/to/working/dir`, `newfile.py`) are paths like any other: a task's instructions
 //!   say them. Pseudo-devices (`/dev/null`, `/dev/stdout`: shell redirections) are not. Bare
 //!   file names count when their extension is a known one (`tax.py`,
 //!   `Cargo.toml`, `README.md`), plus well-known names (`Makefile`, `Dockerfile`) and
-//!   dotfiles (`.env`, `.gitignore`), but not method calls (`response.json(`), code
+//!   dotfiles (`.env`, `.gitignore`; not a dot-directory alone, `.venv`: a directory, not a
+//!   file), but not method calls (`response.json(`), code
 //!   receivers (`console.log`, `self.lock`), or product names (`Node.js`). Rejected: dates
 //!   and fractions (`2024/08/13`, `1/2`), versions (`v1.2.3`), `e.g.`, MIME types and branch
 //!   names (`text/html`, `fix/web-storm`: two segments without an extension), `$VAR`
@@ -39,12 +41,8 @@
 //!   (`ENOENT`, `ECONNREFUSED`, …) and rustc codes (`E0425`). Bare `Error`, `isError`,
 //!   `CONNECTION_ERROR` are not names.
 //!
-//! Directories are not files: a token written with its trailing slash (`src/`), `cd`'s operand
-//! and a dot-directory alone (`.venv`) are not facts; a file in one is (`.venv/bin/activate`).
-//!
 //! Facts are deduplicated in order of first appearance; then a path that is a `/`-suffix of
-//! another path (`tax.py`, `billing/tax.py` next to `/srv/billing/tax.py`) or its directory
-//! (`/srv/billing`), and an error name
+//! another path (`tax.py`, `billing/tax.py` next to `/srv/billing/tax.py`), and an error name
 //! that is a `.`-suffix of a qualified one, are dropped: the longer fact contains them, so a
 //! summary that keeps it keeps them.
 //!
@@ -171,7 +169,7 @@ impl FactSet {
     }
 
     /// The facts in order of first appearance, without the ones a longer fact contains (a
-    /// path's `/`-suffix or its directory, an error name's `.`-suffix).
+    /// path's `/`-suffix, an error name's `.`-suffix).
     pub fn finish(self) -> Vec<(FactKind, String)> {
         let keep: Vec<bool> = {
             let mut dominated: HashSet<&str> = HashSet::new();
@@ -187,31 +185,9 @@ impl FactSet {
                     }
                 }
             }
-            // A directory holding another path fact (`/srv/app/billing` next to
-            // `/srv/app/billing/tax.py`): the longer one contains it.
-            let paths: std::collections::BTreeSet<&str> = self
-                .facts
-                .iter()
-                .filter(|(k, _)| *k == FactKind::Path)
-                .map(|(_, f)| f.as_str())
-                .collect();
-            let is_parent = |f: &str| {
-                let dir = format!("{f}/");
-                paths
-                    .range::<str, _>((
-                        std::ops::Bound::Excluded(dir.as_str()),
-                        std::ops::Bound::Unbounded,
-                    ))
-                    .next()
-                    .is_some_and(|q| q.starts_with(&dir))
-            };
             self.facts
                 .iter()
-                .map(|(k, f)| {
-                    *k == FactKind::Url
-                        || !(dominated.contains(f.as_str())
-                            || (*k == FactKind::Path && is_parent(f)))
-                })
+                .map(|(k, f)| *k == FactKind::Url || !dominated.contains(f.as_str()))
                 .collect()
         };
         self.facts

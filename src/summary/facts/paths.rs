@@ -14,12 +14,6 @@ fn is_drive(t: &str) -> bool {
 /// `rev:path` name several, split at `:`). Returns whether it reported any.
 pub(super) fn paths_in(tok: &str, next: Option<char>, out: &mut impl FnMut(&str)) -> bool {
     let mut t = tok.trim_start_matches('*');
-    // Written with its trailing slash (`src/`, `astropy/modeling/`), a token names a directory,
-    // not a file to keep (a slash before CJK text is a boundary, not a directory's).
-    let written = t.trim_end_matches(['.', ',', ':', ';', '?']);
-    if written.len() > 1 && written.ends_with('/') && next.is_none_or(|c| c.is_ascii()) {
-        return false;
-    }
     if let Some(r) = t.strip_prefix('@') {
         if !r.starts_with('/') {
             t = r;

@@ -234,22 +234,6 @@ fn touches_ellipsis(text: &str, start: usize, end: usize) -> bool {
     text[..start].ends_with('…') || text[end..].starts_with('…')
 }
 
-/// Whether the token at `start` is the operand of `cd`/`pushd` (`cd /srv/app && …`): a
-/// directory the command moves into, not a file.
-fn after_cd(text: &str, start: usize) -> bool {
-    let before = text[..start].trim_end_matches([' ', '\t']);
-    if before.len() == text[..start].len() {
-        return false;
-    }
-    ["cd", "pushd"].iter().any(|c| {
-        before.strip_suffix(c).is_some_and(|b| {
-            b.chars().next_back().is_none_or(|p| {
-                p.is_whitespace() || matches!(p, '&' | ';' | '(' | '"' | '\'' | '`' | '|')
-            })
-        })
-    })
-}
-
 fn token(
     text: &str,
     start: usize,
@@ -275,7 +259,7 @@ fn token(
         && !fragment
         && (pathy || (capital && KNOWN_NAMES.contains(&trim_end_punct(tok))))
     {
-        if touches_ellipsis(text, start, end) || after_cd(text, start) {
+        if touches_ellipsis(text, start, end) {
             return;
         }
         let next = text[end..].chars().next();
