@@ -25,9 +25,9 @@ window). ``EvalReport.to_dict()`` is the JSON; :mod:`context_compactor._html_rep
 
 Example:
     >>> from context_compactor.eval import evaluate
-    >>> report = evaluate(["examples/agent_session.json"], max_tokens=3000)       # doctest: +SKIP
-    >>> report.overall("policy")["artifact_trail"]                               # doctest: +SKIP
-    1.0
+    >>> report = evaluate(["examples/agent_session.json"], max_tokens=3000)
+    >>> round(report.overall("policy")["artifact_trail"], 2)
+    0.67
 """
 
 from __future__ import annotations
