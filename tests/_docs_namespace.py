@@ -60,6 +60,18 @@ TOOLS = [
 ]
 
 
+def tool_calling_fake_model() -> Any:
+    """An offline LangChain chat model that answers "Done." (LangChain's fakes lack bind_tools)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    class FakeToolModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    return FakeToolModel(messages=iter([AIMessage("Done.")] * 10))
+
+
 def namespace() -> dict[str, Any]:
     """A fresh namespace for one page (or one docstring)."""
     from _responses import to_responses
