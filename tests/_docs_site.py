@@ -85,7 +85,7 @@ def screenshot(site: Path, png: Path, page: str = "getting-started.html") -> int
         return 1
     png.parent.mkdir(parents=True, exist_ok=True)
     with serve(site) as (base, not_found):
-        d = chrome(*paths, height=1400)
+        d = chrome(*paths, width=1400, height=1400)
         try:
             d.get(base + page)
             title = d.title
