@@ -159,6 +159,8 @@ def stub_environment(workdir: Path) -> Iterator[StubServer]:
                 "ANTHROPIC_API_KEY": "sk-ant-docs-stub",
                 # The Agents SDK would upload traces to the provider: nothing leaves the machine.
                 "OPENAI_AGENTS_DISABLE_TRACING": "1",
+                # docs/server.md: the token `context-compactor serve` printed.
+                "CC_TOKEN": "docs-token",
             }
         )
         with contextlib.suppress(ImportError):
