@@ -27,16 +27,6 @@ from _docs_namespace import REPO, namespace, stub_environment
 PACKAGE = Path(context_compactor.__file__).parent
 STUB = PACKAGE / "_core.pyi"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-# Modules that need an optional framework (their extra); absent ones are reported, not run.
-OPTIONAL = {
-    "context_compactor.integrations.langchain": "langchain_core",
-    "context_compactor.integrations.pydantic_ai": "pydantic_ai",
-    "context_compactor.integrations.agents": "agents",
-    "context_compactor.integrations.gemini": "google.genai",
-    "context_compactor.ray_data": "ray",
-    "context_compactor._postgres": "psycopg",
-    "context_compactor._postgres_async": "psycopg",
-}
 
 
 def _module_tests() -> list[doctest.DocTest]:
@@ -48,8 +38,9 @@ def _module_tests() -> list[doctest.DocTest]:
     for name in sorted(names):
         try:
             module = importlib.import_module(name)
-        except ImportError:
-            if name in OPTIONAL:
+        except ModuleNotFoundError as e:
+            # A module behind an extra whose framework is not installed (on 3.10 several are not).
+            if e.name and not e.name.startswith("context_compactor"):
                 continue
             raise
         for test in finder.find(module, name):
