@@ -178,7 +178,8 @@ class CompactionConfig:
     summarizer_max_input_tokens: int | None = None
     #: Each tool output in the transcript sent to the summarizer is cut to this.
     transcript_item_max_chars: int = 2_000
-    #: Seconds for each summarizer call (not for the whole compaction); then the fallback ladder.
+    #: Seconds for the whole compaction's summary: every summarizer call of one compaction (each
+    #: chunk) shares them; then the fallback ladder.
     summarizer_timeout_s: float = 120.0
     #: ``"fallback"``: transient errors (timeout, 429, 5xx, connection) fall back to the rule summary,
     #: permanent ones raise :class:`SummarizerError`; ``"fallback_all"``; ``"raise"``.
