@@ -22,8 +22,23 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
+def _fresh_build() -> Path | None:
+    """site/ as `make docs` (run just before the tests by `make all`) built it, if it is newer than
+    every source it is made from; read, never written."""
+    built = REPO / "site" / "index.html"
+    if not built.exists():
+        return None
+    sources = [REPO / "mkdocs.yml", REPO / "CHANGELOG.md", *(REPO / "docs").rglob("*")]
+    sources += [*(REPO / "python" / "context_compactor").rglob("*.py*")]
+    newest = max(p.stat().st_mtime for p in sources if p.is_file() and "__pycache__" not in p.parts)
+    return built.parent if built.stat().st_mtime > newest else None
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    fresh = _fresh_build()
+    if fresh is not None:
+        return fresh
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
