@@ -193,7 +193,8 @@ class AsyncPostgresStore(AsyncSessionStore):
         pool_size: The most connections the store opens at once.
 
     Example:
-        >>> async with await AsyncPostgresStore.connect("postgresql://app@db/agents") as store:  # doctest: +SKIP
+        >>> url = "postgresql://app@db/agents"
+        >>> async with await AsyncPostgresStore.connect(url) as store:  # needs a server  # doctest: +SKIP
         ...     print(await store.session_ids())
     """
 

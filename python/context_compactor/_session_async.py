@@ -26,7 +26,7 @@ appended or compacted is never lost or counted twice.
 
 Measured (``benches/bench_store_async.py``: ``aprepare()`` after an append on a 10k-message
 PostgreSQL session, native against the thread offload in the same run, with a ticker task
-measuring how late the loop wakes it): the figures are in the README's "Sessions in PostgreSQL"
+measuring how late the loop wakes it): the figures are in docs/stores.md, "Sessions in PostgreSQL"
 section.
 
 Cancellation: a store call, once started, runs to its end (its transaction commits or rolls
@@ -240,7 +240,10 @@ class AsyncParts:
         for ``background=True``).
 
         Example:
-            >>> result = await session.aprepare()                   # doctest: +SKIP
+            >>> import asyncio
+            >>> result = asyncio.run(session.aprepare())    # None: under the thresholds
+            >>> print(result)
+            None
         """
         self._core.check_open()
         deadline = time.monotonic() + self._core.wait()

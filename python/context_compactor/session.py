@@ -102,7 +102,7 @@ class Session:
 
     Example:
         >>> session = Session("ticket-42", compactor=compactor, store="agent.db", system="You are a coding agent.")
-        >>> session.append({"role": "user", "content": "Fix the failing test."})    # doctest: +SKIP
+        >>> session.append({"role": "user", "content": "Fix the failing test."})    # its row id
         1
         >>> result = session.prepare()        # None, or the CompactResult (record by row id)
         >>> messages = session.context()      # what to send now
@@ -244,8 +244,10 @@ class Session:
             StoreError: The store could not be written.
 
         Example:
-            >>> session.append({"role": "user", "content": "hi"})    # doctest: +SKIP
-            7
+            >>> len(session.context())
+            40
+            >>> session.append({"role": "user", "content": "hi"})    # the row id
+            41
         """
         return self.extend([message])[0]
 
@@ -261,8 +263,8 @@ class Session:
             InvalidConversationError: See :meth:`append`.
 
         Example:
-            >>> session.extend([assistant_message, *tool_results])   # doctest: +SKIP
-            [8, 9, 10]
+            >>> session.extend([assistant_message, *tool_results])   # a call and its result
+            [41, 42]
         """
         encoded = self._core.checked(messages)
         if not encoded:
@@ -282,7 +284,7 @@ class Session:
         report with it.
 
         Example:
-            >>> client.chat.completions.create(model=m, messages=session.context())   # doctest: +SKIP
+            >>> response = client.chat.completions.create(model="gpt-4o", messages=session.context())
         """
         with self._core.store.locked():
             self._core.refresh()
@@ -319,8 +321,11 @@ class Session:
         """Every compaction of this session, oldest first.
 
         Example:
-            >>> for c in session.compactions():                     # doctest: +SKIP
+            >>> session.prepare(force=True).strategy        # the /compact command
+            'summary'
+            >>> for c in session.compactions():
             ...     print(c.id, c.strategy, c.tokens_before, c.tokens_after, len(c.replaced))
+            1 summary 4440 ... ...
         """
         return self._core.records(self._core.store.compactions(self._core.id))
 
@@ -335,8 +340,11 @@ class Session:
             KeyError: No such compaction in this session.
 
         Example:
-            >>> record = session.compactions()[-1]                  # doctest: +SKIP
-            >>> originals = session.expand(record.id)
+            >>> result = session.prepare(force=True)
+            >>> record = session.compactions()[-1]
+            >>> originals = session.expand(record.id)           # the messages it replaced, as appended
+            >>> len(originals) == len(record.replaced), originals[0] == session.history()[record.replaced[0] - 1]
+            (True, True)
         """
         return [json.loads(text) for text in self._core.store.expand(self._core.id, record_id)]
 
@@ -384,10 +392,10 @@ class Session:
             SummarizerError: As :meth:`ContextCompactor.compact`.
 
         Example:
-            >>> result = session.prepare()                          # doctest: +SKIP
-            >>> if result is not None and result.over_budget:    # doctest: +SKIP
+            >>> result = session.prepare()
+            >>> if result is not None and result.over_budget:
             ...     raise RuntimeError(result.over_budget_reason)      # it would not fit the window
-            >>> if result is not None:                              # doctest: +SKIP
+            >>> if result is not None:
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
         self._core.check_open()
@@ -460,8 +468,8 @@ class Session:
             Whether the report was learned from.
 
         Example:
-            >>> response = client.chat.completions.create(model=m, messages=session.context())  # doctest: +SKIP
-            >>> session.record_usage(response.usage, model=m)
+            >>> response = client.chat.completions.create(model="gpt-4o", messages=session.context())
+            >>> session.record_usage(response.usage, model="gpt-4o")
             True
         """
         with self._core.store.locked():
@@ -565,9 +573,13 @@ class Session:
         the async connection on first use.
 
         Example:
-            >>> opening = Session.aopen("ticket-42", compactor=compactor, store="postgresql://app@db/agents")
-            >>> async with await opening as session:  # doctest: +SKIP
-            ...     await session.aappend({"role": "user", "content": "Fix the failing test."})
+            >>> import asyncio
+            >>> async def main(store):              # "postgresql://app@db/agents", or a SQLite file
+            ...     async with await Session.aopen("ticket-42", compactor=compactor, store=store) as session:
+            ...         await session.aappend({"role": "user", "content": "Fix the failing test."})
+            ...         return await session.acontext()
+            >>> asyncio.run(main("agent-async.db"))
+            [{'role': 'user', 'content': 'Fix the failing test.'}]
         """
         session_id, compactor, store = session_arguments(positional, session_id, compactor, store, name="Session.aopen")
         self = cls.__new__(cls)
