@@ -98,7 +98,8 @@ def _globs(server: Any) -> dict[str, Any]:
     # A session holding the example transcript, under its window (a 128k one): nothing compacts
     # until an example asks.
     session = context_compactor.Session(
-        context_compactor.ContextCompactor(max_context_tokens=128_000, summarizer=ns["summarize"]), ":memory:"
+        compactor=context_compactor.ContextCompactor(max_context_tokens=128_000, summarizer=ns["summarize"]),
+        store=":memory:",
     )
     session.extend(ns["messages"])
     call = {"id": "call_docs_1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "pytest"}'}}

@@ -626,7 +626,10 @@ class Session:
         for ``background=True``).
 
         Example:
-            >>> result = await session.aprepare()                   # doctest: +SKIP
+            >>> import asyncio
+            >>> result = asyncio.run(session.aprepare())    # None: under the thresholds
+            >>> print(result)
+            None
         """
         return await self._async.aprepare(force=force, instructions=instructions)
 

@@ -9,13 +9,12 @@ a database of any number of sessions behind named operations (``open_session``,
 implements the operations of :class:`SessionStore` with the guarantees its docstring lists and,
 optionally, registers its URL scheme:
 
+A new store subclasses :class:`SessionStore` (its constructor takes the URL and ``timeout=``
+and calls ``super().__init__(timeout=timeout)``) and implements the abstract operations.
+
 Example:
     >>> from context_compactor.stores import SessionStore, register_backend
-    >>> class MyStore(SessionStore):  # doctest: +SKIP
-    ...     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
-    ...         super().__init__(timeout=timeout)
-    ...     ...  # the abstract operations
-    >>> register_backend("mydb", "my_package.store:MyStore")  # doctest: +SKIP
+    >>> register_backend("mydb", "my_package.store:MyStore")   # SessionStore("mydb://...") opens it
     >>> store = SessionStore(":memory:")
     >>> store.open_session("a", system=None, tools=None, format=None).context.rows
     ()

@@ -172,7 +172,11 @@ class GeminiChat:
     SDK reads back byte-identical).
 
     Example:
-        >>> chat = GeminiChat(compactor, model="gemini-2.5-flash", store="agent.db", session_id="t")  # doctest: +SKIP
+        >>> chat = GeminiChat(compactor, model="gemini-2.5-flash", store="gemini.db", session_id="t")
+        >>> chat.append({"role": "user", "parts": [{"text": "Fix the failing test."}]})
+        >>> chat.close()
+        >>> GeminiChat(compactor, model="gemini-2.5-flash", store="gemini.db", session_id="t").contents
+        [{'role': 'user', 'parts': [{'text': 'Fix the failing test.'}]}]
     """
 
     def __init__(
