@@ -2,9 +2,9 @@
 //! message with its must-keep facts, then the budget ladder (see the module note in `mod.rs`).
 
 use super::assemble::{Draft, Outcome, Shape};
-use super::draft::{Count, Slot};
+use super::draft::Count;
 use super::last_block::shorten_last_block;
-use super::output::{Change, RecordEntry, Strategy};
+use super::output::{Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
@@ -16,24 +16,6 @@ use crate::summary::language::Language;
 use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
-
-/// Who wrote a summary (`CompactResult.summary_source`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SummarySource {
-    /// The caller's summarizer.
-    Llm,
-    /// The built-in rule (or truncation) summary.
-    Rule,
-}
-
-impl SummarySource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SummarySource::Llm => "llm",
-            SummarySource::Rule => "rule",
-        }
-    }
-}
 
 impl<'a> Planned<'a> {
     /// Finish: `summary` is the reply for the last chunk (`None`: the built-in rule summary).
@@ -338,19 +320,5 @@ impl<'a> Planned<'a> {
             text.push('\n');
         }
         (text.trim_end().to_owned(), dropped, used)
-    }
-}
-
-/// The views of `slots[i]` for each `i` (for the facts and truncation summary of dropped ones).
-pub(super) fn views<'a>(slots: &[Slot<'a>], idx: &[usize]) -> Vec<Message<'a>> {
-    idx.iter().map(|&i| slots[i].view.clone()).collect()
-}
-
-/// A record entry for a message the ladder removed.
-pub(super) fn truncated(index: usize, detail: &str) -> RecordEntry {
-    RecordEntry {
-        index,
-        action: Change::Truncated,
-        detail: detail.to_owned(),
     }
 }

@@ -36,12 +36,14 @@ mod shape;
 mod shorten;
 pub mod superseded;
 
-pub use apply::SummarySource;
 pub use assemble::Outcome;
 pub use draft::{Count, Slot};
-pub use output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
+pub use output::{
+    join_system_text, Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy, SummarySource,
+    SystemPrompt,
+};
 pub use plan::{plan, PlanError, Planned};
-pub use request::{join_system_text, SummaryRequest, SystemPrompt};
+pub use request::SummaryRequest;
 
 use crate::tokens::counter::Framing;
 use crate::validate::Profile;

@@ -3,9 +3,10 @@
 
 use super::draft::{total, Count, Slot};
 use super::micro::{self, head_and_tail_in, task_index, Offload};
+use super::output::SystemPrompt;
 use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
-use super::request::SystemPrompt;
+use super::repair_responses::repair as repair_responses;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
 use crate::cut::head_tail;
 use crate::message::{Conversation, Format, Message, Role};
@@ -163,7 +164,13 @@ pub fn plan<'a>(
     let mut record = Vec::new();
     let mut repairs = Vec::new();
     let slots: Vec<Slot<'a>> = if repairable {
-        let r = repair(conv, tokens, pinned, cfg.framing, counter);
+        // Responses items have their own repair (`repair_responses.rs`).
+        let r = match conv.format {
+            Format::Responses => repair_responses(conv, tokens, pinned, cfg.framing, counter),
+            Format::OpenAi | Format::Anthropic | Format::Gemini => {
+                repair(conv, tokens, pinned, cfg.framing, counter)
+            }
+        };
         record.extend(r.record);
         repairs.extend(r.repairs);
         r.slots

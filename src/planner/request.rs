@@ -2,6 +2,7 @@
 //! plan, and how a summary added to Anthropic's system prompt is counted.
 
 use super::draft::Count;
+use super::output::{join_system_text, SystemPrompt};
 use super::plan::Planned;
 use crate::summary::language::Language;
 use crate::summary::reply::extract_summary;
@@ -22,25 +23,6 @@ pub struct SummaryRequest {
     /// This chunk (0-based) and the number of chunks.
     pub chunk: usize,
     pub chunks: usize,
-}
-
-/// The separate system prompt (Anthropic `system`) as the boundary returns it with a
-/// `summary_role="system"` summary added: the planner counts exactly that request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum SystemPrompt {
-    /// None: the summary becomes the system prompt (a string).
-    #[default]
-    Absent,
-    /// A string: the summary follows it after a blank line, in the same string
-    /// ([`join_system_text`]).
-    Text(String),
-    /// A list of blocks: the summary is one more text block. `empty`: the list has no text.
-    Blocks { empty: bool },
-}
-
-/// A string system prompt with a summary added (how the boundary returns it).
-pub fn join_system_text(system: &str, summary: &str) -> String {
-    format!("{system}\n\n{summary}")
 }
 
 impl<'a> Planned<'a> {

@@ -11,10 +11,10 @@
 //! found is used rather than none.
 
 use super::draft::{block_tokens, Count, Slot};
-use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
 use super::PlanConfig;
 use crate::cut::head_tail_text;
+use crate::cut::PLACEHOLDER_PREFIX;
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::constraints::constraint_sentences;
