@@ -5,6 +5,9 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 __version__: str
 
+FORMATS: Final[tuple[str, ...]]
+"""The wire formats' names (``"openai"``, ``"anthropic"``, ``"responses"``, ``"gemini"``), in the
+order the core lists them; the shell's format checks read it."""
 SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
@@ -142,10 +145,15 @@ def analyze_conversation(messages: Sequence[Any], *, format: str | None = None) 
     """Find the tool blocks, thinking loops, turns and legal cut points of a conversation."""
 
 def detect_format(messages: Sequence[Any], *, system: Any = None, tools: Sequence[Any] | None = None) -> _Format:
-    """``"anthropic"`` when Anthropic-only blocks appear, else ``"openai"``."""
+    """The format DESIGN's detection gives the messages, the one implementation of it (``io``
+    uses it too): ``"responses"`` when an item has a Responses item type (or ``input_*``/``output_*``
+    parts); else ``"gemini"`` for Gemini contents (``parts`` and no ``content``); else
+    ``"anthropic"`` when Anthropic-only blocks appear (``tool_use``, ``tool_result``, ``thinking``,
+    ``redacted_thinking``, ``compaction``); else ``"openai"``."""
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: fast, CJK-aware, and erring high (never under by design)."""
+    """Estimated tokens of ``text``: fast, CJK-aware, and erring high (never under by design).
+    A ``text`` that is not a ``str`` raises :class:`MessageTypeError` (``field="text"``)."""
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int:
     """Exact tokens of ``text`` in ``"o200k_base"`` or ``"cl100k_base"``, identical to

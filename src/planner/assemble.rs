@@ -1,10 +1,11 @@
 //! Putting the output together: head, summary, kept instructions and pinned messages, tail;
 //! the shape the provider needs; the result with its record and counts.
 
-use super::apply::{truncated, views, SummarySource};
-use super::draft::{total, Count, Slot};
+use super::draft::{total, views, Count, Slot};
 use super::micro::Offload;
-use super::output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
+use super::output::{
+    truncated, Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy, SummarySource,
+};
 use super::plan::{calibrated, Planned};
 use crate::message::{Conversation, Format, Message, Role};
 use crate::summary::facts::must_keep_facts;
@@ -251,15 +252,8 @@ impl<'a> Planned<'a> {
         } else {
             // A strict template wants system messages first only: the summary is the user's there.
             let strict = cfg.profile == Some(Profile::Strict);
-            // Gemini has no system role in `contents`: the summary is the user's there too.
-            let gemini = self.format == Format::Gemini;
-            let role = if cfg.summary_in_system && !strict && !gemini {
-                // Responses: a developer message item (`summary_role="developer"`).
-                if self.format == Format::Responses {
-                    Role::Developer
-                } else {
-                    Role::System
-                }
+            let role = if cfg.summary_in_system && !strict {
+                self.format.summary_system_role()
             } else {
                 Role::User
             };
@@ -432,7 +426,7 @@ impl<'a> Planned<'a> {
             ),
             _ => self.too_large(&slots, extra, tokens_after, counter),
         });
-        let origins = slots.iter().map(Origin::of).collect();
+        let origins = slots.iter().map(Slot::origin).collect();
         Outcome {
             slots,
             origins,

@@ -78,7 +78,12 @@ fn read_one(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Read> {
     let format = parse_format(py, format.as_deref())?;
     let system = system.filter(|s| !s.is_none());
     let tools = tools.filter(|t| !t.is_none());
-    let ex = Extractor::new(py).conversation(&messages, format, system.as_ref(), tools.as_ref())?;
+    let ex = Extractor::new(py).refusing_misfit().conversation(
+        &messages,
+        format,
+        system.as_ref(),
+        tools.as_ref(),
+    )?;
     let prompt = system_prompt(system.as_ref(), ex.conv_static());
     Ok(Read {
         items: items_of(&messages)?,

@@ -280,20 +280,15 @@ pub(super) fn outcome_dict<'py>(
                 msgs.append(src.render(&s.out)?)?;
             }
         }
-        // Framework input: new and edited messages become the framework's classes too.
-        let msgs = if inner.ex.pydantic_ai {
-            let originals = PyList::new(py, inner.messages.iter())?;
-            py.import("context_compactor.integrations.pydantic_ai")?
-                .call_method1("_from_core", (msgs, originals))?
-                .cast_into::<PyList>()?
-        } else if inner.ex.langchain {
-            py.import("context_compactor.integrations.langchain")?
-                .call_method1("_from_core", (msgs,))?
-                .cast_into::<PyList>()?
-        } else {
-            msgs
-        };
         let d = PyDict::new(py);
+        // Framework input: the shell turns new and edited messages into the framework's
+        // classes (`plan.py`, by this tag; the binding names no Python module).
+        if inner.ex.pydantic_ai {
+            d.set_item("framework", "pydantic_ai")?;
+            d.set_item("originals", PyList::new(py, inner.messages.iter())?)?;
+        } else if inner.ex.langchain {
+            d.set_item("framework", "langchain")?;
+        }
         d.set_item("messages", msgs)?;
         let system = inner.system.as_ref().map(|s| s.bind(py).clone());
         let system = match (&outcome.system_summary, system) {
@@ -435,7 +430,7 @@ pub fn plan(
     let mode = parse_mode(py, mode)?;
     let counter = Counter::parse(&config.getattr(intern!(py, "tokenizer"))?)?;
     let format = parse_format(py, format)?;
-    let mut ex = Extractor::new(py);
+    let mut ex = Extractor::new(py).refusing_misfit();
     if state.is_some() {
         ex = ex.with_fingerprints();
     } else if let Counter::Builtin(t) = counter {
