@@ -16,8 +16,11 @@ from context_compactor import (
     ConfigError,
     ContextCompactor,
     FormatMismatchError,
+    MessageTypeError,
     _core,
+    count_tokens,
     detect_format,
+    estimate_tokens,
     validate_messages,
 )
 from context_compactor.cli import main
@@ -126,6 +129,18 @@ def test_the_cli_refuses_a_forced_format_that_does_not_fit(tmp_path: Path, capsy
     assert main(["compact", str(path), "--format", "gemini", "--max-tokens", "1000", "--force"]) == 2
     err = capsys.readouterr().err
     assert 'detected as "openai"' in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# -- the token functions' type errors --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, 42, b"bytes"])
+def test_token_functions_raise_message_type_error_for_a_non_str(value: Any) -> None:
+    for fn in (estimate_tokens, count_tokens):
+        with pytest.raises(MessageTypeError) as e:
+            fn(value)
+        assert e.value.field == "text" and e.value.index is None
+        assert isinstance(e.value, TypeError) and type(value).__name__ in str(e.value)
 
 
 # -- a compaction never returns more than the repaired input ---------------------------------------
