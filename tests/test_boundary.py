@@ -94,11 +94,11 @@ def test_forcing_a_chat_format_on_gemini_contents_is_refused() -> None:
         assert e.value.detected == "gemini", forced
 
 
-def test_forcing_a_format_without_the_messages_roles_is_refused() -> None:
-    # A system message in the list: OpenAI has it, Anthropic's list does not.
-    with pytest.raises(FormatMismatchError, match='anthropic has no "system" role') as e:
-        ContextCompactor(max_context_tokens=1000).compact(OPENAI, format="anthropic", force=True)
-    assert e.value.detected == "openai"
+def test_a_role_the_forced_format_lacks_is_repaired_not_refused() -> None:
+    # A system message in the list: OpenAI has it, Anthropic's list does not; the repair makes it
+    # a user message and says so (tests/test_hostile_input.py has the whole case).
+    r = ContextCompactor(max_context_tokens=1000).compact(OPENAI, format="anthropic")
+    assert validate_messages(r.messages, format="anthropic") == [] and r.repairs
 
 
 def test_compact_many_refuses_per_conversation() -> None:

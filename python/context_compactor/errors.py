@@ -73,10 +73,10 @@ class ConfigError(CompactorError, ValueError):
 
 class FormatMismatchError(ConfigError):
     """A forced ``format=`` does not fit the messages: its reader would drop their content
-    (Gemini reads ``parts``, the others ``content``), or a role in the list is one the forced
-    format does not have while the detected one does. Raised by a compaction (``plan``,
+    (Gemini reads ``parts``, the others ``content``). Raised by a compaction (``plan``,
     ``compact``, ``acompact``, ``compact_many``); ``validate_messages`` reports such input as
-    problems instead.
+    problems instead. A role the forced format does not have is not a mismatch: the repair
+    rewrites it and lists that in ``repairs``.
 
     Attributes:
         field: ``"format"``.

@@ -130,61 +130,46 @@ impl<'py> Extractor<'py> {
     }
 
     /// Refuse a forced `format=` that does not fit the messages (compaction: its reader would
-    /// drop their content, or their roles are invalid for it, and the result would be a
-    /// different conversation); see [`Extractor::misfit`].
+    /// drop their content, and the result would be a different conversation); see
+    /// [`Extractor::misfit`].
     pub fn refusing_misfit(mut self) -> Self {
         self.refuse_misfit = true;
         self
     }
 
     /// Why the forced `format` does not fit the messages read (`None`: it fits): Gemini reads
-    /// `parts` and the others `content`, so a message of the other shape would be read empty;
-    /// a role the forced format does not have (`Format::has_role`) that the detected format
-    /// has would be dropped or rewritten by the repair. The detected format is the one the
-    /// same messages are read as without `format=` (read again, on this error path only).
+    /// `parts` and the others `content`, so a message of the other shape would be read empty
+    /// and the compaction would return a different conversation (`compact --format gemini` on
+    /// an OpenAI file did, and grew it). A role the forced format does not have is not a
+    /// misfit: the repair rewrites it and lists that in `repairs` (a system message inside an
+    /// Anthropic list becomes a user message). The detected format is the one the same
+    /// messages are read as without `format=` (read again, on this error path only).
     fn misfit(
         &self,
         forced: Format,
         messages: &Bound<'py, PyAny>,
-        msgs: &[Message<'static>],
     ) -> PyResult<Option<(Format, String)>> {
-        let dropped = match forced {
-            Format::Gemini => self.shapes.other,
-            Format::OpenAi | Format::Anthropic | Format::Responses => self.shapes.gemini,
+        let (dropped, why) = match forced {
+            Format::Gemini => (
+                self.shapes.other,
+                "Gemini contents are read from `parts`, and these messages have `content`"
+                    .to_owned(),
+            ),
+            Format::OpenAi | Format::Anthropic | Format::Responses => (
+                self.shapes.gemini,
+                format!(
+                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
+                ),
+            ),
         };
-        let bad_role = msgs
-            .iter()
-            .find(|m| !forced.has_role(m.role))
-            .map(|m| m.role);
-        if !dropped && bad_role.is_none() {
+        if !dropped {
             return Ok(None);
         }
         let detected = Extractor::new(self.py)
             .conversation(messages, None, None, None)
             .map(|e| e.conv.format)
             .unwrap_or(forced);
-        if detected == forced {
-            return Ok(None);
-        }
-        let why = if dropped {
-            match forced {
-                Format::Gemini => {
-                    "Gemini contents are read from `parts`, and these messages have `content`"
-                        .to_owned()
-                }
-                Format::OpenAi | Format::Anthropic | Format::Responses => {
-                    format!("these messages are Gemini contents (`parts`), and {forced} reads `content`")
-                }
-            }
-        } else {
-            match bad_role {
-                Some(r) if detected.has_role(r) => {
-                    format!("{forced} has no {:?} role in its message list", r.name())
-                }
-                _ => return Ok(None),
-            }
-        };
-        Ok(Some((detected, why)))
+        Ok((detected != forced).then_some((detected, why)))
     }
 
     /// Also count each message with `tok`, overlapping the counting with the reading: reading
@@ -504,7 +489,7 @@ impl<'py> Extractor<'py> {
             }
         };
         if let Some(forced) = format.filter(|_| self.refuse_misfit) {
-            if let Some((detected, why)) = self.misfit(forced, messages, &msgs)? {
+            if let Some((detected, why)) = self.misfit(forced, messages)? {
                 return Err(super::errors::format_mismatch_error(
                     self.py, forced, detected, &why,
                 ));
