@@ -17,8 +17,8 @@ use super::PlanConfig;
 use crate::cut::head_tail_text;
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
-use crate::summary::constraints::constraint_sentences;
 use crate::summary::facts::{fact_present, must_keep_facts};
+use crate::summary::instruction::{user_instructions, InstructionKind};
 use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
@@ -80,11 +80,19 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
     }
 }
 
-/// [`cut_keeping_facts`] for the task: the user's constraint sentences the cut removed are also
+/// [`cut_keeping_facts`] for the task: the user's instructions ([`user_instructions`]) the cut removed are also
 /// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
 /// modify the tests" must not go with the middle of a long task.
 pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
-    let constraints = constraint_sentences(text);
+    let all = user_instructions(text);
+    // Plain requests ("Create a script to reproduce the issue") give way when the list would
+    // take more than half the room: the rules (prohibitions, conditions, …) stay.
+    let chars: usize = all.iter().map(|(_, s)| s.chars().count() + 1).sum();
+    let constraints: Vec<String> = all
+        .into_iter()
+        .filter(|(k, _)| chars <= max_chars / 2 || *k != InstructionKind::Requirement)
+        .map(|(_, s)| s)
+        .collect();
     if constraints.is_empty() {
         return cut_keeping_facts(text, max_chars);
     }

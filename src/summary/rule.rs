@@ -15,8 +15,8 @@
 //! within `max_chars` (`assemble`).
 
 use super::artifacts::Trail;
-use super::constraints::constraint_sentences;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
+use super::instruction::{user_instructions, HARNESS_PREFIXES};
 use super::language::{Label, Language};
 use super::tools::{
     command_line, failing_line, is_edit_tool, is_shell_tool, is_view_only, shell_command,
@@ -31,20 +31,6 @@ const CONCLUSION_CHARS: usize = 200;
 const LINE_CHARS: usize = 160;
 /// Error lines remembered from tool output (the latest ones).
 const MAX_ERROR_LINES: usize = 64;
-
-/// User messages that are harness wrappers, not the user's words (Claude Code and friends).
-const HARNESS_PREFIXES: &[&str] = &[
-    "<local-command-caveat>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<system-reminder>",
-    "<task-notification>",
-    "<user-prompt-submit-hook>",
-    "[Request interrupted",
-];
 
 /// Removes `<tag>`-like markup from a line.
 fn strip_tags(line: &str) -> String {
@@ -392,7 +378,7 @@ impl<'m> RuleScan<'m> {
             self.code_languages(&text);
         }
         if m.is_user_text() && topic(&text).is_some() {
-            for c in constraint_sentences(&text) {
+            for (_, c) in user_instructions(&text) {
                 if !self.constraints.contains(&c) {
                     self.constraints.push(c);
                 }
