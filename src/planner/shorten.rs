@@ -84,14 +84,33 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
 /// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
 /// modify the tests" must not go with the middle of a long task.
 pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
+    // The list may take the room the cut leaves above MIN_CHARS of text: instructions are
+    // taken by rank (prohibitions and safety rules, then conditions, every-rules, preferences,
+    // goals, plain requests), oldest first within a rank, and listed in their order. (The
+    // ledger carries the task's cut instructions whole; this list keeps the task readable.)
     let all = user_instructions(text);
-    // Plain requests ("Create a script to reproduce the issue") give way when the list would
-    // take more than half the room: the rules (prohibitions, conditions, …) stay.
-    let chars: usize = all.iter().map(|(_, s)| s.chars().count() + 1).sum();
+    let rank = |k: InstructionKind| match k {
+        InstructionKind::Prohibition | InstructionKind::Safety => 0,
+        InstructionKind::Requirement => 2,
+        _ => 1,
+    };
+    let room = max_chars.saturating_sub(MIN_CHARS + 40);
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_key(|&i| (rank(all[i].0), i));
+    let mut taken = vec![false; all.len()];
+    let mut used = 0;
+    for i in order {
+        let n = all[i].1.chars().count() + 1;
+        if used + n <= room {
+            used += n;
+            taken[i] = true;
+        }
+    }
     let constraints: Vec<String> = all
         .into_iter()
-        .filter(|(k, _)| chars <= max_chars / 2 || *k != InstructionKind::Requirement)
-        .map(|(_, s)| s)
+        .zip(taken)
+        .filter(|(_, t)| *t)
+        .map(|((_, s), _)| s)
         .collect();
     if constraints.is_empty() {
         return cut_keeping_facts(text, max_chars);
