@@ -18,7 +18,7 @@ use crate::cut::head_tail_text;
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::facts::{fact_present, must_keep_facts};
-use crate::summary::instruction::{user_instructions, InstructionKind};
+use crate::summary::instruction::{is_marked_rule, user_instructions, InstructionKind};
 use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
@@ -84,24 +84,27 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
 /// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
 /// modify the tests" must not go with the middle of a long task.
 pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
-    // The list may take the room the cut leaves above MIN_CHARS of text: instructions are
-    // taken by rank (prohibitions and safety rules, then conditions, every-rules, preferences,
-    // goals, plain requests), oldest first within a rank, and listed in their order. (The
-    // ledger carries the task's cut instructions whole; this list keeps the task readable.)
+    // Prohibitions, safety rules and rules with a marker ("must", "only", "always", 必须 …) are
+    // always listed (as the keyword list was); the other instructions (conditions, preferences,
+    // goals, then plain requests; shortest first, the most that fit) only within the room the
+    // cut leaves above MIN_CHARS of text, so a task full of imperative steps stays within
+    // task_max_tokens. They are listed in their order. (The ledger carries the task's cut
+    // instructions whole; this list keeps the task readable on its own.)
     let all = user_instructions(text);
-    let rank = |k: InstructionKind| match k {
+    let rank = |k: InstructionKind, s: &str| match k {
         InstructionKind::Prohibition | InstructionKind::Safety => 0,
-        InstructionKind::Requirement => 2,
-        _ => 1,
+        _ if is_marked_rule(s) => 1,
+        InstructionKind::Requirement => 3,
+        _ => 2,
     };
     let room = max_chars.saturating_sub(MIN_CHARS + 40);
     let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by_key(|&i| (rank(all[i].0), i));
+    order.sort_by_key(|&i| (rank(all[i].0, &all[i].1), all[i].1.chars().count(), i));
     let mut taken = vec![false; all.len()];
     let mut used = 0;
     for i in order {
         let n = all[i].1.chars().count() + 1;
-        if used + n <= room {
+        if rank(all[i].0, &all[i].1) <= 1 || used + n <= room {
             used += n;
             taken[i] = true;
         }

@@ -172,6 +172,28 @@ fn not_prose(s: &str) -> bool {
                 .any(|e| label_lower.ends_with(e)))
 }
 
+/// Whether `sentence` states its rule with a marker ("must", "only", "always", "every", a
+/// prohibition; 必须, 只, 总是, 每次 …) rather than as a plain request or a "make sure": where room
+/// is short, marked rules are kept first.
+pub fn is_marked_rule(sentence: &str) -> bool {
+    if classify(sentence).is_none() {
+        return false;
+    }
+    let mut sig = Signals::default();
+    let outside = outside_quotes_and_code(sentence.trim());
+    english::signals(&outside, &mut sig);
+    chinese::signals(&outside, &mut sig);
+    let lower = outside.to_lowercase();
+    sig.prohibition
+        || sig.every_rule
+        || ["only", "always", "must"]
+            .iter()
+            .any(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == *w))
+        || ["必须", "务必", "一定", "只", "仅", "总是", "每次", "以后"]
+            .iter()
+            .any(|w| outside.contains(w))
+}
+
 /// The instructions among the sentences of one user message's text ([`instruction_sentences`]),
 /// in order, with their kinds.
 pub fn user_instructions(text: &str) -> Vec<(InstructionKind, String)> {
@@ -313,6 +335,23 @@ mod tests {
         );
         assert_eq!(classify("The function always returns None."), None);
         assert_eq!(classify("他说“不要推送到 main”，但那是开玩笑。"), None);
+        assert_eq!(
+            classify("The patch must only contain changes to the source files."),
+            Some(InstructionKind::Requirement)
+        );
+        assert_eq!(
+            classify("Remember, YOU CAN ONLY ENTER ONE COMMAND AT A TIME."),
+            Some(InstructionKind::Requirement)
+        );
+        assert_eq!(
+            classify("rm has no output, so that must have worked."),
+            None
+        );
+        assert_eq!(classify("This must be a caching issue."), None);
+        assert!(is_marked_rule(
+            "Always check the code after you issue an edit."
+        ));
+        assert!(!is_marked_rule("Run the tests."));
         assert!(InstructionKind::Safety.evicted_last());
         assert!(!InstructionKind::Goal.evicted_last());
     }

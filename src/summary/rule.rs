@@ -16,7 +16,9 @@
 
 use super::artifacts::Trail;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
-use super::instruction::{user_instructions, HARNESS_PREFIXES};
+use super::instruction::{
+    classify, is_marked_rule, user_instructions, InstructionKind, HARNESS_PREFIXES,
+};
 use super::language::{Label, Language};
 use super::tools::{
     command_line, failing_line, is_edit_tool, is_shell_tool, is_view_only, shell_command,
@@ -528,12 +530,20 @@ impl<'m> RuleScan<'m> {
                 text: t,
             });
         }
-        // The user's constraints: kept verbatim, above everything but the task's topic.
+        // The user's instructions, verbatim. Prohibitions, safety rules and rules with a marker
+        // ("never", "must", "only", "always", 必须 …) above everything but the task's topic;
+        // other rules (conditions, preferences, goals) after the to-do list and the artifact
+        // trail; plain requests ("Fix the parser.") below the files and errors.
         let n = self.constraints.len();
         for (i, c) in self.constraints.into_iter().enumerate() {
+            let priority = match classify(&c) {
+                Some(k) if k.evicted_last() || is_marked_rule(&c) => recency(890, 9, i, n),
+                Some(InstructionKind::Requirement) => recency(500, 100, i, n),
+                _ => recency(860, 9, i, n),
+            };
             items.push(Item {
                 section: S_CONSTRAINTS,
-                priority: recency(890, 9, i, n),
+                priority,
                 text: c,
             });
         }

@@ -61,6 +61,10 @@ const VERBS: &[&str] = &[
     "handle",
     "hide",
     "implement",
+    "identify",
+    "inspect",
+    "examine",
+    "locate",
     "improve",
     "include",
     "increase",
@@ -355,7 +359,10 @@ fn to_you(words: &[String]) -> bool {
         ]
         .contains(adj),
         ["must", ..] | ["should", ..] | ["need", "to", ..] | ["have", "to", ..] => true,
-        ["are", "going", "to", ..] | ["will", "need", ..] | ["always", ..] => true,
+        ["are", "going", "to", ..]
+        | ["will", "need", ..]
+        | ["always", ..]
+        | ["can", "only", ..] => true,
         _ => false,
     }
 }
@@ -378,6 +385,45 @@ fn prohibits(words: &[String]) -> bool {
         | ["i", "do", "not", "want", ..] => true,
         _ => false,
     }
+}
+
+/// A rule stated of a thing: "<subject> must / must not / has to / needs to / shall / is required
+/// to …" ("The patch must only contain …", "Your response MUST include …"), not a guess ("This
+/// must be a caching issue", "that must have worked") and not about the speaker ("I must say").
+/// `Some(true)` when it is negated ("must not", "shall not").
+fn rule_of_a_thing(words: &[String]) -> Option<bool> {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    let first = *w.first()?;
+    if ["i", "we", "you", "it", "that", "there", "he", "she", "they"].contains(&first) {
+        return None;
+    }
+    for (i, pair) in w.windows(2).enumerate() {
+        let (a, b) = (pair[0], pair[1]);
+        let next = w.get(i + 2).copied().unwrap_or("");
+        let modal = match (a, b) {
+            ("must", "have") => continue,
+            ("must", "be") => {
+                if [
+                    "a", "an", "the", "because", "why", "that", "tired", "kidding", "joking",
+                    "wrong", "right",
+                ]
+                .contains(&next)
+                {
+                    return None;
+                }
+                Some(false)
+            }
+            ("must", "not") | ("mustn't", _) | ("shall", "not") | ("shan't", _) => Some(true),
+            ("must", _) | ("shall", _) => Some(false),
+            ("has", "to") | ("have", "to") | ("needs", "to") => Some(false),
+            ("is", "required") | ("are", "required") => Some(false),
+            _ => None,
+        };
+        if modal.is_some() {
+            return modal;
+        }
+    }
+    None
 }
 
 /// The English signals of `outside` (the sentence with quotes and inline code replaced).
@@ -432,6 +478,11 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
         }
         if imperative(core) || to_you(core) {
             s.directive = true;
+        }
+        match rule_of_a_thing(core) {
+            Some(true) => s.prohibition = true,
+            Some(false) => s.requirement = true,
+            None => {}
         }
         let w: Vec<&str> = core.iter().map(String::as_str).collect();
         if let ["that", "you", ..] = w.as_slice() {
