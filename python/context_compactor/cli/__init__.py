@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "eval",
     "batch",
+    "serve",
 )
 
 
