@@ -348,6 +348,10 @@ mod tests {
             None
         );
         assert_eq!(classify("This must be a caching issue."), None);
+        assert_eq!(
+            classify("This means you DON'T have to modify the tests."),
+            None
+        );
         assert!(is_marked_rule(
             "Always check the code after you issue an edit."
         ));

@@ -83,11 +83,3 @@ fn held_out_set() {
     );
     assert!(recall >= 0.80, "held-out recall {recall:.3} < 0.80");
 }
-#[test]
-#[ignore]
-fn tmp_dbg() {
-    let t = std::fs::read_to_string("/tmp/marsh_task.txt").unwrap();
-    for (k, s) in super::user_instructions(&t) {
-        println!("{} {} | {s}", k.as_str(), super::is_marked_rule(&s));
-    }
-}
