@@ -11,7 +11,15 @@ from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor._provider_items import place_items, span_of
-from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
+from context_compactor._summarize import (
+    Deadline,
+    call_async,
+    call_hook_sync,
+    call_sync,
+    check_reply,
+    classify,
+    describe,
+)
 from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
@@ -475,8 +483,8 @@ class ContextCompactor(BatchMethods):
             result = plan.apply(None, flushed_memories=preview._flushed)
         else:
             usages: list[Any] = []
+            current = plan
             try:
-                current = plan
                 first = current.request
                 if getattr(self.summarizer, "wants_span", False) and first is not None:
                     first = replace(first, span=span_of(plan, messages))
@@ -509,7 +517,9 @@ class ContextCompactor(BatchMethods):
             except SummarizerError:
                 raise
             except Exception as e:
-                result = self._fallback(plan, e, state, preview._flushed)
+                # A failure at a later chunk keeps the chunks summarised before it: `current`
+                # applies the rule summary to the rest only.
+                result = self._fallback(current, e, state, preview._flushed)
         if self.on_compacted is not None:
             yield ("hook", (self.on_compacted, result))
         return self._done(result)
@@ -560,6 +570,7 @@ class ContextCompactor(BatchMethods):
         """Run :meth:`_steps` with sync hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
+        deadline = Deadline(self._config.summarizer_timeout_s)
         while True:
             try:
                 kind, arg = steps.throw(error) if error is not None else steps.send(value)
@@ -570,7 +581,7 @@ class ContextCompactor(BatchMethods):
                 if kind == "hook":
                     call_hook_sync(*arg, "await compactor.acompact(...)")
                 else:
-                    value = call_sync(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+                    value = call_sync(self.summarizer, arg, deadline)  # type: ignore[arg-type]
             except BaseException as e:
                 error = e
 
@@ -606,6 +617,7 @@ class ContextCompactor(BatchMethods):
         """Run :meth:`_steps` with sync or async hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
+        deadline = Deadline(self._config.summarizer_timeout_s)
         while True:
             try:
                 kind, arg = steps.throw(error) if error is not None else steps.send(value)
@@ -619,7 +631,7 @@ class ContextCompactor(BatchMethods):
                     if inspect.isawaitable(r):
                         await r
                 else:
-                    value = await call_async(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+                    value = await call_async(self.summarizer, arg, deadline)  # type: ignore[arg-type]
             except asyncio.CancelledError:
                 steps.close()
                 raise
