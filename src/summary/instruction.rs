@@ -357,6 +357,29 @@ mod tests {
         ));
         assert!(!is_marked_rule("Run the tests."));
         assert!(InstructionKind::Safety.evicted_last());
+    }
+
+    /// Every cut of mixed Chinese, English, code and emoji text at a char boundary: no panic
+    /// (no slice inside a character), and a sentence never classified differently from itself.
+    #[test]
+    fn any_cut_of_cjk_text() {
+        let text = "如果测试失败就先修复再提交。先读文件再修改！`make check` 通过；\n- 以后每次回复都用中文\n\
+                    ```\nlet x = 1;\n```\n> 他说“不要推送”。Don't touch 生产数据库 🚀. 别人的代码？每个请求大概要 200 毫秒。";
+        let bounds: Vec<usize> = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain([text.len()])
+            .collect();
+        for &a in bounds.iter().step_by(2) {
+            for &b in bounds.iter().filter(|&&b| b >= a).step_by(7) {
+                let part = &text[a..b];
+                for s in instruction_sentences(part) {
+                    assert_eq!(classify(&s), classify(&s));
+                }
+                let _ = classify(part);
+                let _ = is_marked_rule(part);
+            }
+        }
         assert!(!InstructionKind::Goal.evicted_last());
     }
 }
