@@ -84,17 +84,17 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
 /// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
 /// modify the tests" must not go with the middle of a long task.
 pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
-    // Prohibitions, safety rules and rules with a marker ("must", "only", "always", 必须 …) are
-    // always listed (as the keyword list was); the other instructions (conditions, preferences,
+    // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
+    // 不要, 必须 …: [`is_marked_rule`]) are always listed (as the keyword list was); the other instructions (conditions, preferences,
     // goals, then plain requests; shortest first, the most that fit) only within the room the
     // cut leaves above MIN_CHARS of text, so a task full of imperative steps stays within
     // task_max_tokens. They are listed in their order. (The ledger carries the task's cut
     // instructions whole; this list keeps the task readable on its own.)
     let all = user_instructions(text);
-    let rank = |k: InstructionKind, s: &str| match k {
-        InstructionKind::Prohibition | InstructionKind::Safety => 0,
-        _ if is_marked_rule(s) => 1,
-        InstructionKind::Requirement => 3,
+    let rank = |k: InstructionKind, s: &str| match (k, is_marked_rule(s)) {
+        (InstructionKind::Safety, _) | (InstructionKind::Prohibition, true) => 0,
+        (_, true) => 1,
+        (InstructionKind::Requirement, false) => 3,
         _ => 2,
     };
     let room = max_chars.saturating_sub(MIN_CHARS + 40);

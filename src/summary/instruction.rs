@@ -172,26 +172,40 @@ fn not_prose(s: &str) -> bool {
                 .any(|e| label_lower.ends_with(e)))
 }
 
-/// Whether `sentence` states its rule with a marker ("must", "only", "always", "every", a
-/// prohibition; 必须, 只, 总是, 每次 …) rather than as a plain request or a "make sure": where room
-/// is short, marked rules are kept first.
+/// Whether `sentence` is an instruction that states its rule with a marker word ("never",
+/// "don't", "do not", "must", "only", "always"; 不要、别、禁止、必须、务必、一定、只、总是 …) rather
+/// than as a plain request, a condition or a "make sure": where room is short (the task's cut),
+/// marked rules are kept first.
 pub fn is_marked_rule(sentence: &str) -> bool {
     if classify(sentence).is_none() {
         return false;
     }
-    let mut sig = Signals::default();
     let outside = outside_quotes_and_code(sentence.trim());
-    english::signals(&outside, &mut sig);
-    chinese::signals(&outside, &mut sig);
-    let lower = outside.to_lowercase();
-    sig.prohibition
-        || sig.every_rule
-        || ["only", "always", "must"]
-            .iter()
-            .any(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == *w))
-        || ["必须", "务必", "一定", "只", "仅", "总是", "每次", "以后"]
-            .iter()
-            .any(|w| outside.contains(w))
+    let lower = outside.to_lowercase().replace('’', "'");
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    ["never", "don't", "always", "must", "only"]
+        .iter()
+        .any(|m| words.contains(m))
+        || words.windows(2).any(|p| p == ["do", "not"])
+        || [
+            "不要",
+            "禁止",
+            "必须",
+            "务必",
+            "一定",
+            "只",
+            "总是",
+            "永远不",
+            "绝不",
+            "不许",
+            "不准",
+            "别",
+        ]
+        .iter()
+        .any(|w| outside.contains(w))
 }
 
 /// The instructions among the sentences of one user message's text ([`instruction_sentences`]),
