@@ -167,7 +167,8 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else self._make_plan()
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = self._first(plan)
             deadline = Deadline(self._timeout)
             while not self._cancelled:
@@ -200,7 +201,8 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = await asyncio.to_thread(self._first, plan)
             deadline = Deadline(self._timeout)
             while not self._cancelled:

@@ -172,6 +172,14 @@ class ContextCompactor(BatchMethods):
     """
 
     __slots__ = ("_config", "_counter", "_limits", "on_before_compact", "on_compacted", "summarizer")
+    # Set once in __init__ through object.__setattr__ (the instance is immutable).
+    _config: CompactionConfig
+    _counter: TokenCounter
+    #: soft, hard, budget, target, micro thresholds.
+    _limits: tuple[int, int, int, int, int]
+    summarizer: Callable[..., Any] | None
+    on_before_compact: Callable[..., Any] | None
+    on_compacted: Callable[..., Any] | None
 
     def __init__(
         self,
@@ -579,7 +587,8 @@ class ContextCompactor(BatchMethods):
             value, error = None, None
             try:
                 if kind == "hook":
-                    call_hook_sync(*arg, "await compactor.acompact(...)")
+                    fn, payload = arg
+                    call_hook_sync(fn, payload, "await compactor.acompact(...)")
                 else:
                     value = call_sync(self.summarizer, arg, deadline)  # type: ignore[arg-type]
             except BaseException as e:

@@ -33,7 +33,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
@@ -95,9 +95,13 @@ class CompactingSession(SessionABC):
             every run starts from a context under the thresholds (default ``True``).
 
     Example:
-        >>> from agents import Agent, Runner                                  # doctest: +SKIP
+        >>> import asyncio
+        >>> from agents import Agent, Runner
+        >>> agent = Agent(name="coder", instructions="You fix failing tests.")   # the model: OpenAI's
         >>> session = CompactingSession("user-42", ContextCompactor(max_context_tokens=200_000), "agent.db")
-        >>> result = await Runner.run(agent, "修复失败的测试", session=session)  # doctest: +SKIP
+        >>> result = asyncio.run(Runner.run(agent, "修复失败的测试", session=session))
+        >>> [item.get("role") for item in asyncio.run(session.get_items())]
+        ['user', 'assistant']
     """
 
     def __init__(
@@ -136,7 +140,7 @@ class CompactingSession(SessionABC):
         if self.prepare_on_read:
             await self._prepare(force=False)
         items = await asyncio.to_thread(self._inner.context)
-        return legal_suffix(items, resolve_session_limit(limit, self.session_settings))  # type: ignore[return-value]
+        return legal_suffix(items, resolve_session_limit(limit, self.session_settings))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store items (dicts or the SDK's pydantic items) in one transaction."""
@@ -150,7 +154,8 @@ class CompactingSession(SessionABC):
             StoreError: The newest item was already compacted (replaced by a summary or an edit):
                 it is no longer an item of the context that can be taken back.
         """
-        return await asyncio.to_thread(self._inner.pop)  # type: ignore[return-value]
+        item = await asyncio.to_thread(self._inner.pop)
+        return cast("TResponseInputItem | None", item)  # a stored item: the dict the SDK gave us
 
     async def clear_session(self) -> None:
         """Delete every item and compaction of this session."""
@@ -250,8 +255,12 @@ def input_filter(
     """A ``call_model_input_filter`` that keeps each model call of a run inside the window.
 
     Example:
-        >>> from agents import RunConfig, Runner                                # doctest: +SKIP
+        >>> import asyncio
+        >>> from agents import Agent, RunConfig, Runner
+        >>> agent = Agent(name="coder", instructions="You fix failing tests.")   # the model: OpenAI's
         >>> config = RunConfig(call_model_input_filter=input_filter(compactor))
-        >>> await Runner.run(agent, task, run_config=config, max_turns=200)   # doctest: +SKIP
+        >>> result = asyncio.run(Runner.run(agent, task, run_config=config, max_turns=200))
+        >>> result.final_output
+        'Done: the test passes.'
     """
     return CompactingInputFilter(compactor, tools=tools)
