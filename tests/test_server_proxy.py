@@ -53,7 +53,20 @@ class Traffic:
             if response.request.method == "POST":
                 self.status.append(response.headers.get("x-compactor", ""))
 
-        return httpx2.Client(event_hooks={"request": [on_request], "response": [on_response]}, trust_env=False)
+        client = httpx2.Client(event_hooks={"request": [on_request], "response": [on_response]}, trust_env=False)
+        _OPEN.append(client)
+        return client
+
+
+#: The HTTP clients a test opened (closed after it).
+_OPEN: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
 
 
 @pytest.fixture(scope="module")

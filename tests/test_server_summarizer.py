@@ -12,7 +12,7 @@ from _messages import conversation
 from _server import client, running
 from _stub_server import StubServer
 from _upstream import WINDOWS, Upstream
-from test_server_proxy import Traffic, _openai, openai_loop
+from test_server_proxy import Traffic, _close_clients, _openai, openai_loop  # noqa: F401 (the fixture)
 
 openai = pytest.importorskip("openai")
 
