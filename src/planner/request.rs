@@ -3,7 +3,9 @@
 
 use super::draft::Count;
 use super::plan::Planned;
+use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
+use crate::summary::prompts::with_user_instructions;
 use crate::summary::reply::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
 use crate::text::Text;
@@ -88,6 +90,14 @@ impl<'a> Planned<'a> {
             &transcript,
             cap,
         );
+        // The user's instructions in the span, oldest first (`user_texts` is newest first).
+        let found: Vec<_> = self
+            .user_texts
+            .iter()
+            .rev()
+            .flat_map(|t| user_instructions(t))
+            .collect();
+        let user_prompt = with_user_instructions(self.language, &found, &user_prompt);
         let user_prompt = match &self.task_text {
             Some(task) => with_task_context(self.language, task, &user_prompt),
             None => user_prompt,
