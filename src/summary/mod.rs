@@ -46,6 +46,7 @@ pub mod constraints;
 pub mod facts;
 pub mod instruction;
 pub mod language;
+pub mod ledger;
 pub mod prompts;
 pub mod reply;
 pub mod rule;
