@@ -187,13 +187,31 @@ impl<'a> Planned<'a> {
         }
         // Step 6, the last resort: ledger entries evicted in the stated order (sentences that
         // are not instructions, then facts, then instructions; prohibitions and safety rules
-        // stay: the ledger's minimum), each listed in `must_keep_missing`.
+        // stay: the ledger's minimum), each listed in `must_keep_missing`. When even the
+        // minimum leaves the context over the soft threshold (over_budget either way), only as
+        // many as keep it within the hard one go: the rest are kept for the next compaction.
+        if d.tokens() > soft {
+            let full = self.evict(&d, soft, soft, counter);
+            d = if full.tokens() <= soft {
+                full
+            } else {
+                self.evict(&d, raw_of(cfg.hard, self.ratio), soft, counter)
+            };
+        }
+        d.cut |= cut;
+        self.finish(d, soft, counter)
+    }
+
+    /// `d` with ledger entries evicted in the stated order until it is at or under `aim` (or
+    /// only the ledger's minimum is left); the ladder's cuts re-run to `soft`.
+    fn evict(&self, d: &Draft<'a>, aim: usize, soft: usize, counter: &dyn Count) -> Draft<'a> {
+        let mut d = d.clone();
         for stage in 0..3 {
             for _ in 0..3 {
-                if d.tokens() <= soft {
-                    break;
+                if d.tokens() <= aim {
+                    return d;
                 }
-                let excess = d.tokens() - soft;
+                let excess = d.tokens() - aim;
                 let (w, det) = d.ledger_costs;
                 let (mut wb, mut db, mut r) = d.shape.ladder.unwrap_or((w, det, 0));
                 match stage {
@@ -213,8 +231,7 @@ impl<'a> Planned<'a> {
                 d = alt;
             }
         }
-        d.cut |= cut;
-        self.finish(d, soft, counter)
+        d
     }
 
     /// [`Planned::assemble`] again with the ladder's state of `prev` carried over.

@@ -213,16 +213,18 @@ class EvalReport:
 # -- the runs -------------------------------------------------------------------------------------------------------
 
 
-#: Where the summary message's verbatim user messages start (English, Chinese): they have their
-#: own budget (``user_messages_budget_tokens``), so the growth probe leaves them out.
+#: Where the summary message's ledger starts (its sentinel; 0.2: the verbatim user messages, in
+#: English and Chinese): it has its own budgets (``user_messages_budget_tokens``,
+#: ``details_budget_tokens``), so the growth probe leaves it out.
 _USER_WORDS_HEADERS = (
+    "\n\n[context-compactor ledger",
     "\n\nThe user's own messages in the compacted part",
     "\n\n用户在被压缩部分中的原话",
 )
 
 
 def _summary_proper(text: str) -> str:
-    """The summary without the user's messages it carries verbatim."""
+    """The summary without its ledger (the user's words, details and trail it carries)."""
     cut = min((i for h in _USER_WORDS_HEADERS if (i := text.find(h)) >= 0), default=len(text))
     return text[:cut]
 
