@@ -104,7 +104,8 @@ fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, rand
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
 
 CORPUS_DIR ?= $(abspath ../shared/corpus)
-EVAL_FILES = $(wildcard $(CORPUS_DIR)/openai/*.json) $(wildcard $(CORPUS_DIR)/claude-code/*.jsonl)
+EVAL_FILES = $(wildcard $(CORPUS_DIR)/openai/*.json) $(wildcard $(CORPUS_DIR)/claude-code/*.jsonl) \
+	$(wildcard $(CORPUS_DIR)/responses/*.jsonl)
 
 .PHONY: eval
 eval: ## the eval over the whole corpus at 10% and 30% windows, policy vs benches/baseline-0.1.toml (JSON + HTML in target/)
@@ -115,6 +116,11 @@ eval: ## the eval over the whole corpus at 10% and 30% windows, policy vs benche
 	    --baseline benches/baseline-0.1.toml --html target/eval-$$r.html; [ $$? -le 1 ] || exit 1; \
 	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
 	    --baseline benches/baseline-0.1.toml --json > target/eval-$$r.json; [ $$? -le 1 ] || exit 1; done
+
+.PHONY: canaries
+canaries: ## canaries of 5 kinds planted in the corpus, 5 chained compactions (forced, growing) x rule/adversarial summarizer x unbudgeted/30/20/10%, and the 10-round instruction chains: a table, target/canaries.{json,html}
+	@mkdir -p target
+	$(BIN)/python -m context_compactor.eval.grid $(EVAL_FILES) --json target/canaries.json --html target/canaries.html
 
 .PHONY: report
 report: ## the eval's HTML report opened in headless Chromium: target/eval-report.png (a screenshot)
@@ -170,8 +176,23 @@ test-extra: ## test-py for each of EXTRA_VERSIONS (3.13); without that CPython h
 which-python:
 	@echo $(call find_python,$(VERSION))
 
+.PHONY: openapi
+openapi: ## write docs/openapi.json from the server's routes (a test fails when it drifts)
+	$(BIN)/python -c 'from context_compactor.server.app import openapi_text; open("docs/openapi.json", "w").write(openapi_text())'
+
+.PHONY: page-screenshot
+page-screenshot: ## the server's summary cards page in headless Chromium: target/server-page.png
+	$(BIN)/python benches/page_screenshot.py
+
+.PHONY: load-proxy load-proxy-smoke
+load-proxy: ## the proxy under 200 concurrent conversations for 60 s: errors, over-window, RSS at 10/60 s, added latency p50/p99
+	$(BIN)/python benches/load_proxy.py --conversations 200 --seconds 60 --check
+
+load-proxy-smoke: ## a 5-second run of load-proxy (CI)
+	$(BIN)/python benches/load_proxy.py --conversations 50 --seconds 5 --check
+
 .PHONY: all
-all: install lint test test-extra ## everything CI runs: install from scratch, lint, test, test-extra
+all: install lint test test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, test, test-extra, the proxy's load smoke
 
 .PHONY: clean
 clean: ## remove build outputs and the venv

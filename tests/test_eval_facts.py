@@ -89,3 +89,21 @@ def test_gemini_parts_in_snake_or_camel_case(camel: bool) -> None:
     # A thought is not where facts are read (like Anthropic thinking); CJK ends a path.
     assert fact_texts(content) == ["我修改了src/main.rs文件", "docs/guide.md"]
     assert message_facts(content) == ["src/main.rs", "docs/guide.md"]
+
+
+def test_base64_runs_and_data_uris_are_not_facts() -> None:
+    """A console dump of an image (base64 with ``/`` in it) and a data URI give no path or URL;
+    the facts around them stay (a dump once counted 628 base64 fragments as paths)."""
+    import base64
+    import random
+
+    rng = random.Random(7)
+    blob = base64.b64encode(bytes(rng.randrange(256) for _ in range(3000))).decode()
+    text = (
+        f"console dump:\n{blob[:76]}\n{blob[76:152]}\n{blob}\n"
+        f"![shot](data:image/png;base64,{blob[:400]}) see src/app/main.py and https://example.com/x"
+    )
+    assert facts_in_text(text) == ["https://example.com/x", "src/app/main.py"]
+    # A long real path is no base64 run (it has "." and "_"), and neither is a word of 64 letters.
+    long_path = "/srv/" + "/".join(f"dir_{i}" for i in range(12)) + "/module_name.py"
+    assert facts_in_text(f"open {long_path} now") == [long_path]

@@ -258,7 +258,7 @@ def line_chart(
         title: The chart's title.
         y_label: The y axis' label.
         x_label: The x axis' label.
-        fmt: ``"tokens"`` (12k) or ``"dollars"`` ($0.012) for the y ticks.
+        fmt: ``"tokens"`` (12k), ``"dollars"`` ($0.012) or ``"percent"`` (values 0-100) for the y ticks.
         hlines: Dashed horizontal lines, name → value (a window, a threshold).
         width: Width in pixels.
         height: Height in pixels.
@@ -273,6 +273,8 @@ def line_chart(
     peak = max(values, default=1.0) or 1.0
     step = _nice_step(peak * 1.05)
     y_max = step * (int(peak * 1.05 / step) + 1)
+    if fmt == "percent":  # a share: the axis is 0-100%, whatever the data
+        step, y_max = 20.0, 100.0
     n = max(max((len(v) for v in series.values()), default=1) - 1, 1)
 
     def x(k: float) -> float:
@@ -282,6 +284,8 @@ def line_chart(
         return top + ph * (1 - v / y_max)
 
     def tick(v: float) -> str:
+        if fmt == "percent":
+            return f"{v:g}%"
         return _fmt_tokens(v) if fmt == "tokens" else f"${v:.4g}"
 
     out = [

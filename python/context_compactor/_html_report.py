@@ -1,7 +1,8 @@
-"""The eval's static HTML report: one self-contained file (inline CSS and SVG, no script, no
-external asset, no server) with the overall table, and per transcript its probe table and two
-charts: the context size per model call and the billed input cost per call, one line per policy.
-Written by ``context-compactor eval --html report.html``."""
+"""The eval's static HTML reports: one self-contained file each (inline CSS and SVG, no script, no
+external asset, no server). :func:`render_html`: the overall table, and per transcript its probe
+table and two charts (the context size per model call and the billed input cost per call, one
+line per policy), written by ``context-compactor eval --html report.html``.
+:func:`render_canaries_html`: the canary grid's survival charts and tables (``make canaries``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from context_compactor._chart import line_chart
 
 if TYPE_CHECKING:
     from context_compactor.eval import EvalReport
+    from context_compactor.eval.grid import CanaryReport
 
-__all__ = ["render_html"]
+__all__ = ["render_canaries_html", "render_html"]
 
 _CSS = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1000px; }
@@ -130,5 +132,79 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
                     fmt="dollars",
                 )
             )
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"
+
+
+def render_canaries_html(report: CanaryReport, *, title: str = "context-compactor canaries") -> str:
+    """The canary grid (:mod:`context_compactor.eval.grid`) as one HTML document: per chain a
+    survival chart (one line per summarizer and budget, round 0 being the planted conversation),
+    the table by round, kind and position, and the instruction chain probe's table."""
+    from context_compactor.eval.canaries import KINDS, POSITIONS
+
+    h: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="note">{len(report.runs)} canary chains of {report.rounds} forced compactions '
+        f"({len({r.file for r in report.runs})} conversations), {len(report.instruction_runs)} instruction "
+        "chains. A canary survives a round when its exact sentence is in the compacted request; a lost one "
+        "that no <code>must_keep_missing</code> of its chain names is a silent loss.</p>",
+    ]
+    for label, rows in (("Canaries", report.table()), ("Instructions", report.table(report.instruction_runs))):
+        if not rows:
+            continue
+        h.append(f'<h2 id="{label.lower()}">{label}</h2>')
+        for chain in dict.fromkeys(r["chain"] for r in rows):
+            for summarizer in dict.fromkeys(r["summarizer"] for r in rows):
+                sel = [r for r in rows if r["chain"] == chain and r["summarizer"] == summarizer]
+                series = {r["budget"]: [100.0] + [100 * (x or 0.0) for x in r["by_round"]] for r in sel}
+                h.append(
+                    line_chart(
+                        series,
+                        title=f"{label}: survival per round, {chain} chains, {summarizer} summary",
+                        y_label="survival",
+                        x_label="compaction (0: as planted)",
+                        fmt="percent",
+                        height=240,
+                    )
+                )
+        n = len(rows[0]["by_round"])
+        head = "<tr><th>summarizer</th><th>window</th><th>chain</th>"
+        head += "".join(f"<th>r{k + 1}</th>" for k in range(n))
+        head += "<th>silent losses (item-rounds)</th><th>forced none</th><th>over budget</th><th>problems</th></tr>"
+        h.append(f'<table class="{label.lower()}-rounds">' + head)
+        for r in rows:
+            row = f"<tr><td>{escape(r['summarizer'])}</td><td>{escape(r['budget'])}</td><td>{escape(r['chain'])}</td>"
+            row += "".join(_cell(x) for x in r["by_round"])
+            row += f"<td>{r['silent_losses']}</td><td>{r['forced_none']}</td><td>{r['over_budget']}</td>"
+            row += f"<td>{r['problems']}</td></tr>"
+            h.append(row)
+        h.append("</table>")
+        if label == "Canaries":
+            h.append(f'<p class="note">By kind and position at round {n}:</p>')
+            head = "<tr><th>summarizer</th><th>window</th><th>chain</th>"
+            head += "".join(f"<th>{escape(k)}</th>" for k in KINDS) + "".join(
+                f"<th>{escape(p)}</th>" for p in POSITIONS
+            )
+            h.append('<table class="canaries-kinds">' + head + "</tr>")
+            for r in rows:
+                row = f"<tr><td>{escape(r['summarizer'])}</td><td>{escape(r['budget'])}</td>"
+                row += f"<td>{escape(r['chain'])}</td>"
+                row += "".join(_cell(r["by_kind"][k]) for k in KINDS)
+                row += "".join(_cell(r["by_position"][p]) for p in POSITIONS)
+                h.append(row + "</tr>")
+            h.append("</table>")
+    problems = [(run, p) for run in (*report.runs, *report.instruction_runs) for p in run.problems()]
+    if problems:
+        h.append('<details><summary class="note">chain problems (first 40)</summary><ul class="note">')
+        h += [
+            f"<li>{escape(os.path.basename(run.file))} · {escape(run.summarizer)} · {escape(run.budget)} · "
+            f"{escape(run.chain)}: {escape(p)}</li>"
+            for run, p in problems[:40]
+        ]
+        h.append("</ul></details>")
     h.append("</body></html>")
     return "\n".join(h) + "\n"

@@ -129,6 +129,23 @@ class TranscriptError(CompactorError, ValueError):
         return (_transcript_error, (str(self), self.line, self.path, self.field))
 
 
+def _not_utf8(name: str) -> TranscriptError:
+    """The error for a file that is not UTF-8, naming the first bad byte and its line (the text
+    reader's own error gives an offset into its buffer and no file)."""
+    with open(name, "rb") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        where = f"byte 0x{data[e.start]:02x} on line {line} (offset {e.start})"
+    else:  # the file changed under us; still say what the text reader found
+        line, where = None, "a byte that is not UTF-8"
+    return TranscriptError(
+        f"{name} is not UTF-8 text: {where}; transcripts are UTF-8 JSON or JSONL", line=line, path=name
+    )
+
+
 def _transcript_error(message: str, line: int | None, path: str | None, field: str | None) -> TranscriptError:
     return TranscriptError(message, line=line, path=path, field=field)
 
@@ -200,7 +217,7 @@ def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Trans
 
     Raises:
         TranscriptError: Malformed JSON (with the line number), a malformed request field (with
-            its ``field`` path) or an unknown shape.
+            its ``field`` path), an unknown shape, or bytes that are not UTF-8.
 
     Example:
         >>> from context_compactor.io import load
@@ -209,8 +226,11 @@ def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Trans
         ('anthropic', 'claude_code_jsonl', 55, 160)
     """
     name = os.fspath(path)
-    with open(name, encoding="utf-8-sig") as f:
-        text = f.read()
+    try:
+        with open(name, encoding="utf-8-sig") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise _not_utf8(name) from None
     try:
         t = _parse(text, format)
     except TranscriptError as e:

@@ -41,6 +41,7 @@ __all__ = [
     "ReplayCompaction",
     "ReplayReport",
     "ReplayTurn",
+    "model_calls",
     "render_svg",
     "replay",
 ]
@@ -298,6 +299,14 @@ def _starts_model_output(messages: Sequence[Any], i: int, fmt: str) -> bool:
     if not _is_model_output(messages[i], fmt):
         return False
     return fmt != "responses" or i == 0 or not _is_model_output(messages[i - 1], fmt)
+
+
+def model_calls(messages: Sequence[Any], fmt: str) -> list[int]:
+    """The indices of the messages before which an agent calls the model (where :func:`replay`
+    runs :meth:`Session.prepare`): each assistant message, and for Responses items the first item
+    of each run of reasoning, message and call items (a run the tools' outputs interrupt is one
+    model call per part)."""
+    return [i for i in range(len(messages)) if _starts_model_output(messages, i, fmt)]
 
 
 def replay(

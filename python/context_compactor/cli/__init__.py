@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "eval",
     "batch",
+    "serve",
 )
 
 
@@ -70,7 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
     except (OSError, CompactorError, ValueError) as e:
-        print(f"context-compactor: error: {e}", file=sys.stderr)
+        text = str(e)
+        path = getattr(e, "path", None)  # a TranscriptError from io.load: say which file
+        if isinstance(path, str) and path not in text:
+            text = f"{path}: {text}"
+        print(f"context-compactor: error: {text}", file=sys.stderr)
         return 2
 
 

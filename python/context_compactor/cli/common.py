@@ -70,9 +70,15 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
             import tomli as tomllib  # type: ignore[no-redef]
         except ModuleNotFoundError:
             raise ConfigError("config: reading TOML needs Python 3.11+ or the tomli package", "config") from None
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    name = os.fspath(path)
+    with open(name, "rb") as f:
+        try:
+            data = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:  # its message names a line and column, not the file
+            raise ConfigError(f"config: {name} is not valid TOML: {e}", "config") from e
     table = data.get("context_compactor", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"config: {name}: [context_compactor] must be a table", "config")
     return dict(table)
 
 
@@ -98,9 +104,15 @@ def import_summarizer(spec: str) -> Callable[..., Any]:
         raise ConfigError(f"summarizer: expected module:function, got {spec!r}", "summarizer")
     sys.path.insert(0, os.getcwd())
     try:
-        fn = getattr(importlib.import_module(module), name)
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        # One line like every other CLI error: the module itself, or one it imports, is missing.
+        raise ConfigError(f"summarizer: cannot import {module!r}: {e}", "summarizer") from e
     finally:
         sys.path.pop(0)
+    if not hasattr(mod, name):
+        raise ConfigError(f"summarizer: module {module!r} has no {name!r}", "summarizer")
+    fn = getattr(mod, name)
     if not callable(fn):
         raise ConfigError(f"summarizer: {spec} is not callable", "summarizer")
     return fn  # type: ignore[no-any-return]

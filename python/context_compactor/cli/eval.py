@@ -76,6 +76,8 @@ def print_table(report: EvalReport, out: TextIO) -> None:
         row += f"{'':>7}{o['compactions']:>8}{_pct(o['prefix_stability']) if pol in pols else '':>8}"
         row += "".join(f"{o['cost'][k]:>12.4f}" for k in report.prices)
         out.write(row + "\n")
+    silent = ", ".join(f"{p} {report.overall(p)['silent_facts']}" for p in pols)
+    out.write(f"must-keep facts missing and not in must_keep_missing (fact x compaction): {silent}\n")
     if "baseline" in report.policies:
         a, b = report.overall("policy"), report.overall("baseline")
         for k in report.prices:

@@ -7,15 +7,18 @@ is scored by probes computed in Python from the raw transcript up to that point
 (:mod:`.probes`, :mod:`.facts`; nothing from the Rust summary code, no LLM):
 
 - ``recall``: the must-keep facts (paths, URLs, error names) of every earlier message are in
-  the context;
+  the context; one missing that no compaction so far listed in ``must_keep_missing`` is counted
+  in ``silent_facts`` (dropped without a word);
 - ``artifact_trail``: every file created, edited, moved or deleted so far is named, with its
   last operation (the call that made it is still there, or a line names the path with a word
   for the operation);
 - ``constraints``: every imperative sentence of the user's is there verbatim;
 - ``continuation``: the open items of the latest to-do list and the last unresolved error;
-- ``growth``: the summary (without the user's messages it carries verbatim, which have their own
-  budget) is at most ``summary_max_tokens``, and does not grow at every one of five or more
-  chained compactions to 4x its first size (a ratchet).
+- ``growth``: the summary's narrative (without the ledger it carries verbatim, which has its own
+  budgets: :mod:`.ledger_view`) is at most ``summary_max_tokens`` and does not grow at every one
+  of five or more chained compactions to 4x its first size (a ratchet); and at every compaction
+  the context compacted again with nothing new (forced, rule summary) keeps its ledger from
+  growing and its tokens from rising (DESIGN's invariant 8).
 
 The billed input of every call is simulated (:mod:`.cost`) under each price table, for the
 policy, for the ``baseline`` config, for plain truncation (the oldest messages after the task
@@ -45,7 +48,8 @@ from context_compactor import _core
 from context_compactor.compactor import ContextCompactor
 from context_compactor.config import CompactionConfig
 from context_compactor.eval.cost import PRICES, PriceTable, Prompt, simulate
-from context_compactor.eval.facts import get, haystack, message_facts
+from context_compactor.eval.facts import haystack, message_facts
+from context_compactor.eval.ledger_view import growth_allowance, ledger_text, narrative
 from context_compactor.eval.probes import (
     artifact_trail,
     constraints,
@@ -55,7 +59,7 @@ from context_compactor.eval.probes import (
     tool_calls,
 )
 from context_compactor.io import Transcript, load
-from context_compactor.replay import ReplayCall, replay
+from context_compactor.replay import ReplayCall, model_calls, replay
 
 __all__ = ["PROBES", "EvalReport", "PolicyRun", "ProbeScore", "TranscriptEval", "evaluate"]
 
@@ -110,6 +114,9 @@ class PolicyRun:
     cost: dict[str, float] = field(default_factory=dict)
     cost_per_call: dict[str, list[float]] = field(default_factory=dict)
     cached_share: dict[str, float | None] = field(default_factory=dict)
+    #: Must-keep facts missing at a compaction that no ``must_keep_missing`` so far named.
+    silent_facts: int = 0
+    listed: set[str] = field(default_factory=set, repr=False)
 
     @property
     def compactions(self) -> int:
@@ -134,6 +141,7 @@ class PolicyRun:
             "cost": self.cost,
             "cost_per_call": self.cost_per_call,
             "cached_share": self.cached_share,
+            "silent_facts": self.silent_facts,
         }
 
 
@@ -193,6 +201,7 @@ class EvalReport:
         out["max_summary_tokens"] = max((max(r.summary_tokens, default=0) for r in runs), default=0)
         out["ratchets"] = sum(1 for r in runs if r.ratchet)
         out["valid"] = all(r.valid is not False for r in runs)
+        out["silent_facts"] = sum(r.silent_facts for r in runs)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,20 +222,31 @@ class EvalReport:
 # -- the runs -------------------------------------------------------------------------------------------------------
 
 
-#: Where the summary message's ledger starts (its sentinel; 0.2: the verbatim user messages, in
-#: English and Chinese): it has its own budgets (``user_messages_budget_tokens``,
-#: ``details_budget_tokens``), so the growth probe leaves it out.
-_USER_WORDS_HEADERS = (
-    "\n\n[context-compactor ledger",
-    "\n\nThe user's own messages in the compacted part",
-    "\n\n用户在被压缩部分中的原话",
-)
-
-
 def _summary_proper(text: str) -> str:
-    """The summary without its ledger (the user's words, details and trail it carries)."""
-    cut = min((i for h in _USER_WORDS_HEADERS if (i := text.find(h)) >= 0), default=len(text))
-    return text[:cut]
+    """The summary without its ledger (the user's words, preserved details, artifact trail: they
+    have their own budgets), read by :func:`.ledger_view.narrative`."""
+    return narrative(text)
+
+
+def _recompacted_ledger(config: CompactionConfig, call: ReplayCall, fmt: str) -> tuple[bool, str]:
+    """Compact the context just compacted again, forced, with nothing new (rule summary,
+    ``min_savings_ratio=0``): its ledger grows by no more than the text of the messages the
+    second compaction moved into the summary (not at all when it moved none), and its tokens do
+    not rise (DESIGN's invariant 8). Returns (held, what broke)."""
+    assert call.result is not None
+    before = ledger_text(call.result.summary or "")
+    again = ContextCompactor(config.replace(min_savings_ratio=0)).compact(
+        call.messages, system=call.system, tools=call.tools, format=fmt, force=True
+    )
+    after = ledger_text(again.summary or "")
+    if len(after) > len(before) + growth_allowance(call.messages, again.messages):
+        return False, f"ledger grew with nothing new at call {call.turn}: {len(before)} -> {len(after)} chars"
+    if again.tokens_after > again.tokens_before:
+        return (
+            False,
+            f"re-compaction at call {call.turn} returned {again.tokens_after} tokens for {again.tokens_before}",
+        )
+    return True, ""
 
 
 def _fixed_key(system: Any, tools: Any) -> str:
@@ -259,8 +279,12 @@ class _Probe:
         text = haystack(call.messages, call.system)
         flat = normalize(text)
         ids = _call_ids(call.messages)
+        if call.result is not None:
+            run.listed.update(call.result.must_keep_missing)
         for f in facts:
             run.probes["recall"].add(f in text, f)
+            # Dropped without a word: no compaction so far listed it in must_keep_missing.
+            run.silent_facts += f not in text and f not in run.listed
         for a in trail:
             run.probes["artifact_trail"].add(a.path in text and op_shown(a, text, ids), f"{a.path} ({a.op})")
         for c in cons:
@@ -299,6 +323,8 @@ def _run_policy(
             run.compacted_calls.append(call.turn)
             if call.result.summary:
                 run.summary_tokens.append(counter.count(_summary_proper(call.result.summary)))
+                held, why = _recompacted_ledger(config, call, transcript.format)
+                run.probes["growth"].add(held, why)
             probe.score(run, call)
 
     report = replay(transcript, compactor, on_call=on_call)
@@ -338,7 +364,10 @@ def _static_runs(
     per = list(counts.messages)
     fixed = counts.system + counts.tools
     key = _fixed_key(transcript.system, transcript.tools)
-    calls = [i for i, m in enumerate(messages) if get(m, "role") == "assistant"]
+    # The same model calls as the replay of the policy (``replay.model_calls``): for Responses
+    # items each run of model output between tool outputs is a call, not only each assistant
+    # message (the static runs billed 59 calls of the Codex rollout against the policy's 291).
+    calls = model_calls(messages, fmt)
     structure = _core.analyze_conversation(messages, format=fmt)
     cuts = sorted(set(structure.cut_points))
     full = PolicyRun("no_compaction")

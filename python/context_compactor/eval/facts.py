@@ -66,6 +66,9 @@ Facts (must-keep), found in those texts
                file ``a/src/x.py``). Pseudo-devices (``/dev/null``, ``/dev/stdout``, ...: ``DEVICES``)
                are not facts: ``2>/dev/null`` is a redirection in half the shell commands of a run
                and names no file of the work; a real device (``/dev/sda1``) is a path.
+    Binary     Data URIs (``data:image/png;base64,…``) and base64 runs (64+ characters of the
+               base64 alphabet with both cases and a digit) are blanked before anything is looked
+               for: no URL, error or path is read inside them (the core skips them too).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from typing import Any
 __all__ = [
     "CUT_MARKER",
     "SUMMARY_MARKER",
+    "blank_blobs",
     "call_argument_texts",
     "fact_texts",
     "facts_in_text",
@@ -269,10 +273,31 @@ def paths(text: str) -> list[str]:
     return out
 
 
+#: A data URI (``data:image/png;base64,iVBOR…``): its payload is no path and no URL.
+DATA_URI_RE = re.compile(r"data:[A-Za-z0-9.+/-]*(?:;[A-Za-z0-9.=+-]+)*,[A-Za-z0-9+/=%._~-]*")
+#: A base64 run: 64 or more characters of the base64 alphabet (standard or URL-safe) with upper
+#: and lower case and a digit. Its ``/`` make path-like fragments (``aB3/x9Q/…``: a console dump
+#: of an image counted 628 of them as paths); real paths of that length hold ``.``, ``_`` or
+#: ``-`` far sooner, and are not blanked.
+BASE64_RE = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}|[A-Za-z0-9_-]{64,}={0,2}")
+
+
+def _is_base64(run: str) -> bool:
+    return any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() for c in run)
+
+
+def blank_blobs(text: str) -> str:
+    """``text`` with data URIs and base64 runs replaced by a space: binary data, not facts."""
+    if "data:" in text:
+        text = DATA_URI_RE.sub(" ", text)
+    return BASE64_RE.sub(lambda m: " " if _is_base64(m.group()) else m.group(), text)
+
+
 def facts_in_text(text: str) -> list[str]:
     """The facts of one text, in order of appearance by kind (URLs, errors, paths). Words an
-    ellipsis ``…`` touches are fragments of a text cut earlier, not facts."""
-    text = AROUND_CUT_RE.sub(" ", text)
+    ellipsis ``…`` touches are fragments of a text cut earlier, not facts; data URIs and base64
+    runs are binary data (:func:`blank_blobs`)."""
+    text = AROUND_CUT_RE.sub(" ", blank_blobs(text))
     found = urls(text)
     rest = URL_RE.sub(" ", text)
     found += error_names(rest) + traceback_names(rest) + paths(rest)

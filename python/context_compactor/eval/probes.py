@@ -9,9 +9,8 @@ whether it does.
   ``*** Add/Update/Delete File:`` and ``*** Move to:`` lines) and from shell commands (``>`` and
   ``>>`` redirections, ``tee``, ``sed -i``, ``touch``, ``cp``, ``mv``/``git mv``, ``rm``/``git rm``;
   heredoc bodies and quoted text are not commands).
-- **Constraints** (:func:`constraints`): sentences of the user's own messages holding an
-  imperative ("don't", "do not", "never", "always", "must", "only"; 不要, 别, 不能, 禁止, 必须,
-  一定, 务必, 只, 总是, 永远不, 绝不, 不许, 不准), to be kept verbatim.
+- **Constraints** (:func:`constraints`, from :mod:`.instructions`): the sentences of the
+  user's own messages that read as orders, to be kept verbatim.
 - **Continuation** (:func:`continuation`): the open items of the latest plan or to-do list
   (``TodoWrite``, ``update_plan``, ``TaskCreate``/``TaskUpdate``, or ``- [ ]`` checkboxes in the
   agent's latest text that has them) and the last unresolved error (the last failing line of a
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_compactor.eval.facts import get, role, text_of
+from context_compactor.eval.instructions import constraints, is_instruction, normalize
 
 __all__ = [
     "Artifact",
@@ -35,6 +35,7 @@ __all__ = [
     "artifact_trail",
     "constraints",
     "continuation",
+    "is_instruction",
     "normalize",
     "op_shown",
     "tool_calls",
@@ -50,21 +51,6 @@ OP_WORDS: dict[str, tuple[str, ...]] = {
     MOVED: ("move", "renam", "→", "->", "移动", "重命名", "改名"),
     DELETED: ("delet", "remov", "删除", "移除"),
 }
-
-HARNESS_PREFIXES = (
-    "<local-command-caveat>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<system-reminder>",
-    "<task-notification>",
-    "<user-prompt-submit-hook>",
-    "[Request interrupted",
-    "[context-compactor summary]",
-    "This session is being continued from a previous conversation",
-)
 
 
 @dataclass(frozen=True)
@@ -95,11 +81,6 @@ class Continuation:
 
     todos: tuple[str, ...]
     error: str | None
-
-
-def normalize(text: str) -> str:
-    """Whitespace collapsed to one space: how texts are compared verbatim."""
-    return " ".join(text.split())
 
 
 def _parse_args(raw: Any) -> Any:
@@ -385,63 +366,6 @@ def _lines_with(text: str, needle: str) -> Iterator[str]:
         b = len(text) if b < 0 else b
         yield text[a:b]
         start = i + len(needle)
-
-
-# -- constraints ----------------------------------------------------------------------------------------------------
-
-_EN_IMPERATIVE = re.compile(r"(?<![A-Za-z])(?:don['’]t|do not|never|always|must|only)(?![A-Za-z])", re.I)
-_ZH_IMPERATIVE = re.compile(
-    r"不要|(?<![区特分识类级个告派差性离辨鉴甄])别(?![的人处])|(?<!能)不能(?!不)|禁止|必须|一定|务必|只(?![是要])|总是|永远不|绝不|不许|不准"
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；;])|\n+")
-MAX_CONSTRAINT_CHARS = 300
-
-
-def is_user_prose(message: Any) -> bool:
-    """A user message the user wrote (not a tool result, a harness wrapper or a summary)."""
-    if role(message) != "user":
-        return False
-    text = text_of(message).lstrip()
-    return bool(text) and not text.startswith(HARNESS_PREFIXES)
-
-
-def _prose(text: str) -> str:
-    """The text outside fenced code blocks."""
-    out, fence = [], False
-    for line in text.splitlines():
-        if line.strip().startswith(("```", "~~~")):
-            fence = not fence
-            continue
-        if not fence:
-            out.append(line)
-    return "\n".join(out)
-
-
-_LINE_NUMBER = re.compile(r"^\d+[:|]")
-
-
-def _looks_like_code(s: str) -> bool:
-    """A line of a numbered listing (``1463: msg = ...``) or of code (more than four of
-    ``{}()[]=;<>``): not an order the user gave."""
-    return bool(_LINE_NUMBER.match(s)) or sum(s.count(c) for c in "{}()[]=;<>") > 4
-
-
-def constraints(messages: Sequence[Any]) -> list[str]:
-    """The user's imperatives: each sentence of a user message (outside code) that holds one, as
-    written (whitespace collapsed), in order, no repeats."""
-    found: dict[str, None] = {}
-    for m in messages:
-        if not is_user_prose(m):
-            continue
-        for s in _SENTENCE_END.split(_prose(text_of(m))):
-            s = normalize(s.strip(" -*>#\t"))
-            if (
-                4 <= len(s) <= MAX_CONSTRAINT_CHARS
-                and not _looks_like_code(s)
-                and (_EN_IMPERATIVE.search(s) or _ZH_IMPERATIVE.search(s))
-            ):
-                found.setdefault(s, None)
-    return list(found)
 
 
 # -- continuation ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""Driving the summary cards page in headless Chromium: shared by tests/test_server_page.py and
+`make page-screenshot` (benches/page_screenshot.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+SESSION = "electron-chat"
+
+
+def grow_to(http: Any, ratio: float, start: int = 0) -> int:
+    """Append user/assistant pairs to the session until its usage ratio reaches ``ratio``."""
+    i = start
+    while True:
+        check = http.get(f"/v1/sessions/{SESSION}").json()["check"]
+        if check["usage_ratio"] >= ratio:
+            return i
+        pair = [
+            {"role": "user", "content": f"Question {i}: what does /srv/app/module{i}.py do? " + "context " * 40},
+            {"role": "assistant", "content": f"Answer {i}: it computes the totals. " + "details " * 40},
+        ]
+        if i == 0:
+            pair[0]["content"] = (
+                "Build the billing report for /srv/app; never delete customer data. " + pair[0]["content"]
+            )
+        http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": pair}).raise_for_status()
+        i += 1
+
+
+def login(d: Any, url: str, token: str) -> None:
+    d.get(url + "/")
+    wait = WebDriverWait(d, 20)
+    field = wait.until(ec.visibility_of_element_located((By.ID, "token")))
+    field.send_keys(token)
+    d.find_element(By.CSS_SELECTOR, "#login button").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, f'#sessions li[data-id="{SESSION}"]')))
+
+
+def open_session(d: Any) -> str:
+    """Refresh, open the session, return its indicator's level."""
+    d.find_element(By.ID, "refresh").click()
+    wait = WebDriverWait(d, 20)
+    item = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, f'#sessions li[data-id="{SESSION}"]')))
+    item.click()
+    wait.until(lambda drv: drv.find_element(By.ID, "title").text == SESSION)
+    wait.until(lambda drv: drv.find_element(By.CSS_SELECTOR, f'#sessions li[data-id="{SESSION}"].selected'))
+    return str(d.find_element(By.ID, "indicator").get_attribute("data-level"))
+
+
+def compact(d: Any) -> Any:
+    """Click Compact and wait for the card; return it."""
+    d.find_element(By.ID, "compact").click()
+    wait = WebDriverWait(d, 30)
+    wait.until(lambda drv: drv.find_element(By.ID, "status").text.startswith("Compacted"))
+    return wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages li.card")))
