@@ -11,7 +11,7 @@ use super::SUMMARY_MARKER;
 use crate::message::Message;
 use crate::structure::analyze;
 use crate::summary::language::Language;
-use crate::summary::ledger::{strip_fakes, Ledger};
+use crate::summary::ledger::{line_sentences, strip_fakes, Ledger};
 use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
@@ -112,6 +112,7 @@ impl<'a> Planned<'a> {
             words_budget: cfg.user_messages_budget_tokens,
             details_budget: cfg.details_budget_tokens,
             ladder: None,
+            task_words: Vec::new(),
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -271,6 +272,32 @@ impl<'a> Planned<'a> {
         };
         if let Some((_, entry)) = shorten_task(&mut d.slots, at, &self.cfg, counter) {
             d.note(entry, Strategy::Truncation);
+            // The cut part's sentences join the ledger's user words (the task's first, oldest
+            // of all): the summary is assembled again with them and the task cut again.
+            if d.summary.is_some() && d.shape.task_words.is_empty() {
+                let shortened = d.slots[at].view.prose();
+                let original = self.slots[self.task.unwrap_or(at)].view.prose();
+                let words: Vec<String> = original
+                    .lines()
+                    .flat_map(line_sentences)
+                    .filter(|s| !shortened.contains(s))
+                    .map(str::to_owned)
+                    .collect();
+                if !words.is_empty() {
+                    let shape = Shape {
+                        task_words: words,
+                        ..d.shape.clone()
+                    };
+                    let mut alt = self.reassemble(&shape, d, counter);
+                    // The same assembly but for the ledger: its record is `d`'s (the task's cut
+                    // noted there already).
+                    alt.record = d.record.clone();
+                    if let Some(at) = alt.slots.iter().position(|s| s.source() == Some(src)) {
+                        let _ = shorten_task(&mut alt.slots, at, &self.cfg, counter);
+                    }
+                    *d = alt;
+                }
+            }
         }
     }
 

@@ -61,6 +61,9 @@ pub(super) struct Shape {
     /// The ladder's last step: smaller budgets for the words and the details, and the highest
     /// rank of words it may evict (`ledger::rank`; prohibitions and safety rules never).
     pub ladder: Option<(usize, usize, u8)>,
+    /// The sentences of the task's cut part (when the ladder shortened it): the ledger's first
+    /// user words.
+    pub task_words: Vec<String>,
 }
 
 /// An assembled output on its way through the ladder.
@@ -121,6 +124,7 @@ impl<'a> Draft<'a> {
                 words_budget: 0,
                 details_budget: 0,
                 ladder: None,
+                task_words: Vec::new(),
             },
         }
     }
@@ -214,11 +218,20 @@ impl<'a> Planned<'a> {
                 words: span.words,
                 details: span.details,
                 trail: span.trail,
+                lang: span.lang,
             });
             l
         };
         for m in late.iter().filter(|m| m.is_user_text()) {
             ledger.add_user_text(&m.prose());
+        }
+        if !shape.task_words.is_empty() {
+            let mut first = Ledger::default();
+            for w in &shape.task_words {
+                first.add_user_text(w);
+            }
+            first.merge(ledger);
+            ledger = first;
         }
         if !late.is_empty() || !head.is_empty() {
             let all: Vec<Message<'a>> = head.iter().chain(&late).cloned().collect();

@@ -384,7 +384,14 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     // before this compaction's micro and selective passes: a placeholder this call wrote would
     // hide the content it replaced.
     let replaced_views = originals(&p.repaired, &replaced);
-    p.language = detect_language(&replaced_views);
+    // A span of earlier summaries only (a re-compaction with nothing new): their language, so
+    // the ledger's headers do not flip.
+    p.language = if replaced_views.is_empty() {
+        let summaries: Vec<Message<'_>> = span.iter().map(|&i| p.slots[i].view.clone()).collect();
+        detect_language(&summaries)
+    } else {
+        detect_language(&replaced_views)
+    };
     let mut facts = must_keep_facts(&replaced_views);
     if let Some(prev) = &previous {
         let m = Message::text(Role::User, prev.as_str());

@@ -79,6 +79,9 @@ pub struct Ledger {
     pub details: Vec<String>,
     /// Trail lines: `path: created → edited`.
     pub trail: Vec<String>,
+    /// The language of the headers it was read with: kept, so the ledger stays byte-stable when
+    /// the conversation's language vote flips.
+    pub lang: Option<Language>,
 }
 
 /// What a budget or the ladder took out of a ledger.
@@ -181,6 +184,7 @@ impl Ledger {
 
     /// `other`'s entries after this one's (a later summary read back after an earlier one).
     pub fn merge(&mut self, other: Ledger) {
+        self.lang = self.lang.or(other.lang);
         let base = self.next_group();
         let mut last = None;
         let mut group = base;
@@ -210,7 +214,7 @@ impl Ledger {
 
     /// The ledger as the summary message writes it after the narrative (the sentinel first).
     pub fn render(&self, lang: Language) -> String {
-        let zh = lang == Language::Zh;
+        let zh = self.lang.unwrap_or(lang) == Language::Zh;
         let mut out = String::from(SENTINEL);
         if !self.words.is_empty() {
             out.push('\n');
@@ -328,6 +332,7 @@ impl Ledger {
                 .collect(),
             details: Vec::new(),
             trail: Vec::new(),
+            lang: self.lang,
         }
     }
 
@@ -418,6 +423,11 @@ pub fn split(body: &str) -> (String, Ledger) {
         let mut group = 0u32;
         for l in &lines[at + 1..] {
             let t = l.trim_end();
+            if [WORDS_ZH, DETAILS_ZH, TRAIL_ZH].contains(&t) {
+                ledger.lang = Some(Language::Zh);
+            } else if [WORDS_EN, DETAILS_EN, TRAIL_EN].contains(&t) {
+                ledger.lang = Some(Language::En);
+            }
             if [WORDS_EN, WORDS_ZH].contains(&t) {
                 sec = Section::Words;
             } else if [DETAILS_EN, DETAILS_ZH].contains(&t) {
