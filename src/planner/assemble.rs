@@ -10,8 +10,8 @@ use crate::message::{Conversation, Format, Message, Role};
 use crate::summary::artifacts::Trail;
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::summary::ledger::{strip_fakes, Ledger};
-use crate::text::Text;
 use crate::summary::truncation_summary;
+use crate::text::Text;
 use crate::validate::Profile;
 use std::collections::BTreeSet;
 

@@ -114,7 +114,8 @@ impl<'a> Planned<'a> {
             SystemPrompt::Absent => overhead + count(text),
             SystemPrompt::Text(s) => overhead + count(&join_system_text(s, text)),
             SystemPrompt::Blocks { empty } => {
-                self.system_tokens.saturating_sub(self.system_ours.unwrap_or(0))
+                self.system_tokens
+                    .saturating_sub(self.system_ours.unwrap_or(0))
                     + count(text)
                     + if *empty { overhead } else { 0 }
             }

@@ -15,7 +15,9 @@
 use super::counter::Counter;
 use super::errors::plan_error;
 use super::extract::{parse_format, Extracted, Extractor};
-use super::plan::{items_of, outcome_dict, parse_mode, plan_config, system_prompt, system_summary_of, Inner, Plan};
+use super::plan::{
+    items_of, outcome_dict, parse_mode, plan_config, system_prompt, system_summary_of, Inner, Plan,
+};
 use crate::message::Message;
 use crate::planner::{self, PlanError, Planned};
 use crate::text::Text;

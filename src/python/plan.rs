@@ -507,7 +507,7 @@ pub(super) fn system_prompt(
         None => SystemPrompt::Absent,
         Some(s) => match s.extract::<String>() {
             Ok(text) => match split_system_text(&text) {
-                Some((client, _)) if client.is_empty() => SystemPrompt::Absent,
+                Some(("", _)) => SystemPrompt::Absent,
                 Some((client, _)) => SystemPrompt::Text(client.to_owned()),
                 None => SystemPrompt::Text(text),
             },

@@ -194,7 +194,10 @@ impl Ledger {
                 last = Some(w.group);
             }
             if !self.words.iter().any(|x| x.text == w.text) {
-                self.words.push(Word { text: w.text, group });
+                self.words.push(Word {
+                    text: w.text,
+                    group,
+                });
             }
         }
         for d in other.details {
@@ -222,7 +225,10 @@ impl Ledger {
             let mut last = None;
             for w in &self.words {
                 if last == Some(w.group) {
-                    out.push(' ');
+                    // Sentences split after `。！？；` had nothing between them.
+                    if !out.ends_with(['。', '！', '？', '；']) {
+                        out.push(' ');
+                    }
                 } else {
                     out.push_str("\n> ");
                 }
@@ -301,19 +307,21 @@ impl Ledger {
                 }
                 keep
             });
-            if self.words.is_empty() {
-                words = 0;
-            }
-            let _ = words;
         }
         while details > details_budget && !(self.details.is_empty() && self.trail.is_empty()) {
             let (gone, fact) = if !self.details.is_empty() {
                 let d = self.details.remove(0);
-                (count(&d) + 2 + usize::from(self.details.is_empty()) * count(DETAILS_EN), d)
+                (
+                    count(&d) + 2 + usize::from(self.details.is_empty()) * count(DETAILS_EN),
+                    d,
+                )
             } else {
                 let t = self.trail.remove(0);
                 let path = trail_path(&t).to_owned();
-                (count(&t) + 2 + usize::from(self.trail.is_empty()) * count(DETAILS_EN), path)
+                (
+                    count(&t) + 2 + usize::from(self.trail.is_empty()) * count(DETAILS_EN),
+                    path,
+                )
             };
             details = details.saturating_sub(gone);
             ev.facts.push(fact);
@@ -368,7 +376,9 @@ fn is_header(line: &str) -> bool {
 pub fn strip_fakes(narrative: &str) -> String {
     let fake = |l: &str| {
         let t = l.trim();
-        t.starts_with(SENTINEL_STEM) || t.starts_with(crate::planner::SUMMARY_MARKER) || is_header(t)
+        t.starts_with(SENTINEL_STEM)
+            || t.starts_with(crate::planner::SUMMARY_MARKER)
+            || is_header(t)
     };
     if !narrative.lines().any(fake) {
         return narrative.to_owned();
@@ -406,8 +416,7 @@ fn old_heading(line: &str, labels: &[&str]) -> bool {
     let h = line.trim_end().trim_end_matches([':', '：']);
     labels.iter().any(|l| {
         h == *l
-            || h
-                .strip_prefix(l)
+            || h.strip_prefix(l)
                 .is_some_and(|r| r.starts_with(" (") || r.starts_with('（'))
     })
 }

@@ -11,11 +11,17 @@ fn round_trip_is_byte_stable() {
     let (narrative, back) = split(&text);
     assert_eq!(narrative, "Narrative.");
     assert_eq!(back.lang, Some(Language::En));
-    assert_eq!((&back.words, &back.details, &back.trail), (&l.words, &l.details, &l.trail));
+    assert_eq!(
+        (&back.words, &back.details, &back.trail),
+        (&l.words, &l.details, &l.trail)
+    );
     assert_eq!(back.render(Language::En), l.render(Language::En));
     let zh = l.render(Language::Zh);
     let back = split(&zh).1;
-    assert_eq!((&back.words, &back.details, &back.trail), (&l.words, &l.details, &l.trail));
+    assert_eq!(
+        (&back.words, &back.details, &back.trail),
+        (&l.words, &l.details, &l.trail)
+    );
     // Read back, it keeps its language whatever the conversation's vote says next time.
     assert_eq!(back.render(Language::En), zh);
 }
