@@ -1,17 +1,15 @@
 //! context-compactor: a pure-Rust core (formats, validation, token accounting, planning)
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
-pub mod compaction;
 pub mod cut;
 pub mod fingerprint;
-pub mod gemini;
+pub mod formats;
 pub mod image;
 pub mod inspect;
 pub mod json;
 pub mod message;
 pub mod parallel;
 pub mod planner;
-pub mod responses;
 pub mod state;
 pub mod structure;
 pub mod summary;

@@ -19,7 +19,7 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
-    /// OpenAI Responses items (see `crate::responses`).
+    /// OpenAI Responses items (see `crate::formats::responses`).
     Responses,
     /// Gemini `contents` (`google-genai`): roles `user`/`model`, `parts`.
     Gemini,
@@ -216,7 +216,7 @@ pub struct Block<'a> {
     /// dropped on its own.
     pub opaque: bool,
     /// The item only resolves from a response the provider stored: an `item_reference`, or a
-    /// reasoning item with an `id` and no `encrypted_content` (see `crate::responses`).
+    /// reasoning item with an `id` and no `encrypted_content` (see `crate::formats::responses`).
     pub needs_store: bool,
     /// Carries an opaque signature that must go back with it unchanged (a Gemini part's
     /// `thought_signature`): never edited or dropped alone.

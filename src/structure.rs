@@ -77,8 +77,8 @@ pub struct Structure {
 /// sit in the next user message(s), which may also carry text after the results (that message
 /// then closes the block).
 pub fn result_region_end<'a, M: AsRef<Message<'a>>>(messages: &[M], i: usize) -> usize {
-    if crate::responses::is_item(messages[i].as_ref()) {
-        return crate::responses::region_end(messages, i);
+    if crate::formats::responses::is_item(messages[i].as_ref()) {
+        return crate::formats::responses::region_end(messages, i);
     }
     let mut j = i + 1;
     while j < messages.len() {
@@ -121,8 +121,8 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
         let m = messages[i].as_ref();
         if m.role == Role::Assistant && m.has_calls() {
             let end = result_region_end(messages, i);
-            let pending = if end == n && crate::responses::is_item(m) {
-                crate::responses::pending_in(messages, i, end)
+            let pending = if end == n && crate::formats::responses::is_item(m) {
+                crate::formats::responses::pending_in(messages, i, end)
             } else if end == n {
                 m.calls()
                     .filter(|c| !answered(messages, i + 1, end, c.id.as_deref()))
@@ -201,7 +201,7 @@ pub fn analyze<'a, M: AsRef<Message<'a>>>(messages: &[M]) -> Structure {
                     m.role == Role::Assistant && m.starts_with_thinking()
                 });
             // A Responses reasoning item stays with the item that follows it.
-            !in_block && !in_loop && !crate::responses::splits_reasoning(messages, c)
+            !in_block && !in_loop && !crate::formats::responses::splits_reasoning(messages, c)
         })
         .collect();
     s

@@ -1,5 +1,5 @@
 """Provider compaction output as an earlier summary (DESIGN, Formats, "Provider compaction output";
-design note in ``src/compaction.rs``): OpenAI ``compaction`` items and Anthropic ``compaction``
+design note in ``src/formats/anthropic_compaction.rs``): OpenAI ``compaction`` items and Anthropic ``compaction``
 blocks are never split, edited or re-summarised; Anthropic's block opens the conversation."""
 
 from __future__ import annotations

@@ -197,6 +197,13 @@ def render_canaries_html(report: CanaryReport, *, title: str = "context-compacto
                 row += "".join(_cell(r["by_position"][p]) for p in POSITIONS)
                 h.append(row + "</tr>")
             h.append("</table>")
+    adv = [r for r in report.table() if r["summarizer"] == "adversarial"]
+    if adv:
+        ctx, led, n = (sum(r[k] for r in adv) for k in ("fake_in_context", "fake_in_ledger", "chains"))
+        h.append(
+            f'<p class="note">The adversarial summarizer\'s fake ledger entries are in the final context of {ctx} of '
+            f"{n} chains, inside the ledger (after its sentinel) of {led}.</p>"
+        )
     problems = [(run, p) for run in (*report.runs, *report.instruction_runs) for p in run.problems()]
     if problems:
         h.append('<details><summary class="note">chain problems (first 40)</summary><ul class="note">')

@@ -156,7 +156,7 @@ impl<'a> Slot<'a> {
     pub fn is_fixed(&self) -> bool {
         self.pinned
             || self.view.role.is_instruction()
-            || crate::responses::is_compaction(&self.view)
+            || crate::formats::responses::is_compaction(&self.view)
     }
 
     /// Whether the slot is an earlier compaction's summary message.

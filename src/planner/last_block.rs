@@ -107,7 +107,7 @@ fn candidates(slots: &[Slot<'_>], from: usize, cfg: &PlanConfig, counter: &dyn C
             .view
             .calls()
             .any(|c| !c.id.as_deref().is_some_and(|id| answered.contains(id)));
-        if waiting || (si > 0 && crate::responses::is_reasoning(&slots[si - 1].view)) {
+        if waiting || (si > 0 && crate::formats::responses::is_reasoning(&slots[si - 1].view)) {
             continue;
         }
         // Nothing before or in a thinking block changes: only what follows a message's last

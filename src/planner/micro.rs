@@ -45,7 +45,7 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
     }
     // The item after a Responses reasoning item goes back exactly as the model wrote it.
     for i in 1..n {
-        frozen[i] |= crate::responses::is_reasoning(&slots[i - 1].view);
+        frozen[i] |= crate::formats::responses::is_reasoning(&slots[i - 1].view);
     }
     let (head_end, tail_start) = head_and_tail_in(slots, &st, cfg);
     for f in &mut frozen[..head_end] {

@@ -333,14 +333,15 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     // (those are ours, updated by the new one).
     // A provider's compaction item is an earlier summary that is not ours: kept as it is.
     // OpenAI's `responses.compact` returns the user messages followed by its compaction item:
-    // user messages before the latest one are kept too (see `crate::compaction`).
+    // user messages before the latest one are kept too (see `crate::formats::anthropic_compaction`).
     let latest_item = p.slots.iter().rposition(|s| {
-        crate::responses::is_item(&s.view) && crate::responses::is_compaction(&s.view)
+        crate::formats::responses::is_item(&s.view)
+            && crate::formats::responses::is_compaction(&s.view)
     });
     let frozen_in_span = |i: usize, s: &Slot<'_>| {
         s.pinned
             || (s.view.role.is_instruction() && !s.is_summary())
-            || crate::responses::is_compaction(&s.view)
+            || crate::formats::responses::is_compaction(&s.view)
             || latest_item.is_some_and(|c| i < c && s.view.is_user_text() && !s.is_summary())
     };
     let mut span = Vec::new();

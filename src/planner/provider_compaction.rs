@@ -1,11 +1,11 @@
-//! The repair pass's part for Anthropic compaction blocks (see `crate::compaction`): the
+//! The repair pass's part for Anthropic compaction blocks (see `crate::formats::anthropic_compaction`): the
 //! conversation starts with the assistant message that holds the latest block; everything
 //! before it is dropped (recorded); the task is re-sent right after it unless the block's
 //! readable content holds the task's opening words.
 
 use super::draft::Slot;
 use super::output::{Change, RecordEntry};
-use crate::compaction::{blocks, holds_task, opens_with_block};
+use crate::formats::anthropic_compaction::{blocks, holds_task, opens_with_block};
 use crate::message::{BlockKind, Conversation};
 
 /// Apply the rule to the repaired `slots` (a no-op without a misplaced or second block).

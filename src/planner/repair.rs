@@ -378,7 +378,7 @@ pub fn repair<'a>(
     if anthropic {
         if let Some(first) = slots.iter().position(|s| !s.view.role.is_instruction()) {
             if slots[first].view.role != Role::User
-                && !crate::compaction::opens_with_block(&slots[first].view)
+                && !crate::formats::anthropic_compaction::opens_with_block(&slots[first].view)
             {
                 repairs.push(
                     format!("message 0: inserted a user message before the first assistant message ({} requires the user first)", if thinking_first { "Anthropic" } else { "Gemini" }),
@@ -405,7 +405,7 @@ pub fn repair<'a>(
 
 fn show(id: Option<&str>) -> String {
     match id {
-        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
+        Some(id) if crate::formats::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }

@@ -1,4 +1,4 @@
-//! The repair pass for OpenAI Responses items (the rules are in `crate::responses`).
+//! The repair pass for OpenAI Responses items (the rules are in `crate::formats::responses`).
 //!
 //! Items are never merged or reordered: a second call with a `call_id` already used is
 //! dropped; an output whose call is not before it, or a second output for one call, is dropped;
@@ -10,8 +10,8 @@
 use super::draft::{Count, Slot};
 use super::output::{Change, OutBlock, OutMsg, RecordEntry};
 use super::repair::{Repaired, NO_RESULT};
+use crate::formats::responses::{is_call_item, is_item, is_reasoning};
 use crate::message::{Conversation, Role};
-use crate::responses::{is_call_item, is_item, is_reasoning};
 use crate::tokens::counter::Framing;
 use std::collections::HashSet;
 

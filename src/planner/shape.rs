@@ -49,12 +49,14 @@ impl<'a> Planned<'a> {
             }
         }
         match slots.iter().position(|s| !s.view.role.is_instruction()) {
-            // After Anthropic's compaction, its block opens the conversation (crate::compaction).
+            // After Anthropic's compaction, its block opens the conversation (crate::formats::anthropic_compaction).
             Some(first)
                 if slots[first].view.role != Role::User
                     && !(anthropic
                         && !strict
-                        && crate::compaction::opens_with_block(&slots[first].view)) =>
+                        && crate::formats::anthropic_compaction::opens_with_block(
+                            &slots[first].view,
+                        )) =>
             {
                 slots.insert(first, new(Role::User, "(continuing the conversation)"));
                 repairs
@@ -70,7 +72,7 @@ impl<'a> Planned<'a> {
             _ => {}
         }
         if self.format == Format::Gemini {
-            // A function-call turn must follow a user turn (`crate::gemini::rule`).
+            // A function-call turn must follow a user turn (`crate::formats::gemini::rule`).
             let mut i = 1;
             while i < slots.len() {
                 let v = &slots[i].view;

@@ -6,7 +6,7 @@
 //! `MessageTypeError(CompactorError, TypeError)`, which `create_exception!` cannot express) and
 //! are imported once per interpreter (cached in a `PyOnceLock`).
 
-use super::validate::Problem;
+use super::problem::Problem;
 use crate::message::Format;
 use crate::planner::PlanError;
 use pyo3::prelude::*;

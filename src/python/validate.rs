@@ -1,4 +1,5 @@
-//! `validate_messages`, `Problem`, and `analyze_conversation`.
+//! `validate_messages`, `analyze_conversation` and `detect_format` (the `Problem` class is the
+//! leaf `problem.rs`, which `errors.rs` uses too).
 //!
 //! With `max_tokens`, `validate_messages` also counts the request (messages, system prompt,
 //! tools) with the same code as `measure` (`TokenCounter.count_messages`): a request over the
@@ -9,64 +10,13 @@
 use super::counter::Counter;
 use super::errors::config_error;
 use super::extract::{parse_format, Extractor};
+use super::problem::Problem;
 use super::tokens::read_counted;
 use crate::structure::{analyze, Span};
 use crate::tokens::counter::{Framing, Tokenizer};
 use crate::validate::{validate, Profile};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
-
-/// One way in which a request would be rejected by the provider.
-#[pyclass(frozen, eq, skip_from_py_object, module = "context_compactor._core")]
-#[derive(Clone, PartialEq, Eq)]
-pub struct Problem {
-    #[pyo3(get)]
-    index: Option<usize>,
-    #[pyo3(get)]
-    rule: String,
-    #[pyo3(get)]
-    message: String,
-}
-
-impl Problem {
-    /// The Python object of a core problem.
-    pub fn from_core(p: crate::validate::Problem) -> Self {
-        Problem {
-            index: p.index,
-            rule: p.rule.to_owned(),
-            message: p.message,
-        }
-    }
-}
-
-#[pymethods]
-impl Problem {
-    #[new]
-    #[pyo3(signature = (index, rule, message))]
-    fn new(index: Option<usize>, rule: String, message: String) -> Self {
-        Problem {
-            index,
-            rule,
-            message,
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Problem(index={}, rule={:?}, message={:?})",
-            self.index.map_or("None".to_owned(), |i| i.to_string()),
-            self.rule,
-            self.message
-        )
-    }
-
-    fn __str__(&self) -> String {
-        match self.index {
-            Some(i) => format!("message {i}: {} ({})", self.message, self.rule),
-            None => format!("{} ({})", self.message, self.rule),
-        }
-    }
-}
 
 fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profile>> {
     profile
@@ -136,14 +86,13 @@ pub fn validate_messages(
     let problems = py.detach(|| validate(&conv.messages, conv.format, profile));
     let mut out: Vec<Problem> = problems.into_iter().map(Problem::from_core).collect();
     if let Some(limit) = limit.filter(|&b| total > b) {
-        out.push(Problem {
-            index: None,
-            rule: "over_window".to_owned(),
-            message: format!(
+        out.push(Problem::of_request(
+            "over_window",
+            format!(
                 "the request is {total} tokens, over the window of {limit} (max_tokens) by {}",
                 total - limit
             ),
-        });
+        ));
     }
     Ok(out)
 }

@@ -119,7 +119,13 @@ pub fn count(encoding: Encoding, text: &str) -> usize {
 
 fn count_with(ranks: &Ranks, pattern: Pattern, text: &str) -> usize {
     let mut n = 0;
-    split::for_each_piece(pattern, text, |piece| n += ranks.count_piece(piece));
+    split::for_each_piece(pattern, text, |piece| {
+        n += if piece.len() <= long::LONG {
+            ranks.count_piece(piece)
+        } else {
+            long::count_long(ranks, piece)
+        }
+    });
     n
 }
 

@@ -221,6 +221,13 @@ def print_table(report: CanaryReport, out: TextIO) -> None:
                 line += "".join(f"{_pct(row['by_position'][p]):>7}" for p in POSITIONS)
             line += f"{row['silent_losses']:>7}{row['forced_none']:>6}{row['over_budget']:>6}{row['problems']:>6}"
             out.write(line + "\n")
+    adv = [r for r in report.table() if r["summarizer"] == "adversarial"]
+    if adv:
+        ctx, led, n = (sum(r[k] for r in adv) for k in ("fake_in_context", "fake_in_ledger", "chains"))
+        out.write(
+            f"\nthe adversarial summarizer's fake ledger entries: in the final context of {ctx} of {n} chains, "
+            f"inside the ledger (after its sentinel) of {led}\n"
+        )
     for f, why in report.skipped:
         out.write(f"skipped {f}: {why}\n")
     out.write(f"\n{len(report.runs)} canary chains, {len(report.instruction_runs)} instruction chains, "

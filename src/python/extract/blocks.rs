@@ -144,7 +144,7 @@ impl<'py> Extractor<'py> {
             }
             "compaction" => {
                 // Anthropic's compaction block: an earlier summary by the provider (see
-                // `crate::compaction`); its readable `content` may be absent.
+                // `crate::formats::anthropic_compaction`); its readable `content` may be absent.
                 self.hints.anthropic = true;
                 let mut b = Block::new(BlockKind::Compaction);
                 if let Some(c) = acc.get(intern!(py, "content"), loc)? {

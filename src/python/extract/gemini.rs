@@ -14,7 +14,7 @@
 //! other part (passed through, their strings counted). A part's `thought_signature` marks its
 //! block `signed`: the planner never edits or drops it alone. Dict keys may be snake_case (the
 //! SDK's) or camelCase (the REST API's). Ids are paired after the whole list is read
-//! (`crate::gemini::pair_ids`).
+//! (`crate::formats::gemini::pair_ids`).
 
 use super::access::Access;
 use super::loc::{type_name, Loc};

@@ -436,7 +436,7 @@ impl<'py> Extractor<'py> {
         let format = format.unwrap_or_else(|| self.hints.detect());
         let mut msgs = msgs;
         if format == Format::Gemini {
-            crate::gemini::pair_ids(&mut msgs);
+            crate::formats::gemini::pair_ids(&mut msgs);
         }
         self.finish(Conversation::new(format, msgs), system, tools, counts)
     }

@@ -19,7 +19,7 @@
 //!   (an estimate that errs high for encrypted content) and never an error.
 //!
 //! Every block of a typed item has `Origin::Item`, which is what the structure and validation
-//! code use to recognise Responses items (see `crate::responses`).
+//! code use to recognise Responses items (see `crate::formats::responses`).
 
 use super::access::Access;
 use super::loc::Loc;

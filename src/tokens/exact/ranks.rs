@@ -25,8 +25,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::long;
-
 type Rank = u32;
 const NONE: Rank = Rank::MAX;
 
@@ -195,7 +193,8 @@ impl Ranks {
         }
     }
 
-    /// Number of tokens tiktoken encodes the piece `p` (non-empty) into.
+    /// Number of tokens tiktoken encodes the piece `p` (non-empty, at most `long::LONG` bytes:
+    /// the parent module sends longer ones to `long.rs`) into.
     #[inline]
     pub(super) fn count_piece(&self, p: &[u8]) -> usize {
         if p.len() == 1 || (p.len() <= self.max_len && self.rank(p) != NONE) {
@@ -203,10 +202,8 @@ impl Ranks {
         }
         if p.len() <= SMALL {
             self.merge_small(p)
-        } else if p.len() <= long::LONG {
-            self.merge_large(p)
         } else {
-            long::count_long(self, p)
+            self.merge_large(p)
         }
     }
 

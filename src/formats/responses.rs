@@ -32,7 +32,7 @@
 //! reasoning, message and call items between user messages.
 
 use crate::message::{BlockKind, Message, Origin, Role};
-use crate::validate::{rule, Problem, Profile};
+use crate::validate::problem::{rule, Problem, Profile};
 use std::collections::{HashMap, HashSet};
 
 /// Whether `m` is a typed Responses item (not a `message`).

@@ -24,12 +24,13 @@
 //!   re-sent as a user message right after that assistant message.
 
 use crate::message::{BlockKind, Message, Role};
+use crate::validate::problem::rule;
 
 /// `(message, block)` of every Anthropic compaction block, in order.
 pub fn blocks(messages: &[Message<'_>]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
-        if crate::responses::is_item(m) {
+        if crate::formats::responses::is_item(m) {
             continue;
         }
         for (k, b) in m.blocks.iter().enumerate() {
@@ -45,7 +46,7 @@ pub fn blocks(messages: &[Message<'_>]) -> Vec<(usize, usize)> {
 /// whose first block is the compaction block.
 pub fn opens_with_block(m: &Message<'_>) -> bool {
     m.role == Role::Assistant
-        && !crate::responses::is_item(m)
+        && !crate::formats::responses::is_item(m)
         && m.blocks
             .first()
             .is_some_and(|b| b.kind == BlockKind::Compaction)
@@ -76,6 +77,36 @@ pub fn holds_task(block_text: &str, task_text: &str) -> bool {
             .filter(|c| !c.is_whitespace())
             .collect::<String>()
             .contains(&head)
+    }
+}
+
+/// Anthropic's compaction blocks: only as the first block of the conversation, only one with
+/// content (the design note above).
+pub fn check(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+    let first = messages.iter().position(|m| !m.role.is_instruction());
+    let mut with_content = 0;
+    for (i, k) in blocks(messages) {
+        if Some(i) != first || k != 0 || messages[i].role != Role::Assistant {
+            push(
+                i,
+                rule::COMPACTION_BLOCK_MISPLACED,
+                format!("content[{k}]: a compaction block must be the first block of the conversation, in an assistant message"),
+            );
+        }
+        if messages[i].blocks[k]
+            .texts
+            .iter()
+            .any(|t| !t.text().is_blank())
+        {
+            with_content += 1;
+            if with_content == 2 {
+                push(
+                    i,
+                    rule::COMPACTION_BLOCK_AMBIGUOUS,
+                    format!("content[{k}]: a second compaction block with content"),
+                );
+            }
+        }
     }
 }
 

@@ -5,6 +5,12 @@
 //! the message where the provider would reject the request, a stable rule name, and a
 //! readable explanation.
 //!
+//! Layout: the shared vocabulary (`Problem`, `Profile`, the rule names) is the leaf
+//! `problem.rs`, which the formats' own checks use; this module holds the rules every
+//! message-list format shares and calls the checks each format adds, which live beside their
+//! format in `crate::formats` (Responses' whole rule set, Gemini's turn rules, Anthropic's
+//! compaction blocks).
+//!
 //! Design note — thinking. Anthropic requires the thinking block that opens a tool loop to stay
 //! with the results that follow it. Whether a request had thinking enabled is not in the
 //! messages, and real Claude Code traffic (interleaved thinking) has loops whose first assistant
@@ -16,128 +22,9 @@
 use crate::message::{Block, BlockKind, Format, Message, Origin, Role};
 use crate::structure::result_region_end;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
-/// Which provider's rules to check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Profile {
-    OpenAi,
-    Anthropic,
-    /// Gemini `contents` (see `crate::gemini`).
-    Gemini,
-    /// The format's rules plus strict user/assistant alternation and system messages only
-    /// first (some local chat templates need both).
-    Strict,
-    /// OpenAI Responses items (see `crate::responses`).
-    Responses,
-    /// Responses with `store=false`: no item references, reasoning with its encrypted content.
-    ResponsesStateless,
-}
-
-impl Profile {
-    pub fn parse(s: &str) -> Option<Profile> {
-        match s {
-            "openai" => Some(Profile::OpenAi),
-            "anthropic" => Some(Profile::Anthropic),
-            "gemini" => Some(Profile::Gemini),
-            "strict" => Some(Profile::Strict),
-            "responses" => Some(Profile::Responses),
-            "responses_stateless" => Some(Profile::ResponsesStateless),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::OpenAi => "openai",
-            Profile::Anthropic => "anthropic",
-            Profile::Gemini => "gemini",
-            Profile::Strict => "strict",
-            Profile::Responses => "responses",
-            Profile::ResponsesStateless => "responses_stateless",
-        }
-    }
-
-    pub fn for_format(format: Format) -> Profile {
-        match format {
-            Format::OpenAi => Profile::OpenAi,
-            Format::Anthropic => Profile::Anthropic,
-            Format::Responses => Profile::Responses,
-            Format::Gemini => Profile::Gemini,
-        }
-    }
-}
-
-/// The rules, by stable name.
-pub mod rule {
-    /// A role the format does not have (Anthropic: anything but user/assistant).
-    pub const INVALID_ROLE: &str = "invalid_role";
-    /// Anthropic (and strict): the first message must be from the user.
-    pub const FIRST_NOT_USER: &str = "first_not_user";
-    /// A tool result whose call appears nowhere before it.
-    pub const ORPHAN_TOOL_RESULT: &str = "orphan_tool_result";
-    /// A tool result whose call exists but not right before it.
-    pub const RESULT_NOT_ADJACENT: &str = "result_not_adjacent";
-    /// A call with no result before the conversation goes on (a trailing call may wait).
-    pub const MISSING_TOOL_RESULT: &str = "missing_tool_result";
-    /// Two calls with one id.
-    pub const DUPLICATE_TOOL_CALL_ID: &str = "duplicate_tool_call_id";
-    /// Two results for one call.
-    pub const DUPLICATE_TOOL_RESULT: &str = "duplicate_tool_result";
-    /// A tool call in a message that is not the assistant's.
-    pub const MISPLACED_TOOL_CALL: &str = "misplaced_tool_call";
-    /// A tool result in an assistant message.
-    pub const MISPLACED_TOOL_RESULT: &str = "misplaced_tool_result";
-    /// Anthropic: `tool_result` blocks must come before any other block of their message.
-    pub const TOOL_RESULT_NOT_FIRST: &str = "tool_result_not_first";
-    /// Anthropic: thinking blocks must open the assistant message.
-    pub const THINKING_NOT_FIRST: &str = "thinking_not_first";
-    /// Anthropic: empty content (allowed only for a final assistant prefill).
-    pub const EMPTY_CONTENT: &str = "empty_content";
-    /// Strict: user and assistant must alternate.
-    pub const NOT_ALTERNATING: &str = "not_alternating";
-    /// Strict: system/developer messages only at the start.
-    pub const SYSTEM_NOT_FIRST: &str = "system_not_first";
-    /// A content block without a field the provider requires: its `type`, a text block's
-    /// `text`, a `tool_use`'s `id`/`name`/`input`, a `tool_result`'s `tool_use_id`, ...
-    pub const MALFORMED_BLOCK: &str = "malformed_block";
-    /// Responses: an output item whose call is not in the input.
-    pub const ORPHAN_OUTPUT: &str = "orphan_output";
-    /// Responses: a call item with no output before the conversation goes on.
-    pub const MISSING_OUTPUT: &str = "missing_output";
-    /// Responses: two call items with one `call_id`.
-    pub const DUPLICATE_CALL_ID: &str = "duplicate_call_id";
-    /// Responses: a reasoning item not followed by the item it belongs to.
-    pub const REASONING_WITHOUT_ITEM: &str = "reasoning_without_item";
-    /// Responses under `store=false`: an `item_reference`.
-    pub const ITEM_REFERENCE_STATELESS: &str = "item_reference_stateless";
-    /// Responses under `store=false`: a reasoning item without its encrypted content.
-    pub const REASONING_NOT_STORED: &str = "reasoning_not_stored";
-    /// Anthropic: a compaction block that is not the first block of the conversation.
-    pub const COMPACTION_BLOCK_MISPLACED: &str = "compaction_block_misplaced";
-    /// Anthropic: more than one compaction block with content.
-    pub const COMPACTION_BLOCK_AMBIGUOUS: &str = "compaction_block_ambiguous";
-}
-
-/// One way in which a request would be rejected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// Index of the offending message (`None` for the request as a whole).
-    pub index: Option<usize>,
-    /// Stable rule name (see [`rule`]).
-    pub rule: &'static str,
-    /// Readable explanation.
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.index {
-            Some(i) => write!(f, "message {i}: {} ({})", self.message, self.rule),
-            None => write!(f, "{} ({})", self.message, self.rule),
-        }
-    }
-}
+pub mod problem;
+pub use problem::{rule, Problem, Profile};
 
 /// Where a block sits in its message, for problem texts.
 fn block_place(b: &Block<'_>) -> String {
@@ -150,8 +37,8 @@ fn block_place(b: &Block<'_>) -> String {
 
 fn id_text(id: Option<&str>) -> String {
     match id {
-        // A Gemini call or response that came without an id (`crate::gemini::pair_ids`).
-        Some(id) if crate::gemini::is_synthetic(id) => "(without id)".to_owned(),
+        // A Gemini call or response that came without an id (`crate::formats::gemini::pair_ids`).
+        Some(id) if crate::formats::gemini::is_synthetic(id) => "(without id)".to_owned(),
         Some(id) => format!("{id:?}"),
         None => "(legacy function_call)".to_owned(),
     }
@@ -160,7 +47,7 @@ fn id_text(id: Option<&str>) -> String {
 /// Check `messages` (in `format`) against `profile`.
 pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
     if format == Format::Responses {
-        return crate::responses::validate(messages, profile);
+        return crate::formats::responses::validate(messages, profile);
     }
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
@@ -242,7 +129,8 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     if user_parts || profile == Profile::Strict {
         if let Some(first) = messages.iter().position(|m| !m.role.is_instruction()) {
             // A conversation continued after Anthropic's compaction opens with its block.
-            let compacted = anthropic && crate::compaction::opens_with_block(&messages[first]);
+            let compacted = anthropic
+                && crate::formats::anthropic_compaction::opens_with_block(&messages[first]);
             if messages[first].role != Role::User && !compacted {
                 push(
                     first,
@@ -257,11 +145,11 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     }
 
     if anthropic {
-        compaction_blocks(messages, &mut push);
+        crate::formats::anthropic_compaction::check(messages, &mut push);
     }
     pair_calls_and_results(messages, &mut push);
     if format == Format::Gemini {
-        crate::gemini::check(messages, &mut push);
+        crate::formats::gemini::check(messages, &mut push);
     }
 
     if profile == Profile::Strict {
@@ -269,36 +157,6 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     }
     out.sort_by_key(|p| p.index);
     out
-}
-
-/// Anthropic's compaction blocks: only as the first block of the conversation, only one with
-/// content (see `crate::compaction`).
-fn compaction_blocks(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
-    let first = messages.iter().position(|m| !m.role.is_instruction());
-    let mut with_content = 0;
-    for (i, k) in crate::compaction::blocks(messages) {
-        if Some(i) != first || k != 0 || messages[i].role != Role::Assistant {
-            push(
-                i,
-                rule::COMPACTION_BLOCK_MISPLACED,
-                format!("content[{k}]: a compaction block must be the first block of the conversation, in an assistant message"),
-            );
-        }
-        if messages[i].blocks[k]
-            .texts
-            .iter()
-            .any(|t| !t.text().is_blank())
-        {
-            with_content += 1;
-            if with_content == 2 {
-                push(
-                    i,
-                    rule::COMPACTION_BLOCK_AMBIGUOUS,
-                    format!("content[{k}]: a second compaction block with content"),
-                );
-            }
-        }
-    }
 }
 
 /// Every call answered right after it, every result right after its call, no duplicates.

@@ -7,10 +7,10 @@
 //! edited: see `crate::message::Block::signed`). `New` contents (the summary, a synthetic
 //! response, a merged responses turn) are dicts when the input's contents are dicts, and
 //! `types.Content` / `types.Part` objects (from the input's own module) when they are not.
-//! Synthetic ids (`crate::gemini::SYNTHETIC_ID_PREFIX`) are never written.
+//! Synthetic ids (`crate::formats::gemini::SYNTHETIC_ID_PREFIX`) are never written.
 
-use super::render::Source;
-use crate::gemini::{gemini_role, is_synthetic};
+use super::Source;
+use crate::formats::gemini::{gemini_role, is_synthetic};
 use crate::message::BlockKind;
 use crate::planner::{OutBlock, OutMsg};
 use pyo3::intern;

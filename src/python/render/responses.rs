@@ -12,7 +12,7 @@
 //! Opaque items (reasoning, compaction, unknown types, outputs without a plain text) are never
 //! edited by the planner (`Block::opaque`), so they only ever come back as themselves.
 
-use super::render::{as_dict, Source};
+use super::{as_dict, Source};
 use crate::message::{BlockKind, Role};
 use crate::planner::OutBlock;
 use pyo3::intern;
@@ -37,7 +37,8 @@ impl<'py> Source<'_, 'py> {
     /// The wire `type` of the call item with `call_id` in the input, if any.
     fn call_type(&self, call_id: &str) -> Option<String> {
         let i = self.conv.messages.iter().position(|m| {
-            crate::responses::is_call_item(m) && m.calls().any(|c| c.id.as_deref() == Some(call_id))
+            crate::formats::responses::is_call_item(m)
+                && m.calls().any(|c| c.id.as_deref() == Some(call_id))
         })?;
         let obj = self.messages[i].bind(self.py);
         let ty = match obj.cast::<PyDict>() {

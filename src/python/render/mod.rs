@@ -3,6 +3,12 @@
 //! `Keep` returns the input object itself. `Rebuild` copies the input message (a dict copy, or
 //! the SDK object's `model_dump(exclude_none=True)`) and replaces only its content and calls;
 //! untouched blocks inside it are the same block objects. `New` messages are plain dicts.
+//!
+//! One writer per wire format, mirroring `extract/`: this module writes Chat Completions and
+//! Anthropic messages, `gemini.rs` Gemini `contents`, `responses.rs` Responses items.
+
+mod gemini;
+mod responses;
 
 use crate::message::{BlockKind, Conversation, Format, Origin, Role};
 use crate::planner::{OutBlock, OutMsg};
@@ -86,12 +92,12 @@ impl<'s, 'py> Source<'s, 'py> {
     /// Build one output message.
     pub fn render(&self, out: &OutMsg) -> PyResult<Bound<'py, PyAny>> {
         if self.conv.format == Format::Gemini {
-            return super::render_gemini::GeminiWriter::new(self)?.render(out);
+            return gemini::GeminiWriter::new(self)?.render(out);
         }
         if self.conv.format == Format::Responses {
             match out {
                 OutMsg::Rebuild { from, blocks }
-                    if crate::responses::is_item(&self.conv.messages[*from]) =>
+                    if crate::formats::responses::is_item(&self.conv.messages[*from]) =>
                 {
                     return self.rebuild_item(*from, blocks);
                 }
@@ -221,7 +227,7 @@ impl<'s, 'py> Source<'s, 'py> {
     fn new_text(&self, msg: usize, text: &str) -> PyResult<Bound<'py, PyDict>> {
         if self.conv.format == Format::Responses {
             let role = self.conv.messages[msg].role;
-            return super::render_responses::text_part(self.py, role, text);
+            return responses::text_part(self.py, role, text);
         }
         text_block(self.py, text)
     }
