@@ -110,7 +110,7 @@ def test_a_growing_chain_carries_the_words_of_every_span() -> None:
         new = f"Before you edit file number {k}, read it whole."
         said.append(new)
         msgs = list(r.messages) + conversation(3, said_at=99)[1:] + [{"role": "user", "content": new}]
-        msgs += [{"role": "assistant", "content": "ok"}] + conversation(2, said_at=99)[1:]
+        msgs += [{"role": "assistant", "content": "ok"}, *conversation(2, said_at=99)[1:]]
 
 
 def test_previous_summary_comes_without_the_ledger_which_is_read_only_context() -> None:
@@ -231,10 +231,14 @@ def test_summary_role_system_replaces_our_part_in_place() -> None:
         assert RULE in led
         firsts = firsts or led
         assert set(firsts.splitlines()) <= set(led.splitlines())  # every entry carried
-        system, msgs = r.system, list(r.messages) + [
-            {"role": "user", "content": f"More work {k}."},
-            {"role": "assistant", "content": "ok " * 400},
-        ]
+        system, msgs = (
+            r.system,
+            [
+                *list(r.messages),
+                {"role": "user", "content": f"More work {k}."},
+                {"role": "assistant", "content": "ok " * 400},
+            ],
+        )
     # A string system prompt: our part after the client's text, replaced there.
     s = "You are terse."
     msgs = [m for m in conversation() if m["role"] != "tool"]
@@ -243,7 +247,10 @@ def test_summary_role_system_replaces_our_part_in_place() -> None:
         r = c.compact(msgs, system=s, format="anthropic", force=True)
         assert isinstance(r.system, str) and r.system.startswith("You are terse.\n\n" + SUMMARY_MARKER)
         assert r.system.count(SUMMARY_MARKER) == 1 and RULE in ledger_of(r.system)
-        s, msgs = r.system, list(r.messages) + [{"role": "user", "content": "More."}, {"role": "assistant", "content": "x " * 500}]
+        s, msgs = (
+            r.system,
+            [*list(r.messages), {"role": "user", "content": "More."}, {"role": "assistant", "content": "x " * 500}],
+        )
 
 
 def test_the_cli_json_reports_what_the_ledger_evicted(tmp_path: Path) -> None:
