@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import sweep
-from test_ledger import RULE, SENTINEL, conversation, paraphrase
 
+import sweep
 from context_compactor import ContextCompactor
+from test_ledger import RULE, SENTINEL, conversation, paraphrase
 
 
 def _case() -> sweep.Case:
@@ -42,8 +42,9 @@ def _chain(messages: list[Any], **kw: Any) -> list[str]:
 
 def test_langchain_messages_carry_the_ledger() -> None:
     pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed")
-    from _frameworks import to_langchain
     from langchain_core.messages import BaseMessage, HumanMessage
+
+    from _frameworks import to_langchain
 
     msgs = to_langchain(_case())
     c = _compactor()
@@ -60,8 +61,9 @@ def test_langchain_messages_carry_the_ledger() -> None:
 
 def test_pydantic_ai_history_processor_carries_the_ledger() -> None:
     pytest.importorskip("pydantic_ai", reason="the [pydantic-ai] extra is not installed")
-    from _frameworks import to_pydantic_ai
     from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from _frameworks import to_pydantic_ai
 
     msgs = to_pydantic_ai(_case())
     c = _compactor()
@@ -83,9 +85,10 @@ def test_pydantic_ai_history_processor_carries_the_ledger() -> None:
 
 def test_agents_sdk_items_carry_the_ledger() -> None:
     pytest.importorskip("agents", reason="openai-agents is not installed (extra [agents])")
-    from _responses import to_responses
-    from agents.items import TResponseInputItem  # noqa: F401  (the SDK's item type: the items below)
+    from agents.items import TResponseInputItem
     from pydantic import TypeAdapter
+
+    from _responses import to_responses
 
     items = to_responses(conversation())
     adapter: Any = TypeAdapter(list[TResponseInputItem])
@@ -95,8 +98,9 @@ def test_agents_sdk_items_carry_the_ledger() -> None:
 
 def test_gemini_contents_carry_the_ledger() -> None:
     pytest.importorskip("google.genai", reason="google-genai is not installed (the [gemini] extra)")
-    from _gemini import as_types, to_gemini
     from google.genai import types
+
+    from _gemini import as_types, to_gemini
 
     contents, _ = to_gemini(conversation(), "openai")
     msgs = as_types(contents)
