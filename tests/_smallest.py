@@ -6,7 +6,8 @@ The smallest legal context (DESIGN invariant 5) is the system prompt and tool de
 system/developer messages of the list and pinned messages (never changed), the task (the first
 user text message) at ``task_token_limit`` at most, the summary's narrative capped at
 ``summary_max_tokens`` with the ledger's sentinel and only its prohibitions and safety rules (its
-minimum: the ladder evicts every other entry first), and the last block of the conversation with everything cuttable cut:
+minimum: the ladder evicts every other entry first), and the last block of the conversation
+with everything cuttable cut:
 
 - the last block is everything after the last legal cut: a cut never splits a tool block (a call
   and its results), never lands inside Anthropic's pending thinking loop except just before an
