@@ -69,11 +69,12 @@ test: ## cargo test (the core, no Python) and pytest against the release build
 	$(BIN)/python -m pytest -q
 
 .PHONY: lint
-lint: ## cargo fmt --check, clippy -D warnings, ruff, and stubtest (the .pyi must match the module)
+lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict over the package, and stubtest (the .pyi must match the module)
 	cargo fmt --check
 	cargo clippy -q --all-targets --all-features -- -D warnings
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy.stubtest context_compactor._core --allowlist .ci/stubtest-allowlist
 
 .PHONY: bench

@@ -69,7 +69,7 @@ from dataclasses import replace
 from typing import Any
 
 from context_compactor._provider_items import place_items, span_of
-from context_compactor._summarize import Cancelled, call_async, call_sync, check_reply
+from context_compactor._summarize import Cancelled, Deadline, call_async, call_sync, check_reply
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
 
@@ -182,13 +182,15 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else self._make_plan()
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = self._first(plan)
+            deadline = Deadline(self._timeout)
             while not self._cancelled:
                 if request is None or self._summarizer is None:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
-                reply = call_sync(self._summarizer, request, self._timeout, self._wake)
+                reply = call_sync(self._summarizer, request, deadline, self._wake)
                 placed = self._placed(plan, reply, usages)
                 if placed is not None:
                     self.result = placed
@@ -214,13 +216,15 @@ class Job:
         try:
             plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
             self.plan = plan
-            current, usages = plan, []
+            current = plan
+            usages: list[Any] = []
             request = await asyncio.to_thread(self._first, plan)
+            deadline = Deadline(self._timeout)
             while not self._cancelled:
                 if request is None or self._summarizer is None:
                     self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
                     break
-                reply = await call_async(self._summarizer, request, self._timeout)
+                reply = await call_async(self._summarizer, request, deadline)
                 if isinstance(reply, SummaryResponse) and reply.items is not None:
                     self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
                     break

@@ -113,7 +113,7 @@ def place_items(plan: Any, reply: SummaryResponse, **extra: Any) -> CompactResul
     items = [m for m in reply.items or () if not _ours(m)]
     if not items:
         raise BadReply(f"{source} returned no items")
-    rule = plan.apply(None, **extra)
+    rule: CompactResult = plan.apply(None, **extra)
     slots = [k for k, (kind, _) in enumerate(rule.origins) if kind == "summary"]
     if len(slots) != 1:
         raise BadReply(f"no single summary slot to place the items of {source} in")

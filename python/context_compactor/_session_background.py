@@ -95,6 +95,7 @@ class BackgroundCompaction:
         _rows: list[int]
         _tok: list[int]
         _head: int | None
+        _upto: int
         _last_seq: int
         _tools: list[Any] | None
         _fmt: str
@@ -189,11 +190,15 @@ class BackgroundCompaction:
             check = self._make_check()
             self.last_check = check
             must = self._must_answer(check)
+
         # At the hard threshold, first what costs no LLM call: clearing old tool output, which may be
         # enough to get under it (a running job is kept, rebased: positions are kept); then the
         # running job's own plan with the rule summary, over its snapshot, when that and the delta
         # get under it (the job's LLM summary replaces the rule summary when it arrives: same span).
-        steps = (lambda: self._micro_under(self._job), lambda: self._rule_from_job(self._job) if self._job else None)
+        def rule_from_job() -> CompactResult | None:
+            return self._rule_from_job(self._job) if self._job else None
+
+        steps: tuple[Callable[[], CompactResult | None], ...] = (lambda: self._micro_under(self._job), rule_from_job)
         for step in steps:
             done = step() if must else None
             if done is not None:

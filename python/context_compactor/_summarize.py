@@ -68,6 +68,39 @@ class SummarizerTimeout(TimeoutError):
     """The summarizer did not answer within ``summarizer_timeout_s``."""
 
 
+class Deadline:
+    """``summarizer_timeout_s`` for a whole compaction: every summarizer call of one compaction
+    (each chunk of a chunked span) shares it, so a compaction never waits longer than the
+    configured time for its summary, however many chunks it has. The clock starts at the first
+    call."""
+
+    __slots__ = ("_end", "total")
+
+    def __init__(self, total: float) -> None:
+        self.total = total
+        self._end: float | None = None
+
+    def left(self) -> float:
+        """Seconds left for the next call; :class:`SummarizerTimeout` when none are."""
+        now = time.monotonic()
+        if self._end is None:
+            self._end = now + self.total
+        left = self._end - now
+        if left <= 0:
+            raise SummarizerTimeout(self.message())
+        return left
+
+    def message(self) -> str:
+        return f"no summary within summarizer_timeout_s={self.total:g} (the whole compaction's summarizer calls)"
+
+
+def _timeout_of(timeout: float | Deadline) -> tuple[float, str]:
+    """The seconds to wait and the message when they run out."""
+    if isinstance(timeout, Deadline):
+        return timeout.left(), timeout.message()
+    return timeout, f"no reply within summarizer_timeout_s={timeout:g}"
+
+
 class BadReply(Exception):
     """The summarizer's reply cannot be used as a summary (empty, an error text, not a str)."""
 
@@ -131,11 +164,13 @@ class Cancelled(Exception):
 def call_sync(
     summarizer: Callable[[SummaryRequest], Any],
     request: SummaryRequest,
-    timeout: float,
+    timeout: float | Deadline,
     cancel: threading.Event | None = None,
 ) -> Any:
     """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the deadline (or when
-    ``cancel`` is set: :class:`Cancelled`)."""
+    ``cancel`` is set: :class:`Cancelled`). ``timeout``: seconds for this call, or the
+    compaction's :class:`Deadline`."""
+    timeout, late = _timeout_of(timeout)
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -158,7 +193,7 @@ def call_sync(
             raise Cancelled
         left = deadline - time.monotonic()
         if left <= 0:
-            raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+            raise SummarizerTimeout(late)
         done.wait(left if step is None else min(left, step))
     if "error" in box:
         raise box["error"]
@@ -185,7 +220,7 @@ def call_hook_sync(fn: Callable[[Any], Any], payload: Any, use: str) -> None:
         raise SummarizerError(f"{getattr(fn, '__name__', 'the hook')} returned an awaitable: use `{use}`")
 
 
-async def _within(fut: asyncio.Future[Any], timeout: float) -> Any:
+async def _within(fut: asyncio.Future[Any], timeout: float, late: str) -> Any:
     """Await ``fut`` for at most ``timeout`` seconds. Only our own deadline becomes
     :class:`SummarizerTimeout`; a ``TimeoutError`` raised by the summarizer itself (its HTTP client
     giving up) passes through as it is (``asyncio.TimeoutError is TimeoutError`` since 3.11, so
@@ -197,12 +232,17 @@ async def _within(fut: asyncio.Future[Any], timeout: float) -> Any:
         raise
     if not done:
         fut.cancel()
-        raise SummarizerTimeout(f"no reply within summarizer_timeout_s={timeout:g}")
+        raise SummarizerTimeout(late)
     return fut.result()
 
 
-async def call_async(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float) -> Any:
-    """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread."""
+async def call_async(
+    summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float | Deadline
+) -> Any:
+    """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread.
+    ``timeout``: seconds for this call, or the compaction's :class:`Deadline`."""
+    deadline = timeout if isinstance(timeout, Deadline) else None
+    seconds, late = _timeout_of(timeout)
     loop = asyncio.get_running_loop()
     if inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(
         getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's async __call__
@@ -228,7 +268,9 @@ async def call_async(summarizer: Callable[[SummaryRequest], Any], request: Summa
                     loop.call_soon_threadsafe(deliver, False, e)
 
         threading.Thread(target=run, name="context-compactor-summarizer", daemon=True).start()
-        value = await _within(fut, timeout)
+        value = await _within(fut, seconds, late)
     if inspect.isawaitable(value):
-        value = await _within(asyncio.ensure_future(value), timeout)
+        if deadline is not None:
+            seconds = deadline.left()
+        value = await _within(asyncio.ensure_future(value), seconds, late)
     return value

@@ -26,7 +26,7 @@ import asyncio
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from context_compactor import _core
 from context_compactor.errors import CompactorError, ConfigError, MessageTypeError, SummarizerError
@@ -95,6 +95,12 @@ def _finish(results: list[Any], return_exceptions: bool) -> list[Any]:
     return results
 
 
+def _host(methods: BatchMethods) -> ContextCompactor:
+    """The compactor these methods are part of: :class:`BatchMethods` is mixed into
+    :class:`~context_compactor.ContextCompactor` only."""
+    return cast("ContextCompactor", methods)
+
+
 class BatchMethods:
     """The batch methods of :class:`ContextCompactor` (a mixin: this module stays out of the
     compactor's file, and needs nothing from it at import time)."""
@@ -116,47 +122,46 @@ class BatchMethods:
         return items, results
 
     def _plan_many(
-        self: ContextCompactor,
+        self,
         items: list[Conversation | None],
         results: list[Any],
         force: bool,
         instructions: str | None,
     ) -> list[CompactionPlan | None]:
         """Plan every readable conversation; failures go into ``results``."""
-        todo = [i for i, c in enumerate(items) if c is not None]
-        tokenizer = self._config.tokenizer
+        cc = _host(self)
+        todo = [(i, c) for i, c in enumerate(items) if c is not None]
+        tokenizer = cc._config.tokenizer
         plans: list[CompactionPlan | None] = [None] * len(items)
         if callable(tokenizer):
-            for i in todo:
-                m, s, t, f = items[i]  # type: ignore[misc]
+            for i, (m, s, t, f) in todo:
                 try:
-                    plans[i] = self.plan(m, system=s, tools=t, format=f, force=force, instructions=instructions)
+                    plans[i] = cc.plan(m, system=s, tools=t, format=f, force=force, instructions=instructions)
                 except Exception as e:
                     results[i] = e
             return plans
         core = _core.plan_many(
-            [items[i] for i in todo],
-            config=self._config,
+            [c for _, c in todo],
+            config=cc._config,
             mode="force" if force else "auto",
             instructions=instructions,
         )
-        for i, p in zip(todo, core, strict=True):
+        for (i, _), p in zip(todo, core, strict=True):
             if isinstance(p, BaseException):
                 results[i] = p
             else:
                 plans[i] = CompactionPlan(p, tokenizer)
         return plans
 
-    def _steps_of(
-        self: ContextCompactor, item: Conversation, plan: CompactionPlan, force: bool, instructions: Any
-    ) -> Any:
+    def _steps_of(self, item: Conversation, plan: CompactionPlan, force: bool, instructions: Any) -> Any:
+        cc = _host(self)
         m, s, t, f = item
-        return self._steps(
+        return cc._steps(
             m, system=s, tools=t, format=f, force=force, instructions=instructions, pinned=None, state=None, plan=plan
         )
 
     def compact_many(
-        self: ContextCompactor,
+        self,
         conversations: Iterable[Any],
         *,
         system: Any = None,
@@ -184,43 +189,44 @@ class BatchMethods:
 
         An async summarizer or hook needs :meth:`acompact_many` (no event loop is run here).
         """
+        cc = _host(self)
         _check_concurrency(max_concurrency)
-        for fn in (self.summarizer, self.on_before_compact, self.on_compacted):
+        for fn in (cc.summarizer, cc.on_before_compact, cc.on_compacted):
             if fn is not None and inspect.iscoroutinefunction(fn):
                 raise SummarizerError(
                     f"{getattr(fn, '__name__', 'an async callable')} is async: use `await compactor.acompact_many(...)`"
                 )
-        items, results = self._batch_items(conversations, system, tools, format)
-        plain = self.summarizer is None and self.on_before_compact is None and self.on_compacted is None
-        if plain and not callable(self._config.tokenizer):
+        items, results = cc._batch_items(conversations, system, tools, format)
+        plain = cc.summarizer is None and cc.on_before_compact is None and cc.on_compacted is None
+        if plain and not callable(cc._config.tokenizer):
             # Rule summaries only: plan and finish on the pool, GIL released, CHUNK conversations
             # at a time (the views of a chunk stay in the CPU's caches and memory stays bounded).
             for start in range(0, len(items), CHUNK):
                 part = items[start : start + CHUNK]
                 part_results = results[start : start + CHUNK]
-                plans = self._plan_many(part, part_results, force, instructions)
+                plans = cc._plan_many(part, part_results, force, instructions)
                 todo = [i for i, p in enumerate(plans) if p is not None]
                 done = _core.apply_many(
                     [plans[i]._core_plan for i in todo],  # type: ignore[union-attr]
                     [None] * len(todo),
-                    tokenizer=self._config.tokenizer,
+                    tokenizer=cc._config.tokenizer,
                 )
                 for i, d in zip(todo, done, strict=True):
-                    part_results[i] = d if isinstance(d, BaseException) else self._done(CompactResult._from_core(d))
+                    part_results[i] = d if isinstance(d, BaseException) else cc._done(CompactResult._from_core(d))
                 results[start : start + CHUNK] = part_results
             return _finish(results, return_exceptions)
-        plans = self._plan_many(items, results, force, instructions)
+        plans = cc._plan_many(items, results, force, instructions)
         todo = [i for i, p in enumerate(plans) if p is not None]
 
         def one(i: int) -> Any:
             try:
-                return self._drive(self._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
+                return cc._drive(cc._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
             except Exception as e:
                 return e
 
         # Only conversations whose plan asks for a summary wait for the summarizer: the others
         # finish here without a thread.
-        slow = [i for i in todo if self.on_before_compact is not None or plans[i].request is not None]  # type: ignore[union-attr]
+        slow = [i for i in todo if cc.on_before_compact is not None or plans[i].request is not None]  # type: ignore[union-attr]
         waiting = set(slow)
         for i in todo:
             if i not in waiting:
@@ -232,7 +238,7 @@ class BatchMethods:
         return _finish(results, return_exceptions)
 
     async def acompact_many(
-        self: ContextCompactor,
+        self,
         conversations: Iterable[Any],
         *,
         system: Any = None,
@@ -246,16 +252,17 @@ class BatchMethods:
         """:meth:`compact_many` for async code: async (or sync, in worker threads) summarizers and
         hooks, at most ``max_concurrency`` summaries at once (an ``asyncio.Semaphore``).
         Cancelling it cancels every running compaction and applies nothing more."""
+        cc = _host(self)
         _check_concurrency(max_concurrency)
-        items, results = self._batch_items(conversations, system, tools, format)
+        items, results = cc._batch_items(conversations, system, tools, format)
         # Planning is CPU work with the GIL released: off the event loop.
-        plans = await asyncio.to_thread(self._plan_many, items, results, force, instructions)
+        plans = await asyncio.to_thread(cc._plan_many, items, results, force, instructions)
         gate = asyncio.Semaphore(max_concurrency)
 
         async def one(i: int) -> None:
             async with gate:
                 try:
-                    results[i] = await self._adrive(self._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
+                    results[i] = await cc._adrive(cc._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
                 except Exception as e:
                     results[i] = e
 
@@ -263,7 +270,7 @@ class BatchMethods:
         return _finish(results, return_exceptions)
 
     def check_many(
-        self: ContextCompactor,
+        self,
         conversations: Iterable[Any],
         *,
         system: Any = None,
@@ -274,28 +281,28 @@ class BatchMethods:
         """:meth:`check` for many conversations (items as for :meth:`compact_many`), counted on
         the rayon pool with the GIL released. One :class:`CompactionCheck` per conversation, in
         input order; failures as in :meth:`compact_many`."""
-        items, results = self._batch_items(conversations, system, tools, format)
-        todo = [i for i, c in enumerate(items) if c is not None]
-        cfg = self._config
+        cc = _host(self)
+        items, results = cc._batch_items(conversations, system, tools, format)
+        todo = [(i, c) for i, c in enumerate(items) if c is not None]
+        cfg = cc._config
         if callable(cfg.tokenizer):
-            for i in todo:
-                m, s, t, f = items[i]  # type: ignore[misc]
+            for i, (m, s, t, f) in todo:
                 try:
-                    results[i] = self.check(m, system=s, tools=t, format=f)
+                    results[i] = cc.check(m, system=s, tools=t, format=f)
                 except Exception as e:
                     results[i] = e
             return _finish(results, return_exceptions)
         counts = _core.measure_many(
-            [items[i] for i in todo],
+            [c for _, c in todo],
             tokenizer=cfg.tokenizer,
             message_overhead_tokens=cfg.message_overhead_tokens,
             image_tokens=cfg.image_tokens,
             image_model=cfg.image_model,
         )
-        for i, c in zip(todo, counts, strict=True):
+        for (i, _), c in zip(todo, counts, strict=True):
             if isinstance(c, BaseException):
                 results[i] = c
             else:
                 total, n, fmt = c
-                results[i] = self._verdict(total, total, 1.0, n, fmt)
+                results[i] = cc._verdict(total, total, 1.0, n, fmt)
         return _finish(results, return_exceptions)

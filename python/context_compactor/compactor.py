@@ -11,7 +11,15 @@ from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor._provider_items import place_items, span_of
-from context_compactor._summarize import call_async, call_hook_sync, call_sync, check_reply, classify, describe
+from context_compactor._summarize import (
+    Deadline,
+    call_async,
+    call_hook_sync,
+    call_sync,
+    check_reply,
+    classify,
+    describe,
+)
 from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
@@ -164,6 +172,14 @@ class ContextCompactor(BatchMethods):
     """
 
     __slots__ = ("_config", "_counter", "_limits", "on_before_compact", "on_compacted", "summarizer")
+    # Set once in __init__ through object.__setattr__ (the instance is immutable).
+    _config: CompactionConfig
+    _counter: TokenCounter
+    #: soft, hard, budget, target, micro thresholds.
+    _limits: tuple[int, int, int, int, int]
+    summarizer: Callable[..., Any] | None
+    on_before_compact: Callable[..., Any] | None
+    on_compacted: Callable[..., Any] | None
 
     def __init__(
         self,
@@ -475,8 +491,8 @@ class ContextCompactor(BatchMethods):
             result = plan.apply(None, flushed_memories=preview._flushed)
         else:
             usages: list[Any] = []
+            current = plan
             try:
-                current = plan
                 first = current.request
                 if getattr(self.summarizer, "wants_span", False) and first is not None:
                     first = replace(first, span=span_of(plan, messages))
@@ -509,7 +525,9 @@ class ContextCompactor(BatchMethods):
             except SummarizerError:
                 raise
             except Exception as e:
-                result = self._fallback(plan, e, state, preview._flushed)
+                # A failure at a later chunk keeps the chunks summarised before it: `current`
+                # applies the rule summary to the rest only.
+                result = self._fallback(current, e, state, preview._flushed)
         if self.on_compacted is not None:
             yield ("hook", (self.on_compacted, result))
         return self._done(result)
@@ -560,6 +578,7 @@ class ContextCompactor(BatchMethods):
         """Run :meth:`_steps` with sync hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
+        deadline = Deadline(self._config.summarizer_timeout_s)
         while True:
             try:
                 kind, arg = steps.throw(error) if error is not None else steps.send(value)
@@ -568,9 +587,10 @@ class ContextCompactor(BatchMethods):
             value, error = None, None
             try:
                 if kind == "hook":
-                    call_hook_sync(*arg, "await compactor.acompact(...)")
+                    fn, payload = arg
+                    call_hook_sync(fn, payload, "await compactor.acompact(...)")
                 else:
-                    value = call_sync(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+                    value = call_sync(self.summarizer, arg, deadline)  # type: ignore[arg-type]
             except BaseException as e:
                 error = e
 
@@ -606,6 +626,7 @@ class ContextCompactor(BatchMethods):
         """Run :meth:`_steps` with sync or async hooks and summarizer calls."""
         value: Any = None
         error: BaseException | None = None
+        deadline = Deadline(self._config.summarizer_timeout_s)
         while True:
             try:
                 kind, arg = steps.throw(error) if error is not None else steps.send(value)
@@ -619,7 +640,7 @@ class ContextCompactor(BatchMethods):
                     if inspect.isawaitable(r):
                         await r
                 else:
-                    value = await call_async(self.summarizer, arg, self._config.summarizer_timeout_s)  # type: ignore[arg-type]
+                    value = await call_async(self.summarizer, arg, deadline)  # type: ignore[arg-type]
             except asyncio.CancelledError:
                 steps.close()
                 raise

@@ -134,6 +134,7 @@ def _not_utf8(name: str) -> TranscriptError:
     reader's own error gives an offset into its buffer and no file)."""
     with open(name, "rb") as f:
         data = f.read()
+    line: int | None
     try:
         data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -84,7 +84,7 @@ class CompactBatch:
 
         if row.get("path") is not None:
             return load(str(row["path"]))
-        c = row.get("conversation")
+        c: Any = row.get("conversation")
         if isinstance(c, (str, bytes)):
             c = json.loads(c)
         if hasattr(c, "tolist"):  # a numpy array of messages (Ray's "numpy" batches)

@@ -284,9 +284,9 @@ class _Progress:
 def _is_model_output(message: Any, fmt: str) -> bool:
     """Whether the model wrote ``message``: an assistant message (Gemini: ``model``); for
     Responses items also a reasoning item or any call (not an output, which the agent's tool wrote)."""
-    role = message.get("role")
+    role: object = message.get("role")
     if fmt == "responses":
-        kind = message.get("type", "message")
+        kind = str(message.get("type", "message"))
         if kind == "message":
             return role == "assistant"
         return kind == "reasoning" or (kind.endswith("_call") or kind == "mcp_approval_request")

@@ -32,7 +32,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -182,7 +182,10 @@ class Session(BackgroundCompaction, AsyncMethods):
         if isinstance(store, SessionStore):
             self._store, self._own_store = store, False
         elif isinstance(store, (str, os.PathLike)):
-            self._store, self._own_store = SessionStore(store, timeout=timeout), True
+            # SessionStore(target, timeout=...) is a factory: __new__ picks the backend's class,
+            # whose constructor takes the target (the abstract base's takes only the timeout).
+            open_store: Callable[..., SessionStore] = SessionStore
+            self._store, self._own_store = open_store(store, timeout=timeout), True
         else:
             raise MessageTypeError(
                 f"store: expected a path, ':memory:' or a SessionStore, got {type(store).__name__}", None, "store"
@@ -219,7 +222,7 @@ class Session(BackgroundCompaction, AsyncMethods):
         self._head_system: Any = None
         self._upto = 0
         self._last_seq = 0
-        self._marker: tuple[int, int] | None = None
+        self._marker: Hashable | None = None
         self._sent: tuple[list[dict[str, Any]], int | None] | None = None
         self._micro_at: int | None = None
         self._job: Job | None = None
@@ -664,7 +667,8 @@ class Session(BackgroundCompaction, AsyncMethods):
                     return stop.value  # type: ignore[no-any-return]
                 value = None
                 if kind == "hook":
-                    call_hook_sync(*arg, "await session.aprepare()")
+                    fn, payload = arg
+                    call_hook_sync(fn, payload, "await session.aprepare()")
                 elif kind == "now":
                     value = self._foreground(self._rule_compactor(), False, instructions)
                 elif kind == "run":
@@ -779,7 +783,7 @@ class Session(BackgroundCompaction, AsyncMethods):
             "derived_count": sum(1 for e in entries if e[0] is None),
             "record_count": len({(e.index, e.action) for e in record}),
         }
-        context = []
+        context: list[tuple[int | None, str | None, str | None, str | None, int | None]] = []
         msgs: list[dict[str, Any]] = []
         for pos, (rid, msg, kind, source) in enumerate(entries):
             if rid is None:

@@ -68,6 +68,13 @@ impl<'a> Planned<'a> {
                     cut || truncated,
                 )
             }
+            // The summarizer failed at a later chunk: the chunks it did summarise are kept and
+            // the rule summary covers only the rest (`partial_summary`).
+            None if self.chunk_index > 0 && self.previous_summary.is_some() => {
+                let text = self.partial_summary(counter);
+                let (text, cut) = cap_to_tokens(&text, cfg.summary_cap, count_str);
+                (text, Strategy::Summary, SummarySource::Llm, cut)
+            }
             None => {
                 let cap = cfg.summary_cap;
                 // A summary is never re-summarised from scratch: the earlier rule summary's
@@ -233,6 +240,28 @@ impl<'a> Planned<'a> {
             }
         }
         d
+    }
+
+    /// The summary of a chunked span whose summarizer failed at chunk `chunk_index` (> 0): the
+    /// summarizer's summary of the chunks before it, then the rule summary of the messages of
+    /// this chunk and the ones after, within what the cap leaves.
+    fn partial_summary(&self, counter: &dyn Count) -> String {
+        let done = self.previous_summary.as_deref().unwrap_or("").trim();
+        let from = self
+            .transcript(counter)
+            .chunks
+            .get(self.chunk_index)
+            .map_or(self.replaced.len(), |c| c.start)
+            .min(self.replaced.len());
+        let rest = &self.replaced[from..];
+        if rest.is_empty() {
+            return done.to_owned();
+        }
+        let cap = self.cfg.summary_cap;
+        let used = counter.count(Text::Utf8(done));
+        let max_chars = cap.saturating_sub(used).max(cap / 4) * 3;
+        let rule = rule_summary_chained(None, rest, self.language, max_chars);
+        format!("{done}\n\n{}", rule.trim())
     }
 
     /// [`Planned::assemble`] again with the ladder's state of `prev` carried over.

@@ -112,7 +112,13 @@ impl Trail {
     /// Takes in one tool call: its name and raw arguments.
     pub fn call(&mut self, name: &str, args: &str) {
         self.call_ops(name, args);
-        for w in args.split(|c: char| c.is_whitespace() || "'\"=,;:".contains(c)) {
+        self.know(args);
+    }
+
+    /// Takes in text that names files the agent has used (a call's arguments, an earlier
+    /// summary's file list or commands): a file it names exists, so writing it later edits it.
+    pub fn know(&mut self, text: &str) {
+        for w in text.split(|c: char| c.is_whitespace() || "'\"=,;:（）()".contains(c)) {
             if let Some(p) = clean_path(w) {
                 self.seen.insert(p);
             }
@@ -191,6 +197,8 @@ impl Trail {
                 "str_replace" | "insert" | "undo_edit" | "edit" | "write" | "append" => {
                     Some(Op::Edited)
                 }
+                // `edit_file {path, old, new}` has no command: its name says what it does.
+                "" if n == "edit_file" => Some(Op::Edited),
                 _ => None,
             },
             "write" | "write_file" | "create_file" | "create" | "save_file" => {
@@ -373,6 +381,14 @@ impl Trail {
             }
         }
         let mut t = Trail::new();
+        if let Some(e) = earlier {
+            // Files the earlier summary lists as used (read, named in a command) existed before
+            // this span: writing one here edits it. Not its preserved details: those hold the
+            // files the user named in prose, which may be files still to create.
+            for l in known_lines(e) {
+                t.know(l);
+            }
+        }
         for m in messages {
             for b in m.blocks.iter() {
                 if b.kind == BlockKind::ToolCall {
@@ -425,7 +441,7 @@ impl Trail {
                 .and_then(|l| l.rsplit_once(" ("))
                 .or_else(|| line.strip_suffix('）').and_then(|l| l.rsplit_once('（')));
             if let Some((path, Some(op))) = listed.map(|(p, w)| (p, Op::parse(w))) {
-                if !path.is_empty() && !path.contains(": ") {
+                if is_one_path(path) {
                     old.entries.push((path.to_owned(), vec![op], None));
                     continue;
                 }
@@ -440,7 +456,7 @@ impl Trail {
                 continue;
             };
             let ops: Vec<Op> = ops.split(ARROW.trim()).filter_map(Op::parse).collect();
-            if ops.is_empty() || path.is_empty() {
+            if ops.is_empty() || !is_one_path(path) {
                 continue;
             }
             old.entries.push((path.to_owned(), ops, to));
@@ -475,6 +491,36 @@ impl Trail {
         old.open_file = open_file;
         *self = old;
     }
+}
+
+/// Whether `path` is one path as a trail line writes it: not empty, not a command line or a
+/// sentence (`cd /srv/app && python /tmp/x.py: created` in an earlier LLM summary).
+fn is_one_path(path: &str) -> bool {
+    clean_path(path).is_some()
+}
+
+/// The lines of an earlier summary's file list and commands sections (either language): what
+/// they name was there before the span the summary replaced.
+fn known_lines(earlier: &str) -> impl Iterator<Item = &str> {
+    use super::language::{Label, Language};
+    let mut inside = false;
+    earlier
+        .lines()
+        .filter_map(move |line| match line.strip_prefix("- ") {
+            Some(item) => inside.then_some(item),
+            None => {
+                let heading = line.trim_end().trim_end_matches([':', '：']);
+                inside = [Label::Files, Label::Commands].iter().any(|l| {
+                    [Language::En, Language::Zh].iter().any(|lang| {
+                        let label = lang.label(*l);
+                        heading.strip_prefix(label).is_some_and(|r| {
+                            r.is_empty() || r.starts_with(" (") || r.starts_with('（')
+                        })
+                    })
+                });
+                None
+            }
+        })
 }
 
 /// The path of SWE-agent's `(Open file: PATH)` status line in a tool result (`n/a`: none).

@@ -136,3 +136,50 @@ fn an_edit_whose_open_was_summarised_earlier_names_the_file_from_its_result() {
         ["reproduce.py: created", "/testbed/src/fields.py: edited"]
     );
 }
+
+#[test]
+fn a_file_read_before_an_earlier_summary_and_written_now_is_edited() {
+    use crate::message::{Block, Message, Role};
+    let write = Block::tool_call(
+        Some("c1"),
+        "write_file",
+        r#"{"path": "/srv/app/billing/tax.py", "content": "x"}"#,
+    );
+    let msgs = [Message::new(Role::Assistant, vec![write])];
+    // The earlier summary listed it as read (files section), or a command named it.
+    for earlier in [
+        "Files touched:\n- /srv/app/billing/tax.py\n- /srv/app/billing/money.py",
+        "涉及文件：\n- /srv/app/billing/tax.py（已修改）",
+        "Commands run:\n- cat /srv/app/billing/tax.py",
+    ] {
+        let t = Trail::of(Some(earlier), &msgs);
+        assert_eq!(
+            t.lines(false),
+            ["/srv/app/billing/tax.py: edited"],
+            "{earlier}"
+        );
+    }
+    // A file the user only named in prose (preserved details) may be one still to create.
+    let t = Trail::of(Some("Preserved details:\n- /srv/app/billing/tax.py"), &msgs);
+    assert_eq!(t.lines(false), ["/srv/app/billing/tax.py: created"]);
+}
+
+#[test]
+fn edit_file_without_a_command_edits() {
+    let lines = trail(&[(
+        "edit_file",
+        r#"{"path": "/w/t.py", "old": "a", "new": "b"}"#,
+    )]);
+    assert_eq!(lines, ["/w/t.py: edited"]);
+}
+
+#[test]
+fn a_command_line_is_not_read_back_as_a_trail_line() {
+    let mut t = Trail::new();
+    t.absorb(&[
+        "cd /srv/app && python /tmp/repro_tax.py: created".to_owned(),
+        "python /tmp/repro_tax.py (edited)".to_owned(),
+        "/tmp/repro_tax.py: created".to_owned(),
+    ]);
+    assert_eq!(t.lines(false), ["/tmp/repro_tax.py: created"]);
+}

@@ -358,8 +358,15 @@ impl<'m> RuleScan<'m> {
                 S_CONCLUSIONS => self.conclusions.extend(lines),
                 S_TECHNICAL => self.earlier_technical.extend(lines),
                 S_TRAIL => self.trail.absorb(&lines),
-                S_FILES => self.earlier_files.extend(lines),
-                S_COMMANDS => self.commands.extend(lines),
+                // Files the earlier summary names as used existed: writing one now edits it.
+                S_FILES => {
+                    lines.iter().for_each(|l| self.trail.know(l));
+                    self.earlier_files.extend(lines);
+                }
+                S_COMMANDS => {
+                    lines.iter().for_each(|l| self.trail.know(l));
+                    self.commands.extend(lines);
+                }
                 S_ERRORS => {
                     for l in lines {
                         if self.error_lines_seen.insert(l.clone()) {

@@ -63,11 +63,11 @@ def add_summarizer_args(p: argparse.ArgumentParser, *, url: bool = True) -> None
 
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A TOML file's table (its ``[context_compactor]`` table when it has one)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:  # Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError:
             raise ConfigError("config: reading TOML needs Python 3.11+ or the tomli package", "config") from None
     name = os.fspath(path)

@@ -45,37 +45,52 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _aligned(rows: list[list[str]], *, left: int = 2, gap: str = "  ") -> list[str]:
+    """The rows as lines of columns as wide as their widest cell: the first ``left`` columns
+    left-aligned (names), the rest right-aligned (figures), ``gap`` between every two."""
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(map(len, rows)))]
+    lines = []
+    for r in rows:
+        cells = [c.ljust(widths[i]) if i < left else c.rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append(gap.join(cells).rstrip())
+    return lines
+
+
 def print_table(report: EvalReport, out: TextIO) -> None:
-    """The per-transcript and overall tables."""
+    """The per-transcript and overall tables, in one set of aligned columns (a cell is as wide
+    as it needs: names and figures are never cut or run together)."""
     pols = [p for p in report.policies if p in ("policy", "baseline")]
-    head = f"{'transcript':<44}{'policy':<10}" + "".join(f"{_SHORT[p]:>12}" for p in PROBES)
-    head += f"{'calls':>7}{'compact':>8}{'prefix':>8}" + "".join(f"{'$ ' + k:>12}" for k in report.prices)
-    out.write(head + "\n")
+    head = ["transcript", "policy", *(_SHORT[p] for p in PROBES), "calls", "compact", "prefix"]
+    head += [f"$ {k}" for k in report.prices]
+    rows: list[list[str]] = [head]
+    notes: dict[int, str] = {}  # row -> a note after its last column
     for t in report.transcripts:
-        name = t.file.rsplit("/", 1)[-1][:42]
+        name = t.file.rsplit("/", 1)[-1]
         for pol in report.policies:
             r = t.runs.get(pol)
             if r is None:
                 continue
-            row = f"{name:<44}{pol[:9]:<10}"
+            row = [name, pol]
             for p in PROBES:
                 s = r.probes[p]
-                cell = (_pct(s.share) + f" {s.kept}/{s.total}") if s.total else "-"
-                row += f"{cell if pol in pols else '':>12}"
-            row += f"{len(r.tokens):>7}{r.compactions:>8}{_pct(r.prefix_stability):>8}"
-            row += "".join(f"{r.cost.get(k, 0.0):>12.4f}" for k in report.prices)
+                cell = f"{_pct(s.share)} {s.kept}/{s.total}" if s.total else "-"
+                row.append(cell if pol in pols else "")
+            row += [str(len(r.tokens)), str(r.compactions), _pct(r.prefix_stability)]
+            row += [f"{r.cost.get(k, 0.0):.4f}" for k in report.prices]
             if not r.fits:
-                row += "  (over the window)"
-            out.write(row + "\n")
+                notes[len(rows)] = "(over the window)"
+            rows.append(row)
             name = ""
-    out.write("\noverall\n")
+    overall = len(rows)
     for pol in report.policies:
         o = report.overall(pol)
-        row = f"{'':<44}{pol[:9]:<10}"
-        row += "".join(f"{_pct(o[p]) if pol in pols else '':>12}" for p in PROBES)
-        row += f"{'':>7}{o['compactions']:>8}{_pct(o['prefix_stability']) if pol in pols else '':>8}"
-        row += "".join(f"{o['cost'][k]:>12.4f}" for k in report.prices)
-        out.write(row + "\n")
+        row = ["", pol, *(_pct(o[p]) if pol in pols else "" for p in PROBES)]
+        row += ["", str(o["compactions"]), _pct(o["prefix_stability"]) if pol in pols else ""]
+        row += [f"{o['cost'][k]:.4f}" for k in report.prices]
+        rows.append(row)
+    lines = [line + (f"  {notes[i]}" if i in notes else "") for i, line in enumerate(_aligned(rows))]
+    out.write("\n".join(lines[:overall]) + "\n")
+    out.write("\noverall\n" + "\n".join(lines[overall:]) + "\n")
     silent = ", ".join(f"{p} {report.overall(p)['silent_facts']}" for p in pols)
     out.write(f"must-keep facts missing and not in must_keep_missing (fact x compaction): {silent}\n")
     if "baseline" in report.policies:

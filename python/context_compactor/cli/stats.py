@@ -185,7 +185,10 @@ def render(stats: Stats, name: str, out: TextIO) -> None:
     total = stats.total_tokens
     msgs = stats.messages
     s = stats.structure
-    pct = (lambda n: f"{100 * n / total:5.1f}%") if total else (lambda n: "    -")
+
+    def pct(n: int) -> str:
+        return f"{100 * n / total:5.1f}%" if total else "    -"
+
     # Tool names (MCP ones are long, some are Chinese) get the column they need, up to 40.
     tw = min(max([20, *(_width(t) + 1 for t in stats.by_tool)]), 40)
     out.write(

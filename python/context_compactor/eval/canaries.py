@@ -126,7 +126,7 @@ def _appended(message: Any, text: str, fmt: str) -> dict[str, Any] | None:
     """A copy of a user message with ``text`` added at its end (``None``: not a user message)."""
     if _get(message, "role") != "user" or (fmt == "responses" and _get(message, "type") not in (None, "message")):
         return None
-    m = copy.deepcopy(message)
+    m: dict[str, Any] = copy.deepcopy(message)
     content = m.get("content")
     if isinstance(content, str):
         m["content"] = f"{content}\n\n{text}" if content else text

@@ -48,6 +48,7 @@ class ChainRound:
 
     round: int
     strategy: str
+    reason: str | None
     tokens_before: int
     tokens_after: int
     soft_threshold: int
@@ -73,6 +74,7 @@ class ChainRound:
         return {
             "round": self.round,
             "strategy": self.strategy,
+            "reason": self.reason,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "soft_threshold": self.soft_threshold,
@@ -113,7 +115,8 @@ class ChainRun:
         previous: ChainRound | None = None
         for r in self.rounds:
             if r.strategy == "none":
-                out.append(f"round {r.round}: a forced compaction ended with strategy='none'")
+                why = f" ({r.reason})" if r.reason else ""
+                out.append(f"round {r.round}: a forced compaction ended with strategy='none'{why}")
             if not r.within:
                 out.append(f"round {r.round}: {r.tokens_after} tokens over the soft threshold without over_budget")
             if self.chain == "forced" and previous is not None:
@@ -236,6 +239,7 @@ def run_chain(
             ChainRound(
                 round=r,
                 strategy=result.strategy,
+                reason=result.reason,
                 tokens_before=result.tokens_before,
                 tokens_after=result.tokens_after,
                 soft_threshold=config.soft_threshold,

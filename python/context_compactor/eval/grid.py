@@ -114,10 +114,10 @@ class CanaryReport:
         """A report read back from :meth:`to_dict`'s JSON (to draw it again)."""
 
         def run(r: dict[str, Any]) -> ChainRun:
-            keys = ("file", "chain", "summarizer", "budget", "window")
-            out = ChainRun(*(r[k] for k in keys), [SimpleNamespace(**c) for c in r["items"]], error=r["error"])
+            items = [SimpleNamespace(**c) for c in r["items"]]
+            out = ChainRun(r["file"], r["chain"], r["summarizer"], r["budget"], r["window"], items, error=r["error"])
             fields = {f.name for f in dataclasses.fields(ChainRound)}
-            out.rounds = [ChainRound(**{k: v for k, v in x.items() if k in fields}) for x in r["rounds"]]
+            out.rounds = [ChainRound(**{k: x.get(k) for k in fields}) for x in r["rounds"]]
             return out
 
         return cls(

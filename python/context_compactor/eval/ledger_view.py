@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_compactor.eval.facts import is_summary, string_values
+from context_compactor.eval.facts import is_summary, string_values, text_of
 
 __all__ = ["LEDGER_MARKS", "SENTINEL", "growth_allowance", "ledger_text", "narrative"]
 
@@ -58,11 +58,12 @@ HEADER_SLACK = 300
 
 def growth_allowance(before: Sequence[Any], after: Sequence[Any]) -> int:
     """How many characters a ledger may grow by when ``before`` (a context) is compacted into
-    ``after``: only the text of messages that left the context for the summary can add entries
-    (the summary message itself is not new input). ``0`` when none left: the ledger must not grow
-    at all."""
+    ``after``: only what was in ``before`` outside the ledger can add entries — the text of the
+    messages that left the context for the summary, and the earlier summary's narrative (a fact
+    the summarizer wrote there may move into the ledger when the next narrative drops it). ``0``
+    when neither: the ledger must not grow at all."""
     kept = {id(m) for m in after}
     moved = [m for m in before if id(m) not in kept and not is_summary(m)]
-    if not moved:
-        return 0
-    return sum(len(s) for s in string_values(moved)) + HEADER_SLACK
+    narratives = [narrative(text_of(m)) for m in before if is_summary(m)]
+    room = sum(len(s) for s in string_values(moved)) + sum(len(n) for n in narratives)
+    return room + HEADER_SLACK if room else 0

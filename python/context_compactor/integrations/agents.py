@@ -33,7 +33,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
@@ -136,7 +136,7 @@ class CompactingSession(SessionABC):
         if self.prepare_on_read:
             await self._prepare(force=False)
         items = await asyncio.to_thread(self._inner.context)
-        return legal_suffix(items, resolve_session_limit(limit, self.session_settings))  # type: ignore[return-value]
+        return legal_suffix(items, resolve_session_limit(limit, self.session_settings))
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store items (dicts or the SDK's pydantic items) in one transaction."""
@@ -150,7 +150,8 @@ class CompactingSession(SessionABC):
             StoreError: The newest item was already compacted (replaced by a summary or an edit):
                 it is no longer an item of the context that can be taken back.
         """
-        return await asyncio.to_thread(self._inner.pop)  # type: ignore[return-value]
+        item = await asyncio.to_thread(self._inner.pop)
+        return cast("TResponseInputItem | None", item)  # a stored item: the dict the SDK gave us
 
     async def clear_session(self) -> None:
         """Delete every item and compaction of this session."""

@@ -132,7 +132,7 @@ def to_openai(message: BaseMessage) -> dict[str, Any]:
     messages."""
     from langchain_core.messages import convert_to_openai_messages
 
-    return convert_to_openai_messages(message)  # type: ignore[return-value]
+    return convert_to_openai_messages(message)
 
 
 def _from_core(messages: list[Any]) -> list[BaseMessage]:

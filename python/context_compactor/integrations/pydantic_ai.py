@@ -93,9 +93,10 @@ def _part(block: tuple[Any, ...], originals: Sequence[Any], request: bool) -> An
 def _build(desc: tuple[Any, ...], originals: Sequence[Any]) -> ModelMessage:
     tag, who, blocks = desc
     if tag == "rebuild":
-        orig = originals[who]
-        request = isinstance(orig, ModelRequest)
-        return dataclasses.replace(orig, parts=[_part(b, originals, request) for b in blocks])
+        orig: ModelMessage = originals[who]
+        if isinstance(orig, ModelRequest):
+            return dataclasses.replace(orig, parts=[_part(b, originals, True) for b in blocks])
+        return dataclasses.replace(orig, parts=[_part(b, originals, False) for b in blocks])
     request = who != "assistant"
     parts = [_part(b, originals, request) for b in blocks]
     return ModelRequest(parts=parts) if request else ModelResponse(parts=parts)

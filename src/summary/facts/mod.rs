@@ -26,7 +26,8 @@
 //!   say them. Pseudo-devices (`/dev/null`, `/dev/stdout`: shell redirections) are not. Bare
 //!   file names count when their extension is a known one (`tax.py`,
 //!   `Cargo.toml`, `README.md`), plus well-known names (`Makefile`, `Dockerfile`) and
-//!   dotfiles (`.env`, `.gitignore`), but not method calls (`response.json(`), code
+//!   dotfiles (`.env`, `.gitignore`; not a dot-directory alone, `.venv`: a directory, not a
+//!   file), but not method calls (`response.json(`), code
 //!   receivers (`console.log`, `self.lock`), or product names (`Node.js`). Rejected: dates
 //!   and fractions (`2024/08/13`, `1/2`), versions (`v1.2.3`), `e.g.`, MIME types and branch
 //!   names (`text/html`, `fix/web-storm`: two segments without an extension), `$VAR`

@@ -209,7 +209,8 @@ const DOTFILES: &[&str] = &[
     "python-version", "node-version", "ruby-version", "gitlab-ci.yml", "pre-commit-config.yaml",
     "clang-format", "clang-tidy", "rustfmt.toml", "mailmap", "env.local", "env.example",
     "env.production", "env.development", "htaccess", "netrc", "pypirc", "condarc", "terraformrc",
-    "ssh", "config", "git", "github", "vscode", "idea", "cargo", "venv",
+    // Not the dot-directories (`.venv`, `.git`, `.github`, `.ssh`, …): alone they name a
+    // directory, not a file; as a first segment (`.github/workflows/ci.yml`) they start a path.
 ];
 
 /// Single-segment absolute paths that are real roots.

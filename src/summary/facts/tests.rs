@@ -58,6 +58,9 @@ fn absolute_home_relative_windows() {
         [".github/workflows/ci.yml", ".agent/skills"]
     );
     assert_eq!(paths("astropy/modeling/ holds them"), ["astropy/modeling"]);
+    // A dot-directory alone names a directory, not a file; a file in it is a path.
+    assert!(paths("pip installed it into .venv and .git").is_empty());
+    assert_eq!(paths("source .venv/bin/activate"), [".venv/bin/activate"]);
 }
 
 #[test]
