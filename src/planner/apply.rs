@@ -42,6 +42,34 @@ impl<'a> Planned<'a> {
         truncated: bool,
         counter: &dyn Count,
     ) -> Outcome<'a> {
+        let out = self.apply_summary(summary, truncated, counter);
+        // A forced call with min_savings_ratio=0 asked for a compaction: when the summarizer's
+        // narrative would grow the context (refused: a compaction never grows it), the rule
+        // summary's (with nothing new: the earlier narrative as it was) is used instead.
+        if summary.is_some()
+            && out.strategy == Strategy::None
+            && self.forced
+            && self.needs_summary
+            && self.cfg.min_savings_ratio <= 0.0
+        {
+            let mut rule = self.apply_summary(None, false, counter);
+            if rule.strategy != Strategy::None {
+                rule.fallback_reason = Some(
+                    "the summary would have grown the context: the rule summary instead".to_owned(),
+                );
+                return rule;
+            }
+        }
+        out
+    }
+
+    /// [`Planned::apply`] with `summary` as it is.
+    fn apply_summary(
+        &self,
+        summary: Option<&str>,
+        truncated: bool,
+        counter: &dyn Count,
+    ) -> Outcome<'a> {
         let cfg = &self.cfg;
         let soft = raw_of(cfg.soft, self.ratio);
         let target = raw_of(cfg.target, self.ratio);

@@ -325,6 +325,16 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
             .sum::<usize>();
         tail_start = c;
     }
+    // A forced re-compaction of a compacted context whose kept tail reaches back over our earlier
+    // summary (nothing else between head and tail): the tail starts at the first legal cut after
+    // that summary, so the summary is updated (its narrative rewritten, its ledger carried).
+    if p.forced && !(head_end..tail_start).any(|i| p.slots[i].is_summary()) {
+        if let Some(s) = (tail_start..n).rev().find(|&i| p.slots[i].is_summary()) {
+            if let Some(&c) = legal.iter().find(|&&c| c > s) {
+                tail_start = c;
+            }
+        }
+    }
     if tail_start != configured_tail {
         p.tail_shortened = true;
     }
