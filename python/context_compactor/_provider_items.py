@@ -15,8 +15,8 @@ The ledger (DESIGN, "The ledger") follows the items as a user message that start
 summary marker: the rule result's ledger, with the must-keep facts the items do not show (OpenAI's
 item is encrypted) in its preserved details. It is left out of the span the provider is sent
 (:func:`span_of`), and a copy the provider returns is dropped. The result must pass
-``validate_messages``; otherwise :class:`~context_compactor._summarize.BadReply` is raised and the compactor falls back to the
-local summary with ``fallback_reason`` set.
+``validate_messages``; otherwise :class:`~context_compactor._summarize.BadReply` is raised and
+the compactor falls back to the local summary with ``fallback_reason`` set.
 """
 
 from __future__ import annotations
