@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export CARGO_TERM_COLOR ?= never
+# mkdocs-material's banner about its successor: the site's pins are exact, the banner is noise in CI logs.
+export NO_MKDOCS_2_WARNING := 1
 
 # Every step runs as if the project's venv were the active one, whatever venv the caller has
 # active: maturin installs into $$VIRTUAL_ENV (else $$CONDA_PREFIX), and pyo3's build script
@@ -177,6 +179,20 @@ test-extra: ## test-py for each of EXTRA_VERSIONS (3.13); without that CPython h
 which-python:
 	@echo $(call find_python,$(VERSION))
 
+.PHONY: docs
+docs: ## build the guide (docs/, mkdocs.yml) into site/ with --strict: a broken link, reference or stale generated table fails
+	$(BIN)/python docs/_hooks.py --check
+	$(BIN)/mkdocs build --strict -q
+
+.PHONY: docs-screenshot
+docs-screenshot: docs ## the built Getting started page in headless Chromium: target/docs-getting-started.png
+	$(BIN)/python tests/_docs_site.py site target/docs-getting-started.png
+
+.PHONY: docs-config
+docs-config: ## rewrite the generated configuration table of docs/configuration.md from CompactionConfig
+	$(BIN)/python docs/_hooks.py
+
+
 .PHONY: openapi
 openapi: ## write docs/openapi.json from the server's routes (a test fails when it drifts)
 	$(BIN)/python -c 'from context_compactor.server.app import openapi_text; open("docs/openapi.json", "w").write(openapi_text())'
@@ -193,9 +209,9 @@ load-proxy-smoke: ## a 5-second run of load-proxy (CI)
 	$(BIN)/python benches/load_proxy.py --conversations 50 --seconds 5 --check
 
 .PHONY: all
-all: install lint test test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, test, test-extra, the proxy's load smoke
+all: install lint docs test test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, the docs site (--strict), test, test-extra, the proxy's load smoke
 
 .PHONY: clean
 clean: ## remove build outputs and the venv
 	cargo clean
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis site

@@ -1,4 +1,4 @@
-"""The cache-aware defaults the eval chose (README, "What compaction costs"): the ladder cuts the
+"""The cache-aware defaults the eval chose (docs/eval.md, "Evaluating fidelity and cost"): the ladder cuts the
 kept tail's tool output down to the target (`cache_aware_cuts`), so the next calls do not cut again."""
 
 from __future__ import annotations

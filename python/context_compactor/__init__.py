@@ -1,7 +1,7 @@
 """context-compactor: keep long LLM-agent conversations inside the context window.
 
 A Rust core (token accounting, validation, planning) behind a small Python shell. See the
-README for the two commands and a ten-line example.
+README for the two set-up commands and a ten-line example, and docs/ for the guide.
 """
 
 from __future__ import annotations

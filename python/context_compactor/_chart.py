@@ -113,8 +113,11 @@ def render_svg(report: ReplayReport, *, title: str | None = None, width: int = 9
         The SVG document as a string (well-formed XML).
 
     Example:
-        >>> with open("replay.svg", "w") as f:                     # doctest: +SKIP
-        ...     f.write(render_svg(report))
+        >>> from context_compactor import ContextCompactor
+        >>> from context_compactor.replay import replay
+        >>> report = replay("examples/agent_session.json", ContextCompactor(max_context_tokens=3000))
+        >>> with open("replay.svg", "w") as f:
+        ...     _ = f.write(render_svg(report))
     """
     left, right, top, bottom = 72, 24, 44, 48
     if title is None:

@@ -179,10 +179,13 @@ class ConversationState:
 
     Example:
         >>> state = ConversationState()
-        >>> compactor.check(messages, state=state)  # counts everything once
-        >>> messages.append(reply)
-        >>> compactor.check(messages, state=state)  # counts only the new message
-        >>> state.observe_usage(response.usage, messages=messages)
+        >>> TokenCounter().count_each(messages, state=state).counted   # counts every message once
+        40
+        >>> messages.append({"role": "user", "content": "Now run the tests."})
+        >>> TokenCounter().count_each(messages, state=state).counted   # then only the new ones
+        1
+        >>> state.observe_usage(4_700, messages=messages)              # the provider's prompt tokens
+        True
     """
 
     def __new__(cls) -> ConversationState: ...
@@ -385,6 +388,7 @@ def inspect_messages(
     ``context-compactor stats`` prints.
 
     Example:
+        >>> from context_compactor._core import inspect_messages
         >>> [b.kind for b in inspect_messages([{"role": "user", "content": "hi"}])[0].blocks]
         ['text']
     """

@@ -93,7 +93,8 @@ class AsyncPostgresStore(AsyncSessionStore):
         schema: The PostgreSQL schema holding the tables (created when missing).
 
     Example:
-        >>> async with await AsyncPostgresStore.connect("postgresql://app@db/agents") as store:  # doctest: +SKIP
+        >>> url = "postgresql://app@db/agents"
+        >>> async with await AsyncPostgresStore.connect(url) as store:  # needs a server  # doctest: +SKIP
         ...     print(await store.session_ids())
     """
 

@@ -26,7 +26,7 @@ appended or compacted is never lost or counted twice.
 
 Measured (``benches/bench_store_async.py``: ``aprepare()`` after an append on a 10k-message
 PostgreSQL session, native against the thread offload in the same run, with a ticker task
-measuring how late the loop wakes it): the figures are in the README's "Sessions in PostgreSQL"
+measuring how late the loop wakes it): the figures are in docs/stores.md, "Sessions in PostgreSQL"
 section.
 
 Cancellation: a store call, once started, runs to its end (its transaction commits or rolls
@@ -159,9 +159,13 @@ class AsyncMethods:
         async methods open the async connection on first use.
 
         Example:
-            >>> url = "postgresql://app@db/agents"
-            >>> async with await Session.aopen(compactor, url, "ticket-42") as session:  # doctest: +SKIP
-            ...     await session.aappend({"role": "user", "content": "Fix the failing test."})
+            >>> import asyncio
+            >>> async def main(store):              # "postgresql://app@db/agents", or a SQLite file
+            ...     async with await Session.aopen(compactor, store, "ticket-42") as session:
+            ...         await session.aappend({"role": "user", "content": "Fix the failing test."})
+            ...         return await session.acontext()
+            >>> asyncio.run(main("agent-async.db"))
+            [{'role': 'user', 'content': 'Fix the failing test.'}]
         """
         self = cls.__new__(cls)
         self._setup(compactor, session_id, format)
@@ -320,7 +324,10 @@ class AsyncMethods:
         for ``background=True``).
 
         Example:
-            >>> result = await session.aprepare()                   # doctest: +SKIP
+            >>> import asyncio
+            >>> result = asyncio.run(session.aprepare())    # None: under the thresholds
+            >>> print(result)
+            None
         """
         self._check_open()
         deadline = time.monotonic() + self._wait()

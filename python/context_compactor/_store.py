@@ -384,7 +384,7 @@ class SessionStore(abc.ABC):
         connection only if a sync method needs it; a SQLite store opens in a worker thread.
 
         Example:
-            >>> store = await SessionStore.aopen("postgresql://app@db/agents")  # doctest: +SKIP
+            >>> store = await SessionStore.aopen("postgresql://app@db/agents")  # needs a server  # doctest: +SKIP
         """
         backend = _backend(target) if cls is SessionStore else cls
         return await backend._aopen(target, timeout=timeout, **kwargs)

@@ -111,13 +111,19 @@ class CompactionConfig:
         5000
     """
 
+    #: The model's context window, in tokens.
     max_context_tokens: int = 128_000
     #: Tokens kept free for the reply. ``None`` (the default) derives it from the window:
     #: ``min(8000, max_context_tokens // 4)``; :attr:`reserve` is the value in force.
     reserve_tokens: int | None = None
+    #: The soft threshold as a share of the budget (``max_context_tokens - reserve``): from there a
+    #: compaction is due.
     trigger_ratio: float = 0.8
+    #: The soft threshold in tokens; ``None``: ``trigger_ratio`` of the budget.
     soft_threshold_tokens: int | None = None
+    #: The hard threshold in tokens (compact before sending); ``None``: the budget.
     hard_threshold_tokens: int | None = None
+    #: Where a compaction aims, as a share of the budget (capped at the soft threshold).
     target_ratio: float = 0.5
     #: Leading non-system messages kept verbatim (the task). The kept head ends at an earlier
     #: summary: once the start was compacted, the messages after that summary are later ones and
@@ -127,12 +133,20 @@ class CompactionConfig:
     #: fit, it is shortened to this many tokens (head + tail, the cut marked, its must-keep facts
     #: kept). ``None``: ``min(2000, budget // 4)`` (:attr:`task_token_limit`).
     task_max_tokens: int | None = None
+    #: The recent tail kept verbatim, in messages.
     keep_recent_messages: int = 6
+    #: Also keep at least this many tail tokens; with both set, the longer tail.
     keep_recent_tokens: int | None = None
+    #: Tool results (each result counts) kept intact by micro-compaction.
     keep_recent_tool_results: int = 4
+    #: Older tool-call arguments longer than this are cut to head + tail, the cut marked (JSON stays
+    #: valid).
     max_tool_arg_chars: int = 500
+    #: Tools whose calls and results are never touched.
     protected_tools: tuple[str, ...] = ()
+    #: Automatic micro-compaction only above this share of the budget.
     micro_trigger_ratio: float = 0.5
+    #: Skip a clearing that frees less (keeps the cached prefix stable).
     clear_at_least_tokens: int = 2_000
     #: Micro-compaction also clears the output of a read that a later call superseded (the same
     #: file read whole again, or changed): a placeholder names the later message.
@@ -147,9 +161,15 @@ class CompactionConfig:
     #: Each cut breaks the provider's cached prefix from that message on; cutting only to the
     #: threshold made the next call cut again (a prefix break at every call). False: as in 0.1.
     cache_aware_cuts: bool = True
+    #: Where cleared tool output is written (content-hash names, atomic, never outside it); ``None``:
+    #: not written.
     offload_dir: str | None = None
+    #: What selective compaction does per item type, in priority order (:class:`SelectiveRule`).
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
+    #: The summary's cap, enforced after the reply (at a sentence boundary).
     summary_max_tokens: int = 2_000
+    #: ``"user"``; ``"system"`` puts the summary in the system prompt (Anthropic: ``result.system``);
+    #: ``"developer"`` for Responses.
     summary_role: Literal["user", "system", "developer"] = "user"
     #: The ledger's user words (the sentences of the user's own messages in every replaced span,
     #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 8)``, at
@@ -159,22 +179,44 @@ class CompactionConfig:
     #: caps the narrative). ``None``: ``min(1500, budget // 8)``, at least 64
     #: (:attr:`details_token_limit`); 0 turns the sections off.
     details_budget_tokens: int | None = None
+    #: Longer spans are summarised in chunks, each updating the previous summary (so the
+    #: summarizer may be called several times per compaction); ``None``: the hard threshold.
     summarizer_max_input_tokens: int | None = None
+    #: Each tool output in the transcript sent to the summarizer is cut to this.
     transcript_item_max_chars: int = 2_000
+    #: Seconds for the whole compaction's summary: every summarizer call of one compaction (each
+    #: chunk) shares them; then the fallback ladder.
     summarizer_timeout_s: float = 120.0
+    #: ``"fallback"``: transient errors (timeout, 429, 5xx, connection) fall back to the rule summary,
+    #: permanent ones raise :class:`SummarizerError`; ``"fallback_all"``; ``"raise"``.
     on_summarizer_error: Literal["fallback", "fallback_all", "raise"] = "fallback"
+    #: Refuse a compaction that saves less, only below the hard threshold and not when it brings the
+    #: context under the soft one.
     min_savings_ratio: float = 0.1
+    #: After a summarizer failure, that many calls with a state skip the LLM: micro/selective, then the
+    #: rule summary if they fall short.
     cooldown_calls: int = 3
     #: Start the summary from the soft threshold without blocking (a :class:`Session`: a thread for
     #: ``prepare()``, a task for ``aprepare()``); it is applied with the messages appended
     #: meanwhile (the delta, kept verbatim) by a later ``prepare()``.
     background: bool = False
+    #: ``"approx"`` (fast, errs high), ``"o200k_base"``, ``"cl100k_base"``, or a callable ``str ->
+    #: int``.
     tokenizer: Tokenizer = "approx"
+    #: Tokens counted per message on top of its content.
     message_overhead_tokens: int = 4
+    #: Tokens per image whose size is unknown (URL, file id), audio clip or opaque document.
     image_tokens: int = 1_600
+    #: The model whose image formula counts images of known size; ``None``: the highest documented count
+    #: for the image's provider.
     image_model: str | None = None
+    #: Repair invalid input (listed in ``result.repairs``); ``False`` raises
+    #: :class:`InvalidConversationError`.
     repair: bool = True
+    #: The validity profile; ``None``: detected from the format. ``"strict"`` also demands alternation
+    #: and system-first.
     profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"] | None = None
+    #: Allow message text in log records (never by default).
     log_content: bool = False
     #: The summary growth bound: the summary's cap is at most this share of the target (and
     #: ``summary_max_tokens``, never under 256 tokens; :attr:`summary_token_limit`). A summary as

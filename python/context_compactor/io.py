@@ -222,9 +222,9 @@ def load(path: str | os.PathLike[str], *, format: Format | None = None) -> Trans
 
     Example:
         >>> from context_compactor.io import load
-        >>> t = load("session.jsonl")                                   # doctest: +SKIP
-        >>> t.format, t.source, len(t.messages), t.skipped              # doctest: +SKIP
-        ('anthropic', 'claude_code_jsonl', 55, 160)
+        >>> t = load(claude_code_session)                   # ~/.claude/projects/<project>/<session>.jsonl
+        >>> t.format, t.source, len(t.messages), t.skipped
+        ('anthropic', 'claude_code_jsonl', 82, 203)
     """
     name = os.fspath(path)
     try:
@@ -292,8 +292,8 @@ def save(
             a ``system`` argument means Anthropic).
 
     Example:
-        >>> save("out.json", [{"role": "user", "content": "hi"}], system="Be brief.")  # doctest: +SKIP
-        >>> load("out.json").system                                                   # doctest: +SKIP
+        >>> save("out.json", [{"role": "user", "content": "hi"}], system="Be brief.")
+        >>> load("out.json").system
         'Be brief.'
     """
     msgs = [_jsonable(m) for m in messages]

@@ -161,7 +161,7 @@ class Session(BackgroundCompaction, AsyncMethods):
 
     Example:
         >>> session = Session(compactor, "agent.db", "ticket-42", system="You are a coding agent.")
-        >>> session.append({"role": "user", "content": "Fix the failing test."})    # doctest: +SKIP
+        >>> session.append({"role": "user", "content": "Fix the failing test."})    # its row id
         1
         >>> result = session.prepare()        # None, or the CompactResult (record by row id)
         >>> messages = session.context()      # what to send now
@@ -389,8 +389,10 @@ class Session(BackgroundCompaction, AsyncMethods):
             StoreError: The store could not be written.
 
         Example:
-            >>> session.append({"role": "user", "content": "hi"})    # doctest: +SKIP
-            7
+            >>> len(session.context())
+            40
+            >>> session.append({"role": "user", "content": "hi"})    # the row id
+            41
         """
         return self.extend([message])[0]
 
@@ -406,8 +408,8 @@ class Session(BackgroundCompaction, AsyncMethods):
             InvalidConversationError: See :meth:`append`.
 
         Example:
-            >>> session.extend([assistant_message, *tool_results])   # doctest: +SKIP
-            [8, 9, 10]
+            >>> session.extend([assistant_message, *tool_results])   # a call and its result
+            [41, 42]
         """
         encoded = self._checked(messages)
         if not encoded:
@@ -467,7 +469,7 @@ class Session(BackgroundCompaction, AsyncMethods):
         report with it.
 
         Example:
-            >>> client.chat.completions.create(model=m, messages=session.context())   # doctest: +SKIP
+            >>> response = client.chat.completions.create(model="gpt-4o", messages=session.context())
         """
         with self._store.locked():
             self._refresh()
@@ -504,8 +506,11 @@ class Session(BackgroundCompaction, AsyncMethods):
         """Every compaction of this session, oldest first.
 
         Example:
-            >>> for c in session.compactions():                     # doctest: +SKIP
+            >>> session.prepare(force=True).strategy        # the /compact command
+            'summary'
+            >>> for c in session.compactions():
             ...     print(c.id, c.strategy, c.tokens_before, c.tokens_after, len(c.replaced))
+            1 summary 4440 ... ...
         """
         return self._records(self._store.compactions(self._id))
 
@@ -543,8 +548,11 @@ class Session(BackgroundCompaction, AsyncMethods):
             KeyError: No such compaction in this session.
 
         Example:
-            >>> record = session.compactions()[-1]                  # doctest: +SKIP
-            >>> originals = session.expand(record.id)
+            >>> result = session.prepare(force=True)
+            >>> record = session.compactions()[-1]
+            >>> originals = session.expand(record.id)           # the messages it replaced, as appended
+            >>> len(originals) == len(record.replaced), originals[0] == session.history()[record.replaced[0] - 1]
+            (True, True)
         """
         return [json.loads(text) for text in self._store.expand(self._id, record_id)]
 
@@ -644,10 +652,10 @@ class Session(BackgroundCompaction, AsyncMethods):
             SummarizerError: As :meth:`ContextCompactor.compact`.
 
         Example:
-            >>> result = session.prepare()                          # doctest: +SKIP
-            >>> if result is not None and result.over_budget:    # doctest: +SKIP
+            >>> result = session.prepare()
+            >>> if result is not None and result.over_budget:
             ...     raise RuntimeError(result.over_budget_reason)      # it would not fit the window
-            >>> if result is not None:                              # doctest: +SKIP
+            >>> if result is not None:
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
         self._check_open()
@@ -857,8 +865,8 @@ class Session(BackgroundCompaction, AsyncMethods):
             Whether the report was learned from.
 
         Example:
-            >>> response = client.chat.completions.create(model=m, messages=session.context())  # doctest: +SKIP
-            >>> session.record_usage(response.usage, model=m)
+            >>> response = client.chat.completions.create(model="gpt-4o", messages=session.context())
+            >>> session.record_usage(response.usage, model="gpt-4o")
             True
         """
         with self._store.locked():

@@ -3,8 +3,10 @@
 
 use super::draft::Count;
 use super::plan::Planned;
+use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
 use crate::summary::ledger::{strip_fakes, with_ledger_context};
+use crate::summary::prompts::with_user_instructions;
 use crate::summary::reply::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
 use crate::text::Text;
@@ -140,6 +142,14 @@ impl<'a> Planned<'a> {
             &transcript,
             cap,
         );
+        // The user's instructions in the span, oldest first.
+        let found: Vec<_> = self
+            .replaced
+            .iter()
+            .filter(|m| m.is_user_text())
+            .flat_map(|m| user_instructions(&m.prose()))
+            .collect();
+        let user_prompt = with_user_instructions(self.language, &found, &user_prompt);
         let user_prompt = match &self.task_text {
             Some(task) => with_task_context(self.language, task, &user_prompt),
             None => user_prompt,

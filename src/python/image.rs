@@ -1,6 +1,6 @@
 //! Images at the boundary: the size of an image block read from its base64 data (one place for
 //! every wire format's image blocks), `image_model` parsing, and `image_size` /
-//! `image_tokens` for Python (the README's table and the tests use them).
+//! `image_tokens` for Python (the table of docs/tokens.md and the tests use them).
 
 use super::errors::config_error;
 use super::text::borrow_text;

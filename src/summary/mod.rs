@@ -42,7 +42,6 @@
 //!   truncation summary reads only the messages it shows).
 
 pub mod artifacts;
-pub mod constraints;
 pub mod facts;
 pub mod instruction;
 pub mod language;

@@ -29,7 +29,7 @@ goes on.
 
 On a machine shared with other sessions, Linux's autogroup scheduling gives the batch's session
 one share of the CPU however many workers it runs: ``--workers 2`` then gets little more CPU
-time than ``--workers 1`` (README, "Many conversations at once").
+time than ``--workers 1`` (docs/batch.md, "Many conversations at once").
 """
 
 from __future__ import annotations

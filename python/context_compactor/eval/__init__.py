@@ -28,8 +28,8 @@ window). ``EvalReport.to_dict()`` is the JSON; :mod:`context_compactor._html_rep
 
 Example:
     >>> from context_compactor.eval import evaluate
-    >>> report = evaluate(["examples/agent_session.json"], max_tokens=3000)       # doctest: +SKIP
-    >>> report.overall("policy")["artifact_trail"]                               # doctest: +SKIP
+    >>> report = evaluate(["examples/agent_session.json"], max_tokens=3000)
+    >>> report.overall("policy")["artifact_trail"]
     1.0
 """
 

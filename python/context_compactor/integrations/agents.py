@@ -95,9 +95,13 @@ class CompactingSession(SessionABC):
             every run starts from a context under the thresholds (default ``True``).
 
     Example:
-        >>> from agents import Agent, Runner                                  # doctest: +SKIP
+        >>> import asyncio
+        >>> from agents import Agent, Runner
+        >>> agent = Agent(name="coder", instructions="You fix failing tests.")   # the model: OpenAI's
         >>> session = CompactingSession("user-42", ContextCompactor(max_context_tokens=200_000), "agent.db")
-        >>> result = await Runner.run(agent, "修复失败的测试", session=session)  # doctest: +SKIP
+        >>> result = asyncio.run(Runner.run(agent, "修复失败的测试", session=session))
+        >>> [item.get("role") for item in asyncio.run(session.get_items())]
+        ['user', 'assistant']
     """
 
     def __init__(
@@ -251,8 +255,12 @@ def input_filter(
     """A ``call_model_input_filter`` that keeps each model call of a run inside the window.
 
     Example:
-        >>> from agents import RunConfig, Runner                                # doctest: +SKIP
+        >>> import asyncio
+        >>> from agents import Agent, RunConfig, Runner
+        >>> agent = Agent(name="coder", instructions="You fix failing tests.")   # the model: OpenAI's
         >>> config = RunConfig(call_model_input_filter=input_filter(compactor))
-        >>> await Runner.run(agent, task, run_config=config, max_turns=200)   # doctest: +SKIP
+        >>> result = asyncio.run(Runner.run(agent, task, run_config=config, max_turns=200))
+        >>> result.final_output
+        'Done: the test passes.'
     """
     return CompactingInputFilter(compactor, tools=tools)

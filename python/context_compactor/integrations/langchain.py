@@ -20,7 +20,10 @@ Example:
     >>> from context_compactor import ContextCompactor
     >>> from context_compactor.integrations.langchain import ContextCompactorMiddleware
     >>> compactor = ContextCompactor(max_context_tokens=128_000, summarizer=my_llm)
-    >>> agent = create_agent(model, tools, middleware=[ContextCompactorMiddleware(compactor)])
+    >>> agent = create_agent(model, tools, middleware=[ContextCompactorMiddleware(compactor)])  # any chat model
+    >>> state = agent.invoke({"messages": [{"role": "user", "content": "Fix the failing test."}]})
+    >>> compactor.check(state["messages"]).should_compact
+    False
 """
 
 from __future__ import annotations
@@ -152,7 +155,12 @@ def chat_model_summarizer(model: Any, *, asynchronous: bool = False) -> Callable
     reply's text is the summary.
 
     Example:
-        >>> compactor = ContextCompactor(summarizer=chat_model_summarizer(ChatOpenAI(model="gpt-4.1-mini")))
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from itertools import repeat
+        >>> model = GenericFakeChatModel(messages=repeat(AIMessage("The user asked to fix a test.")))
+        >>> compactor = ContextCompactor(max_context_tokens=3_000, summarizer=chat_model_summarizer(model))
+        >>> compactor.compact(messages).summary_source             # e.g. ChatOpenAI(model="gpt-4.1-mini")
+        'llm'
     """
     if asynchronous:
 
@@ -206,6 +214,7 @@ class ContextCompactorMiddleware(_middleware_base()):  # type: ignore[misc]
         rewrite_state: Rewrite the state (default) or change only the model's input.
 
     Example:
+        >>> from langchain.agents import create_agent
         >>> agent = create_agent(model, tools, middleware=[ContextCompactorMiddleware(compactor)])
     """
 
@@ -264,6 +273,7 @@ def langgraph_pre_model_hook(compactor: ContextCompactor) -> Callable[[dict[str,
     uses :class:`ContextCompactorMiddleware` with ``create_agent``.
 
     Example:
+        >>> from langgraph.prebuilt import create_react_agent
         >>> agent = create_react_agent(model, tools, pre_model_hook=langgraph_pre_model_hook(compactor))
     """
 

@@ -77,8 +77,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     """The ASGI application for ``settings`` (wrapped in the security gate).
 
     Example:
-        >>> import uvicorn                                          # doctest: +SKIP
-        >>> uvicorn.run(create_app(ServerSettings(token="secret")), host="127.0.0.1", port=8787)
+        >>> import uvicorn
+        >>> app = create_app(ServerSettings(token="secret"))
+        >>> uvicorn.run(app, host="127.0.0.1", port=8787)    # serves until stopped  # doctest: +SKIP
     """
     settings = settings or ServerSettings()
     compactors = Compactors(settings)

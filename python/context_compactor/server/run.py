@@ -40,8 +40,9 @@ class BackgroundServer:
     """A server on a free port of 127.0.0.1 in a daemon thread; ``url`` once started.
 
     Example:
-        >>> with BackgroundServer(ServerSettings(token="t", port=0)) as server:   # doctest: +SKIP
+        >>> with BackgroundServer(ServerSettings(token="t", port=0)) as server:
         ...     print(server.url)
+        http://127.0.0.1:...
     """
 
     def __init__(self, settings: ServerSettings) -> None:

@@ -86,7 +86,10 @@ def anthropic_messages(client: Any, model: str, **params: Any) -> Summarizer | A
         >>> from context_compactor import ContextCompactor
         >>> from context_compactor.summarizers import anthropic_messages
         >>> summarize = anthropic_messages(anthropic.AsyncAnthropic(), "claude-haiku-4-5")
-        >>> result = await ContextCompactor(summarizer=summarize).acompact(messages, system=system)
+        >>> import asyncio
+        >>> result = asyncio.run(ContextCompactor(max_context_tokens=3_000, summarizer=summarize).acompact(messages))
+        >>> result.summary_source
+        'llm'
     """
     _check_params("anthropic_messages", params, _ANTHROPIC_RESERVED)
     create = _client_attr("anthropic_messages", client, "messages.create")

@@ -354,8 +354,13 @@ def async_openai_compatible(
     Example:
         >>> from context_compactor import ContextCompactor
         >>> from context_compactor.summarizers import async_openai_compatible
-        >>> summarize = async_openai_compatible("http://127.0.0.1:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
-        >>> result = await ContextCompactor(summarizer=summarize).acompact(messages)
+        >>> import asyncio
+        >>> base_url                                        # a vLLM, Ollama or llama.cpp server
+        'http://127.0.0.1:.../v1'
+        >>> summarize = async_openai_compatible(base_url, "Qwen/Qwen2.5-7B-Instruct")
+        >>> result = asyncio.run(ContextCompactor(max_context_tokens=3_000, summarizer=summarize).acompact(messages))
+        >>> result.summary_source
+        'llm'
     """
     endpoint = _Endpoint("async_openai_compatible", base_url, model, api_key, timeout, headers, params)
 
