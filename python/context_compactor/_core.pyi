@@ -240,7 +240,11 @@ class Plan:
 
     def request(self, tokenizer: str | Callable[[str], int] | None = None) -> dict[str, Any] | None:
         """The summary request for the current chunk as a dict, or ``None``; ``tokenizer`` sizes
-        the chunks the first time (the transcript is built on first use)."""
+        the chunks the first time (the transcript is built on first use). Keys: ``system_prompt``,
+        ``user_prompt``, ``previous_summary`` (the earlier summary's narrative, without its
+        ledger), ``ledger`` (the ledger carried after the summary: read-only context, or
+        ``None``), ``instructions``, ``max_tokens``, ``must_keep``, ``language``,
+        ``replaced_count``, ``chunk``, ``chunks``."""
     def remaining_chunks(self, tokenizer: str | Callable[[str], int] | None = None) -> int:
         """Chunks after the current one."""
     @property
@@ -248,7 +252,8 @@ class Plan:
     @property
     def tokens_before(self) -> int: ...
     def advance(self, text: str) -> Plan:
-        """The plan for the next chunk, ``text`` being the summary of the chunks so far."""
+        """The plan for the next chunk, ``text`` being the summary of the chunks so far (a
+        sentinel or ledger header in it is stripped: only the library writes the ledger)."""
     def apply(
         self, summary: str | None, truncated: bool = False, tokenizer: str | Callable[[str], int] | None = None
     ) -> dict[str, Any]:

@@ -25,6 +25,7 @@ def _request(d: dict[str, Any] | None) -> SummaryRequest | None:
         replaced_count=d["replaced_count"],
         chunk=d["chunk"],
         chunks=d["chunks"],
+        ledger=d.get("ledger"),
     )
 
 

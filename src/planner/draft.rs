@@ -193,9 +193,16 @@ impl<'a> Slot<'a> {
 
 /// Whether a message's first text starts with the summary marker (`is_summary_text` of its
 /// first characters: the marker after at most 16 characters of white space), read in place.
+/// Only a role the library writes a summary in (user, system, developer) and a text block
+/// count: an assistant or tool message that starts with the marker (text a model or a page it
+/// read wrote) is not our summary, and its text is never read back as one.
 pub fn starts_with_summary(m: &Message<'_>) -> bool {
+    if !matches!(m.role, Role::User | Role::System | Role::Developer) {
+        return false;
+    }
     m.blocks
         .first()
+        .filter(|b| b.kind == BlockKind::Text)
         .and_then(|b| b.texts.first())
         .is_some_and(|p| {
             let mut head = p

@@ -144,7 +144,10 @@ pub struct PlanConfig {
     pub summary_cap: usize,
     /// Put the summary in the system prompt (`summary_role="system"`).
     pub summary_in_system: bool,
+    /// The ledger's user words (0: the section is off).
     pub user_messages_budget_tokens: usize,
+    /// The ledger's preserved details and artifact trail (0: the sections are off).
+    pub details_budget_tokens: usize,
     pub summarizer_max_input_tokens: Option<usize>,
     pub transcript_item_max_chars: usize,
     pub min_savings_ratio: f64,
@@ -183,6 +186,7 @@ impl Default for PlanConfig {
             summary_cap: 2_000,
             summary_in_system: false,
             user_messages_budget_tokens: 2_000,
+            details_budget_tokens: 1_500,
             summarizer_max_input_tokens: None,
             transcript_item_max_chars: 2_000,
             min_savings_ratio: 0.1,
@@ -202,6 +206,8 @@ impl PlanConfig {
             target: budget / 2,
             micro_threshold: budget / 2,
             task_max_tokens: (budget / 4).min(2_000),
+            user_messages_budget_tokens: (budget / 8).clamp(64, 2_000),
+            details_budget_tokens: (budget / 8).clamp(64, 1_500),
             ..PlanConfig::default()
         }
     }

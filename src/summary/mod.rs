@@ -45,6 +45,7 @@ pub mod artifacts;
 pub mod facts;
 pub mod instruction;
 pub mod language;
+pub mod ledger;
 pub mod prompts;
 pub mod reply;
 pub mod rule;
