@@ -8,7 +8,6 @@ use super::output::{Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
-use crate::message::Message;
 use crate::structure::analyze;
 use crate::summary::language::Language;
 use crate::summary::ledger::{line_sentences, strip_fakes, Ledger};

@@ -48,8 +48,7 @@ pub use request::SummaryRequest;
 use crate::tokens::counter::Framing;
 use crate::validate::Profile;
 
-/// Stable first line of every summary message.
-pub const SUMMARY_MARKER: &str = "[context-compactor summary]";
+pub use crate::summary::SUMMARY_MARKER;
 
 /// Whether a text is a summary message written by a compaction.
 pub fn is_summary_text(text: &str) -> bool {

@@ -376,9 +376,7 @@ fn is_header(line: &str) -> bool {
 pub fn strip_fakes(narrative: &str) -> String {
     let fake = |l: &str| {
         let t = l.trim();
-        t.starts_with(SENTINEL_STEM)
-            || t.starts_with(crate::planner::SUMMARY_MARKER)
-            || is_header(t)
+        t.starts_with(SENTINEL_STEM) || t.starts_with(super::SUMMARY_MARKER) || is_header(t)
     };
     if !narrative.lines().any(fake) {
         return narrative.to_owned();
