@@ -201,6 +201,10 @@ openapi: ## write docs/openapi.json from the server's routes (a test fails when 
 page-screenshot: ## the server's summary cards page in headless Chromium: target/server-page.png
 	$(BIN)/python benches/page_screenshot.py
 
+.PHONY: server-stress
+server-stress: ## the server's durability run: 10 kill -9s of `serve` during a session's appends (SQLite and PostgreSQL)
+	CC_SERVER_KILLS=10 $(BIN)/python -m pytest -q tests/test_server_durability.py
+
 .PHONY: load-proxy load-proxy-smoke
 load-proxy: ## the proxy under 200 concurrent conversations for 60 s: errors, over-window, RSS at 10/60 s, added latency p50/p99
 	$(BIN)/python benches/load_proxy.py --conversations 200 --seconds 60 --check

@@ -3,8 +3,9 @@
 Three processes: an upstream stub (asyncio, answers like Chat Completions, checks each request
 against its model's window with the library's counter), the proxy (``context-compactor serve``)
 and this client (asyncio + httpx2): N conversations, each an agent loop that resends its whole
-history plus a tool result of ~500 tokens per call, so each crosses the soft threshold every ~20
-calls and is compacted, then reuses its compacted prefix. Reports:
+history plus a tool result of ~650 tokens per call; each starts between the target and the soft
+threshold, so it is compacted within its first calls and every few calls after, reusing its
+compacted prefix in between. Reports:
 
 - errors (non-200 answers or failed calls) and requests over the window (the stub's count);
 - the proxy's RSS at 10 s and at the end (``--check`` fails when it grew by more than 50 MB);
@@ -120,8 +121,14 @@ async def _conversation(client: Any, conv: int, deadline: float, out: dict[str, 
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": f"Task {conv}: fix the failing test in /srv/app/mod{conv}.py."},
     ]
+    # Each starts part-way between the compaction's target and the soft threshold (12-18 tool
+    # results of ~650 tokens), so the proxy's working set is steady from the first seconds and the
+    # RSS at 10 s and at the end compare like with like.
+    for i in range(12 + conv % 7):
+        messages.append({"role": "assistant", "content": f"Reading part {i}."})
+        messages.append({"role": "user", "content": _tool_output(conv, i)})
     headers = {"Authorization": f"Bearer sk-load-{conv}", "X-Compactor-Token": TOKEN}
-    i = 0
+    i = 100
     while time.monotonic() < deadline:
         body = {"model": "gpt-test", "messages": messages, "max_tokens": MAX_TOKENS}
         t0 = time.perf_counter()

@@ -15,6 +15,10 @@ use crate::json::{json_escaped_chars, json_string_literal, json_strings, JsonStr
 use crate::text::Text;
 use std::borrow::Cow;
 
+/// Prefix of every placeholder the compactor writes (micro-compaction's cleared output, the
+/// last block's and the ladder's): text that starts with it, like cut text, is never cut again.
+pub const PLACEHOLDER_PREFIX: &str = "[context-compactor:";
+
 /// What a cut leaves between head and tail: `…[1234 chars omitted]…`. One marker everywhere,
 /// so [`is_cut`] recognises anything this crate cut and nothing is cut twice.
 pub fn cut_marker(omitted: usize) -> String {

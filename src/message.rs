@@ -13,6 +13,21 @@ use crate::text::Text;
 use std::fmt;
 
 /// Wire format of a message list.
+///
+/// Adding a format (the checklist is `docs/formats.md`, "Adding a wire format"): its own
+/// modules (`formats/<name>.rs` for its structure and validity rules, the binding's reader
+/// `python/extract/<name>.rs` and writer `python/render/<name>.rs`, the shell's
+/// `_io_<name>.py`), a variant here, and then every place the compiler lists: no `match` on a
+/// `Format` has a catch-all arm (`_`, `Some(_)`, a binding), and the places that dispatch on the
+/// format do it with a `match`, so the new variant is a compile error wherever a decision is
+/// needed. As of this writing they are: this file (`name`, `parse`, `results_in_user_messages`,
+/// `has_role`, `FormatHints` and its `detect`), `validate/problem.rs` (`Profile`),
+/// `validate/mod.rs` (`validate`'s dispatch), `planner/{repair, shape, assemble,
+/// malformed}.rs`, `python/extract/{mod, gemini}.rs` and `python/render/mod.rs` (the
+/// dispatch to the readers and writers). The Python shell names the formats in
+/// `_core.pyi` (`_Format`), `config.py` (the `profile` literal) and `io.py` (its `Format`
+/// literal and the dispatch to `_io_<name>.py`); `cli/common.py` and `io.py`'s checks read
+/// the list from `_core.FORMATS`. `tests/test_import_graph.py` checks the catch-all rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// OpenAI Chat Completions.
@@ -50,8 +65,48 @@ impl Format {
     /// Tool results are blocks of user messages, the user speaks first and no message may be
     /// empty (Anthropic `tool_result` blocks, Gemini `function_response` parts).
     pub fn results_in_user_messages(self) -> bool {
-        matches!(self, Format::Anthropic | Format::Gemini)
+        match self {
+            Format::Anthropic | Format::Gemini => true,
+            Format::OpenAi | Format::Responses => false,
+        }
     }
+
+    /// Whether the format's message list may hold a message with `role` (Anthropic and Gemini:
+    /// only the user's and the assistant's; the system prompt is separate).
+    pub fn has_role(self, role: Role) -> bool {
+        match self {
+            Format::Anthropic | Format::Gemini => matches!(role, Role::User | Role::Assistant),
+            Format::OpenAi | Format::Responses => role != Role::Other,
+        }
+    }
+
+    /// The role of a summary written with `summary_role="system"` (or `"developer"`): Gemini
+    /// has no system role in `contents`, so the summary is the user's there; Responses takes a
+    /// developer message item.
+    pub fn summary_system_role(self) -> Role {
+        match self {
+            Format::Gemini => Role::User,
+            Format::Responses => Role::Developer,
+            Format::OpenAi | Format::Anthropic => Role::System,
+        }
+    }
+
+    /// A function-call turn must come right after a user turn (Gemini's rule; the repair
+    /// inserts a user turn where it does not, see `crate::formats::gemini::rule`).
+    pub fn calls_follow_user_turn(self) -> bool {
+        match self {
+            Format::Gemini => true,
+            Format::OpenAi | Format::Anthropic | Format::Responses => false,
+        }
+    }
+
+    /// Every format, in the order `parse` and the Python `_core.FORMATS` list them.
+    pub const ALL: [Format; 4] = [
+        Format::OpenAi,
+        Format::Anthropic,
+        Format::Responses,
+        Format::Gemini,
+    ];
 }
 
 impl fmt::Display for Format {

@@ -119,11 +119,15 @@ class FactCount:
     kept: int = 0
     total: int = 0
     lost: list[str] = field(default_factory=list)
+    #: Lost facts the result names in ``must_keep_missing`` (evicted by the ledger's budget or the
+    #: ladder, said so: DESIGN, "Nothing is lost silently").
+    listed: int = 0
 
     def add(self, other: FactCount) -> None:
         self.kept += other.kept
         self.total += other.total
         self.lost += other.lost
+        self.listed += other.listed
 
 
 def removed_facts(
@@ -141,13 +145,23 @@ def removed_facts(
     return facts
 
 
-def fact_recall(inp: Sequence[Any], out: Sequence[Any], in_system: Any, out_system: Any, cache: FactCache) -> FactCount:
+def fact_recall(
+    inp: Sequence[Any],
+    out: Sequence[Any],
+    in_system: Any,
+    out_system: Any,
+    cache: FactCache,
+    listed: Sequence[str] = (),
+) -> FactCount:
     facts = removed_facts(inp, out, in_system, out_system, cache)
     if not facts:
         return FactCount()
     text = haystack(out, out_system)
     lost = sorted(f for f in facts if f not in text)
-    return FactCount(kept=len(facts) - len(lost), total=len(facts), lost=lost)
+    named = set(listed)
+    return FactCount(
+        kept=len(facts) - len(lost), total=len(facts), lost=lost, listed=sum(1 for f in lost if f in named)
+    )
 
 
 # -- validity --------------------------------------------------------------------------------------
@@ -512,5 +526,5 @@ def check_compaction(
     silent = [i for i, m in enumerate(inp) if id(m) not in kept and i not in named]
     if silent:
         c.flag("unrecorded_removal", f"input messages {silent[:8]} gone without a record entry")
-    c.facts = fact_recall(inp, out, system, out_system, cache)
+    c.facts = fact_recall(inp, out, system, out_system, cache, getattr(result, "must_keep_missing", ()))
     return c

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -41,13 +42,19 @@ def login(d: Any, url: str, token: str) -> None:
 
 
 def open_session(d: Any) -> str:
-    """Refresh, open the session, return its indicator's level."""
-    d.find_element(By.ID, "refresh").click()
-    wait = WebDriverWait(d, 20)
-    item = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, f'#sessions li[data-id="{SESSION}"]')))
-    item.click()
+    """Reload the page (the token stays in sessionStorage), open the session, return its
+    indicator's level."""
+    d.refresh()
+    wait = WebDriverWait(d, 20, ignored_exceptions=(StaleElementReferenceException,))
+    selector = f'#sessions li[data-id="{SESSION}"]'
+
+    def click(drv: Any) -> bool:
+        drv.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    wait.until(click)
     wait.until(lambda drv: drv.find_element(By.ID, "title").text == SESSION)
-    wait.until(lambda drv: drv.find_element(By.CSS_SELECTOR, f'#sessions li[data-id="{SESSION}"].selected'))
+    wait.until(lambda drv: drv.find_element(By.CSS_SELECTOR, selector + ".selected"))
     return str(d.find_element(By.ID, "indicator").get_attribute("data-level"))
 
 

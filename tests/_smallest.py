@@ -4,8 +4,10 @@
 
 The smallest legal context (DESIGN invariant 5) is the system prompt and tool definitions, the
 system/developer messages of the list and pinned messages (never changed), the task (the first
-user text message) at ``task_token_limit`` at most, the summary capped at
-``summary_max_tokens``, and the last block of the conversation with everything cuttable cut:
+user text message) at ``task_token_limit`` at most, the summary's narrative capped at
+``summary_max_tokens`` with the ledger's sentinel and only its prohibitions and safety rules (its
+minimum: the ladder evicts every other entry first), and the last block of the conversation
+with everything cuttable cut:
 
 - the last block is everything after the last legal cut: a cut never splits a tool block (a call
   and its results), never lands inside Anthropic's pending thinking loop except just before an
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -338,6 +341,26 @@ class Bound:
         )
 
 
+#: The ledger's sentinel line (DESIGN, "The ledger"), as a reader sees it in the summary.
+LEDGER_SENTINEL = "[context-compactor ledger"
+#: Prohibitions and safety rules: the ledger's minimum, which the ladder never evicts. Read here
+#: with this file's own words, not the core's classifier (a narrower list only makes the bound
+#: smaller, the check stricter).
+_PROHIBITION = re.compile(r"(?i)\b(?:don['’]t|do not|never|must not|mustn't)\b|不要|禁止|不能|绝不|不许|不准|别")
+
+
+def summary_floor(summary: str, summary_max_tokens: int, counter: Any) -> int:
+    """The smallest a summary message gets: its narrative at most ``summary_max_tokens``, then the
+    ledger's sentinel and only its prohibitions and safety rules (DESIGN invariant 5)."""
+    at = summary.rfind(LEDGER_SENTINEL)
+    if at < 0:
+        return min(counter.count(summary), summary_max_tokens)
+    narrative, ledger = summary[:at], summary[at:]
+    lines = ledger.splitlines()
+    minimum = [lines[0]] + [ln for ln in lines[1:] if ln.startswith("> ") and _PROHIBITION.search(ln)]
+    return min(counter.count(narrative), summary_max_tokens) + counter.count("\n".join(minimum))
+
+
 def smallest_legal_context(
     messages: Sequence[Any],
     fmt: str,
@@ -359,7 +382,7 @@ def smallest_legal_context(
     if t is not None:
         b.task = min(sizes[t], cfg.task_token_limit + overhead)
     if summary:
-        b.summary = min(counter.count(summary), cfg.summary_max_tokens) + overhead
+        b.summary = summary_floor(summary, cfg.summary_max_tokens, counter) + overhead
     start = last_block_start(messages, fmt)
     b.block_range = (start, len(messages) - 1)
     answered = {r for m in messages for r in result_ids(m, fmt)}

@@ -183,6 +183,8 @@ class Upstream:
         h.send_response(status)
         h.send_header("content-type", "application/json")
         h.send_header("x-request-id", f"req_{len(self.requests)}")
+        h.send_header("set-cookie", "__cf_bm=a; Path=/")
+        h.send_header("set-cookie", "_cfuvid=b; Path=/")
         if self.gzip and "gzip" in seen.headers.get("accept-encoding", ""):
             data = gzip.compress(data, mtime=0)
             h.send_header("content-encoding", "gzip")

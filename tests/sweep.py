@@ -192,6 +192,7 @@ class Tally:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     facts: dict[str, list[int]] = field(default_factory=dict)  # "share/summarizer" -> [kept, total]
     file_facts: dict[str, list[int]] = field(default_factory=dict)  # "file/summarizer" -> [kept, total]
+    facts_listed: dict[str, int] = field(default_factory=dict)  # "share/summarizer" -> lost but listed
     lost: dict[str, list[str]] = field(default_factory=dict)  # file -> example lost facts
     #: Lost facts: fact -> n, where the fact came from -> n, and what the library said of it -> n.
     lost_facts: dict[str, int] = field(default_factory=dict)
@@ -228,6 +229,8 @@ class Tally:
             row = table.setdefault(key, [0, 0])
             row[0] += facts.kept
             row[1] += facts.total
+        key = f"{ctx.share:g}/{ctx.summarizer}"
+        self.facts_listed[key] = self.facts_listed.get(key, 0) + facts.listed
         if facts.lost:
             bucket = self.lost.setdefault(ctx.case.name, [])
             for f in facts.lost:
@@ -257,6 +260,8 @@ class Tally:
                 row = table.setdefault(key, [0, 0])
                 row[0] += kept
                 row[1] += total
+        for key, n in other.facts_listed.items():
+            self.facts_listed[key] = self.facts_listed.get(key, 0) + n
         for name, facts in other.lost.items():
             self.lost.setdefault(name, []).extend(f for f in facts if f not in self.lost.get(name, []))
         for mine, theirs in (
@@ -274,12 +279,16 @@ class Tally:
         self.chains += other.chains
         self.chains_lost_task += other.chains_lost_task
 
-    def recall(self, share: float | None = None, summarizer: str | None = None) -> tuple[int, int]:
+    def recall(
+        self, share: float | None = None, summarizer: str | None = None, *, listed: bool = False
+    ) -> tuple[int, int]:
+        """(kept, total) facts; ``listed``: lost facts the result named in ``must_keep_missing``
+        count as kept (accounted for)."""
         kept = total = 0
         for key, (k, t) in self.facts.items():
             s, name = key.split("/")
             if (share is None or float(s) == share) and (summarizer is None or name == summarizer):
-                kept += k
+                kept += k + (self.facts_listed.get(key, 0) if listed else 0)
                 total += t
         return kept, total
 
@@ -297,6 +306,7 @@ class Tally:
             "chains_lost_task": self.chains_lost_task,
             "facts": self.facts,
             "file_facts": self.file_facts,
+            "facts_listed": self.facts_listed,
             "lost": self.lost,
             "lost_facts": dict(sorted(self.lost_facts.items(), key=lambda x: -x[1])),
             "lost_sources": self.lost_sources,

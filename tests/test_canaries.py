@@ -191,7 +191,6 @@ def test_forced_rounds_never_grow(smoke: tuple[CanaryReport, float]) -> None:
     assert not problems, problems
 
 
-@not_met("a forced re-compaction of a context with nothing left to cut ends with strategy='none'")
 def test_forced_rounds_always_compact(smoke: tuple[CanaryReport, float]) -> None:
     report, _ = smoke
     none = [

@@ -14,7 +14,7 @@ from _messages import conversation
 from _native_stub import BETA, NativeStub
 from _responses import to_responses
 from conftest import claude_code_corpus_files, corpus_or_skip
-from context_compactor import CompactionConfig, ContextCompactor, io, validate_messages
+from context_compactor import SUMMARY_MARKER, CompactionConfig, ContextCompactor, io, validate_messages
 from context_compactor.summarizers import anthropic_compaction, openai_responses_compact
 
 CONFIG = CompactionConfig(max_context_tokens=12_000, reserve_tokens=1_000)
@@ -84,9 +84,33 @@ def test_openai_compact_places_the_items(stub: NativeStub) -> None:
     [(path, _, body)] = stub.requests
     assert path == "/v1/responses/compact" and body["model"] == "gpt-5.4"
     assert all("type" in i or "role" in i for i in body["input"])
-    # Facts the encrypted item cannot show follow it as a "Preserved details" user message.
-    assert "Preserved details" in _text(result.messages[at + 1])
+    # Facts the encrypted item cannot show follow it in our ledger message (the marker, the
+    # ledger's sentinel, its preserved details).
+    after = _text(result.messages[at + 1])
+    assert after.startswith(SUMMARY_MARKER) and "[context-compactor ledger v1]" in after
+    assert "Preserved details:" in after
     assert result.must_keep_missing == ()
+
+
+def test_openai_compact_carries_the_ledger_and_never_sends_it(stub: NativeStub) -> None:
+    """Our ledger message follows the provider's items, is left out of the span sent to the
+    provider next time, and is carried again after the new items."""
+    from test_ledger import RULE, SENTINEL
+    from test_ledger import conversation as with_rule
+
+    compactor = ContextCompactor(CONFIG, summarizer=openai_responses_compact(_openai(stub), "gpt-5.4"))
+    first = compactor.compact(to_responses(with_rule(12)), force=True)
+    assert first.summary_source == "provider:openai"
+    ours = [m for m in first.messages if _text(m).startswith(SUMMARY_MARKER)]
+    assert len(ours) == 1 and RULE in _text(ours[0]).split(SENTINEL)[1]
+    more = to_responses(with_rule(8, said_at=99))[1:]
+    second = compactor.compact([*first.messages, *more], force=True)
+    assert second.summary_source == "provider:openai", second.fallback_reason
+    sent = stub.requests[-1][2]["input"]
+    assert not any(SUMMARY_MARKER in _text(i) for i in sent if isinstance(i, dict))
+    ours = [m for m in second.messages if _text(m).startswith(SUMMARY_MARKER)]
+    assert len(ours) == 1 and RULE in _text(ours[0]).split(SENTINEL)[1]
+    assert validate_messages(second.messages) == []
 
 
 def test_openai_async_client(stub: NativeStub) -> None:

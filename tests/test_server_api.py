@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -201,3 +202,13 @@ def test_the_server_binds_loopback_by_default() -> None:
         assert host == "127.0.0.1"
         with pytest.raises(OSError), socket.create_connection(("127.0.0.2", s.settings.port), timeout=1):
             pass
+
+
+def test_retention_deletes_idle_sessions() -> None:
+    with running(retention_s=0.3) as server, client(server) as http:
+        assert http.post("/v1/sessions", json={"session_id": "old"}).status_code == 201
+        http.post("/v1/sessions/old/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+        assert http.get("/v1/sessions/old").status_code == 200
+        time.sleep(0.5)
+        assert http.get("/v1/sessions/old").status_code == 404
+        assert http.get("/v1/sessions").json()["sessions"] == []

@@ -90,6 +90,7 @@ def test_other_routes_pass_through_untouched(stack: Any) -> None:
     with httpx2.Client(base_url=proxy.url, trust_env=False, headers=HEADERS) as client:
         models = client.get("/v1/models?limit=5")
         assert models.status_code == 200 and models.headers["x-compactor"] == "passthrough"
+        assert models.headers.get_list("set-cookie") == ["__cf_bm=a; Path=/", "_cfuvid=b; Path=/"]
         assert up.requests[-1].path == "/v1/models?limit=5"
         assert "x-compactor-token" not in up.requests[-1].headers  # the proxy's own token stays here
         assert up.requests[-1].headers["authorization"] == "Bearer sk-test"

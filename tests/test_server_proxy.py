@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,12 +53,29 @@ class Traffic:
             if response.request.method == "POST":
                 self.status.append(response.headers.get("x-compactor", ""))
 
-        return httpx2.Client(event_hooks={"request": [on_request], "response": [on_response]}, trust_env=False)
+        client = httpx2.Client(event_hooks={"request": [on_request], "response": [on_response]}, trust_env=False)
+        _OPEN.append(client)
+        return client
+
+
+#: The HTTP clients a test opened (closed after it).
+_OPEN: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[tuple[Upstream, Any]]:
-    with Upstream() as up, running(upstream_openai=up.url, upstream_anthropic=up.url, models=WINDOWS) as proxy:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Upstream, Any]]:
+    store = str(tmp_path_factory.mktemp("store") / "sessions.db")
+    with (
+        Upstream() as up,
+        running(upstream_openai=up.url, upstream_anthropic=up.url, models=WINDOWS, store=store) as proxy,
+    ):
         yield up, proxy
 
 
@@ -80,9 +99,10 @@ def _anthropic(proxy: Any, traffic: Traffic) -> Any:
     )
 
 
-def openai_loop(client: Any, calls: int, marker: str) -> None:
+def openai_loop(client: Any, calls: int, marker: str, pause: float = 0.0) -> None:
     messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
     for i in range(calls):
+        time.sleep(pause)
         if i % 5 == 4:
             stream = client.chat.completions.create(
                 model="gpt-test", messages=messages, tools=TOOLS_OPENAI, max_completion_tokens=1000, stream=True
@@ -185,8 +205,10 @@ def test_sdk_agent_loops_of_200_plus_calls(stack: tuple[Upstream, Any], caplog: 
     assert up.problems == []  # every request valid and within its window
     assert totals["calls"] >= 200 and totals["reused_prefix_identical"] >= 50, totals
     print("agent loops:", totals)
-    # The provider key never reaches a log record.
+    # The provider key never reaches a log record or the store.
     assert KEY not in caplog.text and all(KEY not in str(r.args) for r in caplog.records)
+    store = Path(proxy.settings.store)
+    assert store.exists() and all(KEY.encode() not in p.read_bytes() for p in store.parent.iterdir())
 
 
 def test_two_conversations_never_get_each_others_prefix(stack: tuple[Upstream, Any]) -> None:
@@ -225,3 +247,51 @@ def test_a_request_that_cannot_fit_gets_the_providers_error(stack: tuple[Upstrea
             model="claude-test", max_tokens=100, system=huge, messages=[{"role": "user", "content": "hi"}]
         )
     assert "prompt is too long" in str(e2.value) and e2.value.body["error"]["type"] == "invalid_request_error"
+
+
+def test_anthropic_cache_control_breakpoints(stack: tuple[Upstream, Any]) -> None:
+    """System and tools (with their breakpoints) are never rewritten; breakpoints inside the
+    replaced span go with it; one is added at the end of the summary; never more than 4."""
+    up, proxy = stack
+    ephemeral = {"type": "ephemeral"}
+    system = [{"type": "text", "text": SYSTEM, "cache_control": ephemeral}]
+    tools = [{**TOOLS_ANTHROPIC[0], "cache_control": ephemeral}]
+    traffic = Traffic()
+    client = _anthropic(proxy, traffic)
+    first = len(up.requests)
+    messages: list[Any] = [
+        {"role": "user", "content": [{"type": "text", "text": TASK}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "On it.", "cache_control": ephemeral}]},
+        {"role": "user", "content": "Start with the tests."},
+    ]
+    for i in range(30):
+        # The client's own breakpoint on its last message, moved on each call (as Claude Code does).
+        last = {
+            **messages[-1],
+            "content": [{"type": "text", "text": str(messages[-1]["content"]), "cache_control": ephemeral}],
+        }
+        if isinstance(messages[-1]["content"], list):
+            last = {
+                **messages[-1],
+                "content": [*messages[-1]["content"][:-1], {**messages[-1]["content"][-1], "cache_control": ephemeral}],
+            }
+        r = client.messages.create(
+            model="claude-test", max_tokens=1000, system=system, tools=tools, messages=[*messages[:-1], last]
+        )
+        use = next(b for b in r.content if b.type == "tool_use")
+        messages.append({"role": "assistant", "content": r.content})
+        # A short result and a long text the user adds: micro-compaction cannot clear text, so summaries run.
+        result = {"type": "tool_result", "tool_use_id": use.id, "content": "ok"}
+        messages.append({"role": "user", "content": [result, {"type": "text", "text": output(i, "DELTA")}]})
+    compacted = 0
+    for seen, status in zip(up.requests[first:], traffic.status, strict=True):
+        body = json.loads(seen.raw)
+        assert body["system"] == system and body["tools"] == tools
+        total = 2 + sum(json.dumps(m).count('"cache_control"') for m in body["messages"])
+        assert total <= 4, total
+        if status != "passthrough" and messages[1] not in body["messages"]:  # replaced, with its breakpoint
+            compacted += 1
+            # Ours: on a user message that is neither the task nor the client's last one (the summary).
+            marked = [i for i, m in enumerate(body["messages"]) if '"cache_control"' in json.dumps(m)]
+            assert any(0 < i < len(body["messages"]) - 1 and body["messages"][i]["role"] == "user" for i in marked)
+    assert compacted >= 5

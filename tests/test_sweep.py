@@ -206,7 +206,10 @@ def test_no_chain_loses_the_task(tally: sweep.Tally) -> None:
 @pytest.mark.parametrize("share", sweep.CI.shares)
 @pytest.mark.parametrize("summarizer", sweep.CI.summarizers)
 def test_fact_recall(tally: sweep.Tally, share: float, summarizer: str) -> None:
-    kept, total = tally.recall(share, summarizer)
+    # At a 10% window the ledger's details budget (budget // 8) may evict facts: each one it drops
+    # is named in must_keep_missing (issue 23: ">= 98% at 30% and 128k; at 10% whatever is dropped
+    # is listed"), so there a listed fact counts as accounted for.
+    kept, total = tally.recall(share, summarizer, listed=share <= 0.1)
     assert total > 0
     worst = sorted(
         (k / t, key, tally.lost.get(key.rsplit("/", 1)[0], [])[:3])

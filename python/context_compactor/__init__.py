@@ -27,6 +27,7 @@ from context_compactor.config import PRESETS, CompactionConfig, SelectiveRule
 from context_compactor.errors import (
     CompactorError,
     ConfigError,
+    FormatMismatchError,
     InvalidConversationError,
     MessageTypeError,
     StoreError,
@@ -59,6 +60,7 @@ __all__ = [
     "ContextCompactor",
     "ConversationState",
     "ConversationStructure",
+    "FormatMismatchError",
     "InvalidConversationError",
     "MessageCounts",
     "MessageTypeError",

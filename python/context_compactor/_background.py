@@ -76,10 +76,25 @@ from context_compactor.results import CompactResult, SummaryRequest, SummaryResp
 __all__ = ["Job", "with_previous"]
 
 
+_MARKER = "[context-compactor summary]"
+_SENTINEL = "[context-compactor ledger v1]"
+
+
+def _narrative(summary: str) -> str:
+    """A summary message's narrative: without its marker line and its ledger."""
+    lines = summary.strip().splitlines()
+    if lines and lines[0].startswith(_MARKER):
+        lines = lines[1:]
+    if _SENTINEL in lines:
+        lines = lines[: lines.index(_SENTINEL)]
+    return "\n".join(lines)
+
+
 def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
     """``request`` with a summary that arrived too late (``carried``) put before its previous
-    summary: the next summary then builds on it instead of on the rule summary alone."""
-    carried = carried.strip()
+    summary: the next summary then builds on it instead of on the rule summary alone. Only its
+    narrative: the ledger after its sentinel line is the library's, carried by the compaction."""
+    carried = _narrative(carried).strip()
     if not carried:
         return request
     old = request.previous_summary

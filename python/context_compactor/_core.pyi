@@ -5,6 +5,9 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 __version__: str
 
+FORMATS: Final[tuple[str, ...]]
+"""The wire formats' names (``"openai"``, ``"anthropic"``, ``"responses"``, ``"gemini"``), in the
+order the core lists them; the shell's format checks read it."""
 SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
@@ -142,10 +145,15 @@ def analyze_conversation(messages: Sequence[Any], *, format: str | None = None) 
     """Find the tool blocks, thinking loops, turns and legal cut points of a conversation."""
 
 def detect_format(messages: Sequence[Any], *, system: Any = None, tools: Sequence[Any] | None = None) -> _Format:
-    """``"anthropic"`` when Anthropic-only blocks appear, else ``"openai"``."""
+    """The format DESIGN's detection gives the messages, the one implementation of it (``io``
+    uses it too): ``"responses"`` when an item has a Responses item type (or ``input_*``/``output_*``
+    parts); else ``"gemini"`` for Gemini contents (``parts`` and no ``content``); else
+    ``"anthropic"`` when Anthropic-only blocks appear (``tool_use``, ``tool_result``, ``thinking``,
+    ``redacted_thinking``, ``compaction``); else ``"openai"``."""
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: fast, CJK-aware, and erring high (never under by design)."""
+    """Estimated tokens of ``text``: fast, CJK-aware, and erring high (never under by design).
+    A ``text`` that is not a ``str`` raises :class:`MessageTypeError` (``field="text"``)."""
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int:
     """Exact tokens of ``text`` in ``"o200k_base"`` or ``"cl100k_base"``, identical to
@@ -232,7 +240,11 @@ class Plan:
 
     def request(self, tokenizer: str | Callable[[str], int] | None = None) -> dict[str, Any] | None:
         """The summary request for the current chunk as a dict, or ``None``; ``tokenizer`` sizes
-        the chunks the first time (the transcript is built on first use)."""
+        the chunks the first time (the transcript is built on first use). Keys: ``system_prompt``,
+        ``user_prompt``, ``previous_summary`` (the earlier summary's narrative, without its
+        ledger), ``ledger`` (the ledger carried after the summary: read-only context, or
+        ``None``), ``instructions``, ``max_tokens``, ``must_keep``, ``language``,
+        ``replaced_count``, ``chunk``, ``chunks``."""
     def remaining_chunks(self, tokenizer: str | Callable[[str], int] | None = None) -> int:
         """Chunks after the current one."""
     @property
@@ -240,7 +252,8 @@ class Plan:
     @property
     def tokens_before(self) -> int: ...
     def advance(self, text: str) -> Plan:
-        """The plan for the next chunk, ``text`` being the summary of the chunks so far."""
+        """The plan for the next chunk, ``text`` being the summary of the chunks so far (a
+        sentinel or ledger header in it is stripped: only the library writes the ledger)."""
     def apply(
         self, summary: str | None, truncated: bool = False, tokenizer: str | Callable[[str], int] | None = None
     ) -> dict[str, Any]:

@@ -11,10 +11,12 @@ one summary message is then swapped for the provider's items:
   task is re-sent as a user message right after it unless the block's readable ``content`` holds
   the task's opening words.
 
-Must-keep facts the items do not show (OpenAI's item is encrypted) follow as a "Preserved
-details" user message. The result must pass ``validate_messages``; otherwise
-:class:`~context_compactor._summarize.BadReply` is raised and the compactor falls back to the
-local summary with ``fallback_reason`` set.
+The ledger (DESIGN, "The ledger") follows the items as a user message that starts with the
+summary marker: the rule result's ledger, with the must-keep facts the items do not show (OpenAI's
+item is encrypted) in its preserved details. It is left out of the span the provider is sent
+(:func:`span_of`), and a copy the provider returns is dropped. The result must pass
+``validate_messages``; otherwise :class:`~context_compactor._summarize.BadReply` is raised and
+the compactor falls back to the local summary with ``fallback_reason`` set.
 """
 
 from __future__ import annotations
@@ -29,17 +31,51 @@ from context_compactor.results import CompactResult, RecordEntry, SummaryRespons
 
 __all__ = ["place_items", "span_of"]
 
-_PRESERVED = {
-    "en": "Preserved details (not visible in the provider's compaction):",
-    "zh": "保留的细节（服务商的压缩内容中看不到）：",
-}
+_SENTINEL = "[context-compactor ledger v1]"
+
+
+def _ours(message: Any) -> bool:
+    """Whether a message or item is a summary the library wrote (our ledger message): a
+    user/system/developer message whose text starts with the marker."""
+    role = _get(message, "role")
+    return role in ("user", "system", "developer") and _text(message).lstrip().startswith(_core.SUMMARY_MARKER)
 
 
 def span_of(plan: Any, messages: Sequence[Any]) -> tuple[Any, ...]:
-    """The input messages the plan's summary replaces, in order, as given."""
+    """The input messages the plan's summary replaces, in order, as given; our earlier summary
+    (the ledger message) left out: the library carries its ledger itself."""
     rows = plan.apply(None).record
     idx = sorted({e.index for e in rows if e.action == "summarized"})
-    return tuple(messages[i] for i in idx if 0 <= i < len(messages))
+    return tuple(messages[i] for i in idx if 0 <= i < len(messages) and not _ours(messages[i]))
+
+
+def _ledger_message(summary: str, missing: Sequence[str], language: str) -> str | None:
+    """The ledger message that follows a provider's items: the marker, then the rule result's
+    ledger (its sentinel and sections), with the must-keep facts the items do not show added to
+    its preserved details."""
+    at = summary.find(_SENTINEL)
+    ledger = summary[at:] if at >= 0 else _SENTINEL
+    present = [f for f in missing if f not in ledger]
+    if present:
+        header = "保留的细节：" if "\n保留的细节：" in ledger or language == "zh" else "Preserved details:"
+        lines = "".join(f"\n- {f}" for f in present)
+        if f"\n{header}" in ledger:
+            start = ledger.index(f"\n{header}") + len(header) + 1
+            nxt = [i for h in ("\nArtifact trail:", "\n文件变更记录：") if (i := ledger.find(h, start)) >= 0]
+            end = min(nxt) if nxt else len(ledger)
+            ledger = ledger[:end] + lines + ledger[end:]
+        else:
+            nxt = [i for h in ("\nArtifact trail:", "\n文件变更记录：") if (i := ledger.find(h)) >= 0]
+            end = min(nxt) if nxt else len(ledger)
+            ledger = ledger[:end] + f"\n{header}" + lines + ledger[end:]
+    if ledger.strip() == _SENTINEL:
+        return None
+    intro = (
+        "此前的对话已由服务商压缩。"
+        if language == "zh"
+        else "The earlier part of this conversation was compacted by the provider."
+    )
+    return f"{_core.SUMMARY_MARKER} {intro}\n\n{ledger}"
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -72,7 +108,9 @@ def _opening(text: str) -> str:
 def place_items(plan: Any, reply: SummaryResponse, **extra: Any) -> CompactResult:
     """The plan applied with ``reply.items`` in place of the summary message (see the module doc)."""
     source = reply.summary_source or "provider"
-    items = list(reply.items or ())
+    # A copy of our ledger message the provider returned (OpenAI returns user messages) is
+    # dropped: the library writes the ledger after the items itself.
+    items = [m for m in reply.items or () if not _ours(m)]
     if not items:
         raise BadReply(f"{source} returned no items")
     rule: CompactResult = plan.apply(None, **extra)
@@ -101,9 +139,11 @@ def place_items(plan: Any, reply: SummaryResponse, **extra: Any) -> CompactResul
         new = head + items
         origins = head_o + [("summary", None)] * len(items)
     missing = tuple(f for f in rule.must_keep if f not in visible)
-    if missing:
-        title = _PRESERVED.get(rule.language, _PRESERVED["en"])
-        new.append({"role": "user", "content": title + "\n" + "\n".join(f"- {f}" for f in missing)})
+    # The ledger (the user's words, details, trail) after the items, in a message of ours that
+    # carries the marker: read back by the next compaction, never sent to the provider.
+    ledger = _ledger_message(rule.summary or "", missing, rule.language)
+    if ledger is not None:
+        new.append({"role": "user", "content": ledger})
         origins.append(("inserted", None))
     new += tail
     origins += tail_o

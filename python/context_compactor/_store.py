@@ -202,6 +202,8 @@ class StoredCompaction:
 
 # -- the interface ----------------------------------------------------------------------------------------
 
+#: The store of SQLite paths and ``":memory:"``.
+_SQLITE = "context_compactor._sqlite:SQLiteStore"
 #: URL scheme -> ``"module:Class"`` of the store that handles it (anything else is a SQLite path).
 _BACKENDS: dict[str, str] = {
     "postgresql": "context_compactor._postgres:PostgresStore",
@@ -538,9 +540,11 @@ def _backend(target: Any) -> type[SessionStore]:
         except (ImportError, AttributeError) as e:
             raise StoreError(f"the {scheme} store is not available ({e}); install context-compactor[postgres]") from e
     if isinstance(target, (str, os.PathLike)):
-        from context_compactor._sqlite import SQLiteStore
-
-        return SQLiteStore
+        # Looked up by name, as every backend is: this module defines what a store is and does
+        # not depend on one (the SQLite store imports it).
+        module, _, name = _SQLITE.partition(":")
+        sqlite_store: type[SessionStore] = getattr(importlib.import_module(module), name)
+        return sqlite_store
     raise StoreError(f"expected a path, ':memory:' or a database URL, got {type(target).__name__}")
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from context_compactor import _core
 from context_compactor.errors import CompactorError, ConfigError, MessageTypeError, SummarizerError
-from context_compactor.plan import CompactionPlan
+from context_compactor.plan import CompactionPlan, result_of
 from context_compactor.results import CompactResult
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class BatchMethods:
                     tokenizer=cc._config.tokenizer,
                 )
                 for i, d in zip(todo, done, strict=True):
-                    part_results[i] = d if isinstance(d, BaseException) else cc._done(CompactResult._from_core(d))
+                    part_results[i] = d if isinstance(d, BaseException) else cc._done(result_of(d))
                 results[start : start + CHUNK] = part_results
             return _finish(results, return_exceptions)
         plans = cc._plan_many(items, results, force, instructions)

@@ -171,8 +171,14 @@ class CompactionConfig:
     #: ``"user"``; ``"system"`` puts the summary in the system prompt (Anthropic: ``result.system``);
     #: ``"developer"`` for Responses.
     summary_role: Literal["user", "system", "developer"] = "user"
-    #: The user's own messages of the replaced span carried verbatim with the summary, in tokens.
-    user_messages_budget_tokens: int = 2_000
+    #: The ledger's user words (the sentences of the user's own messages in every replaced span,
+    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 8)``, at
+    #: least 64 (:attr:`user_words_token_limit`); 0 turns the section off.
+    user_messages_budget_tokens: int | None = None
+    #: The ledger's preserved details and artifact trail, outside ``summary_max_tokens`` (which
+    #: caps the narrative). ``None``: ``min(1500, budget // 8)``, at least 64
+    #: (:attr:`details_token_limit`); 0 turns the sections off.
+    details_budget_tokens: int | None = None
     #: Longer spans are summarised in chunks, each updating the previous summary (so the
     #: summarizer may be called several times per compaction); ``None``: the hard threshold.
     summarizer_max_input_tokens: int | None = None
@@ -289,7 +295,6 @@ class CompactionConfig:
             "keep_recent_messages",
             "keep_recent_tool_results",
             "clear_at_least_tokens",
-            "user_messages_budget_tokens",
             "cooldown_calls",
             "message_overhead_tokens",
             "image_tokens",
@@ -302,6 +307,8 @@ class CompactionConfig:
                 )
             _core.image_tokens(1, 1, model=self.image_model)  # ConfigError for a model no document covers
         integer("keep_recent_tokens", optional=True)
+        integer("user_messages_budget_tokens", optional=True)
+        integer("details_budget_tokens", optional=True)
         integer("task_max_tokens", minimum=16, optional=True)
         integer("max_tool_arg_chars", minimum=16)
         integer("summary_max_tokens", minimum=16)
@@ -382,6 +389,22 @@ class CompactionConfig:
         if self.task_max_tokens is not None:
             return self.task_max_tokens
         return min(2_000, self.budget // 4)
+
+    @property
+    def user_words_token_limit(self) -> int:
+        """The ledger's user words budget: ``user_messages_budget_tokens``, or
+        ``min(2000, budget // 8)`` (at least 64) when it is ``None``."""
+        if self.user_messages_budget_tokens is not None:
+            return self.user_messages_budget_tokens
+        return max(64, min(2_000, self.budget // 8))
+
+    @property
+    def details_token_limit(self) -> int:
+        """The ledger's details and trail budget: ``details_budget_tokens``, or
+        ``min(1500, budget // 8)`` (at least 64) when it is ``None``."""
+        if self.details_budget_tokens is not None:
+            return self.details_budget_tokens
+        return max(64, min(1_500, self.budget // 8))
 
     @property
     def summary_token_limit(self) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "CompactorError",
     "ConfigError",
+    "FormatMismatchError",
     "InvalidConversationError",
     "MessageTypeError",
     "StoreError",
@@ -68,6 +69,37 @@ class ConfigError(CompactorError, ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class FormatMismatchError(ConfigError):
+    """A forced ``format=`` does not fit the messages: its reader would drop their content
+    (Gemini reads ``parts``, the others ``content``). Raised by a compaction (``plan``,
+    ``compact``, ``acompact``, ``compact_many``); ``validate_messages`` reports such input as
+    problems instead. A role the forced format does not have is not a mismatch: the repair
+    rewrites it and lists that in ``repairs``.
+
+    Attributes:
+        field: ``"format"``.
+        format: The forced format.
+        detected: The format the messages are detected as.
+
+    Example:
+        >>> from context_compactor import ContextCompactor, FormatMismatchError
+        >>> msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        >>> try:
+        ...     ContextCompactor(max_context_tokens=1000).compact(msgs, format="gemini", force=True)
+        ... except FormatMismatchError as e:
+        ...     print(e.format, e.detected)
+        gemini openai
+    """
+
+    def __init__(self, message: str, format: str | None = None, detected: str | None = None) -> None:
+        super().__init__(message, "format")
+        self.format = format
+        self.detected = detected
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable with its attributes (batch workers send it)
+        return (type(self), (str(self), self.format, self.detected))
 
 
 class SummarizerError(CompactorError):

@@ -61,7 +61,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,7 +72,7 @@ from context_compactor.errors import CompactorError
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
 Format = Literal["openai", "anthropic", "responses", "gemini"]
-_FORMATS = ("openai", "anthropic", "responses", "gemini")
+_FORMATS: tuple[str, ...] = _core.FORMATS
 
 #: Content of the synthetic result given to a call whose result the log never recorded.
 NO_RESULT_TEXT = "(no result was recorded)"
@@ -95,7 +95,6 @@ _CLAUDE_CODE_TYPES = frozenset(
     }
 )
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
-_ANTHROPIC_BLOCK_TYPES = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 class TranscriptError(CompactorError, ValueError):
@@ -355,13 +354,23 @@ def _from_request(data: dict[str, Any], format: Format | None) -> Transcript:
     return Transcript(messages=messages, format=fmt, system=system, tools=tools, source=f"{fmt}_json")
 
 
-def _detect_request(messages: list[Any]) -> Format | None:
-    """``"responses"`` or ``"gemini"`` when the core's detection says so (DESIGN's rules), else ``None``."""
+def _core_detect(messages: list[Any]) -> str | None:
+    """The core's detection (DESIGN, Formats: ``_core.detect_format``, the one implementation of
+    it), ``None`` for a list the core cannot read (left to the OpenAI/Anthropic path and its checks)."""
     try:
-        fmt = _core.detect_format(messages)
-    except Exception:  # a list the core cannot read: left to the OpenAI/Anthropic path and its checks
+        return _core.detect_format(messages)
+    except Exception:
         return None
-    return fmt if fmt in ("responses", "gemini") else None
+
+
+def _detect_request(messages: list[Any]) -> Format | None:
+    """``"responses"`` or ``"gemini"`` when the core's detection says so, else ``None``."""
+    fmt = _core_detect(messages)
+    if fmt == "responses":
+        return "responses"
+    if fmt == "gemini":
+        return "gemini"
+    return None
 
 
 def _first_content_line(text: str) -> int:
@@ -448,16 +457,10 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
     return Transcript(messages=messages, format="anthropic", system=system, tools=tools, source=f"{detected}_json")
 
 
-def _detect(messages: Iterable[Any]) -> Format:
-    """DESIGN's detection: Anthropic-only blocks ⇒ anthropic; otherwise openai."""
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
-        if isinstance(content, list):
-            for b in content:
-                kind = b.get("type") if isinstance(b, dict) else getattr(b, "type", None)
-                if kind in _ANTHROPIC_BLOCK_TYPES:
-                    return "anthropic"
-    return "openai"
+def _detect(messages: list[Any]) -> Format:
+    """``"anthropic"`` when the core detects Anthropic-only features (``tool_use``/``tool_result``/
+    ``thinking``/``compaction`` blocks), else ``"openai"``."""
+    return "anthropic" if _core_detect(messages) == "anthropic" else "openai"
 
 
 def _from_jsonl(records: list[tuple[int, Any]], format: Format | None) -> Transcript:

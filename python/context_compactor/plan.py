@@ -25,7 +25,24 @@ def _request(d: dict[str, Any] | None) -> SummaryRequest | None:
         replaced_count=d["replaced_count"],
         chunk=d["chunk"],
         chunks=d["chunks"],
+        ledger=d.get("ledger"),
     )
+
+
+def result_of(d: dict[str, Any], **extra: Any) -> CompactResult:
+    """The :class:`CompactResult` of the core's finished compaction ``d``. Framework input comes
+    back in the framework's own classes: the core tags it (``d["framework"]``) and the adapter
+    module builds the new and edited messages (kept ones are the input objects already)."""
+    framework = d.pop("framework", None)
+    if framework == "pydantic_ai":
+        from context_compactor.integrations.pydantic_ai import from_core_output as pydantic_ai_output
+
+        d["messages"] = pydantic_ai_output(d["messages"], d.pop("originals"))
+    elif framework == "langchain":
+        from context_compactor.integrations.langchain import from_core_output as langchain_output
+
+        d["messages"] = langchain_output(d["messages"])
+    return CompactResult._from_core(d, **extra)
 
 
 _UNSET = object()
@@ -102,7 +119,7 @@ class CompactionPlan:
         if summary is not None and not isinstance(summary, str):
             raise SummarizerError(f"apply expects a str, SummaryResponse or None, got {type(summary).__name__}")
         d = self._core_plan.apply(summary, truncated, self._tokenizer)
-        return CompactResult._from_core(d, **extra)
+        return result_of(d, **extra)
 
     def __repr__(self) -> str:
         r = self.request

@@ -27,7 +27,11 @@ class SummaryRequest:
     Attributes:
         system_prompt: Instructions for the summarizing model.
         user_prompt: The transcript of the replaced messages and what to write.
-        previous_summary: The summary of an earlier compaction this one updates (incremental).
+        previous_summary: The narrative of an earlier compaction's summary this one updates
+            (incremental), without its ledger.
+        ledger: The ledger the library carries verbatim after your summary (the user's words,
+            preserved details, artifact trail of earlier compactions), as read-only context: do
+            not rewrite or repeat it (see ``docs/ledger.md``). ``None`` when there is none.
         instructions: Extra instructions given to ``compact(instructions=...)``.
         max_tokens: The summary's cap (``summary_max_tokens``); pass it as the reply limit.
         must_keep: File paths, URLs and error names the summary should keep (missing ones are
@@ -51,6 +55,7 @@ class SummaryRequest:
     chunk: int = 0
     chunks: int = 1
     span: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    ledger: str | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         # The prompts hold the whole transcript: show their sizes, not their text.

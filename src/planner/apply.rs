@@ -2,42 +2,50 @@
 //! message with its must-keep facts, then the budget ladder (see the module note in `mod.rs`).
 
 use super::assemble::{Draft, Outcome, Shape};
-use super::draft::{Count, Slot};
+use super::draft::Count;
 use super::last_block::shorten_last_block;
-use super::output::{Change, RecordEntry, Strategy};
+use super::output::{Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
-use crate::message::Message;
 use crate::structure::analyze;
-use crate::summary::artifacts::Trail;
-use crate::summary::facts::fact_present;
 use crate::summary::language::Language;
+use crate::summary::ledger::{line_sentences, strip_fakes, Ledger};
 use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
 
-/// Who wrote a summary (`CompactResult.summary_source`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SummarySource {
-    /// The caller's summarizer.
-    Llm,
-    /// The built-in rule (or truncation) summary.
-    Rule,
-}
-
-impl SummarySource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SummarySource::Llm => "llm",
-            SummarySource::Rule => "rule",
-        }
-    }
-}
-
 impl<'a> Planned<'a> {
     /// Finish: `summary` is the reply for the last chunk (`None`: the built-in rule summary).
     pub fn apply(
+        &self,
+        summary: Option<&str>,
+        truncated: bool,
+        counter: &dyn Count,
+    ) -> Outcome<'a> {
+        let out = self.apply_summary(summary, truncated, counter);
+        // A forced call with min_savings_ratio=0 asked for a compaction: when the summarizer's
+        // narrative would grow the context (refused: a compaction never grows it), the rule
+        // summary's (with nothing new: the earlier narrative as it was) is used instead.
+        if summary.is_some()
+            && out.strategy == Strategy::None
+            && self.forced
+            && self.needs_summary
+            && self.cfg.min_savings_ratio <= 0.0
+        {
+            let mut rule = self.apply_summary(None, false, counter);
+            if rule.strategy != Strategy::None {
+                rule.fallback_reason = Some(
+                    "the summary would have grown the context: the rule summary instead".to_owned(),
+                );
+                return rule;
+            }
+        }
+        out
+    }
+
+    /// [`Planned::apply`] with `summary` as it is.
+    fn apply_summary(
         &self,
         summary: Option<&str>,
         truncated: bool,
@@ -57,6 +65,9 @@ impl<'a> Planned<'a> {
         let (mut body, strategy, source, mut cut) = match summary {
             Some(reply) => {
                 let (text, _tagged) = extract_summary(reply);
+                // The summarizer writes only the narrative: a sentinel or ledger header it
+                // wrote (or copied from a page it read) is not ours.
+                let text = strip_fakes(&text);
                 let cap = cfg.summary_cap;
                 let (text, cut) = cap_to_tokens(&text, cap, count_str);
                 (
@@ -114,7 +125,10 @@ impl<'a> Planned<'a> {
             tail_start: self.tail_start,
             late: Vec::new(),
             head_dropped: Vec::new(),
-            user_budget: cfg.user_messages_budget_tokens,
+            words_budget: cfg.user_messages_budget_tokens,
+            details_budget: cfg.details_budget_tokens,
+            ladder: None,
+            task_words: Vec::new(),
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -153,20 +167,9 @@ impl<'a> Planned<'a> {
                 d.raise(Strategy::Truncation);
             }
         }
-        // Step 3: fewer of the user's own words carried verbatim (the facts all stay).
-        if d.tokens() > soft && d.user_words > 0 {
-            let shape = Shape {
-                user_budget: d.user_words.saturating_sub(d.tokens() - soft),
-                ..d.shape.clone()
-            };
-            let alt = self.reassemble(&shape, &d, counter);
-            if alt.tokens() < d.tokens() {
-                d = alt;
-            }
-        }
-        // Steps 4 and 5: the task to task_max_tokens, then the kept tail's tool output.
+        // Steps 3 and 4: the task to task_max_tokens, then the kept tail's tool output.
         self.fit(&mut d, soft, counter);
-        // Step 6, the last resort: the shorter truncation summary instead of the summary.
+        // Step 5: the shorter truncation summary instead of the summary (the narrative's length).
         if d.tokens() > soft {
             // The rule summary at the truncation summary's size first: by priority it keeps the
             // constraints and the artifact trail, which the truncation summary has no room for.
@@ -199,8 +202,53 @@ impl<'a> Planned<'a> {
                 d = alt;
             }
         }
+        // Step 6, the last resort: ledger entries evicted in the stated order (sentences that
+        // are not instructions, then facts, then instructions; prohibitions and safety rules
+        // stay: the ledger's minimum), each listed in `must_keep_missing`. When even the
+        // minimum leaves the context over the soft threshold (over_budget either way), only as
+        // many as keep it within the hard one go: the rest are kept for the next compaction.
+        if d.tokens() > soft {
+            let full = self.evict(&d, soft, soft, counter);
+            d = if full.tokens() <= soft {
+                full
+            } else {
+                self.evict(&d, raw_of(cfg.hard, self.ratio), soft, counter)
+            };
+        }
         d.cut |= cut;
         self.finish(d, soft, counter)
+    }
+
+    /// `d` with ledger entries evicted in the stated order until it is at or under `aim` (or
+    /// only the ledger's minimum is left); the ladder's cuts re-run to `soft`.
+    fn evict(&self, d: &Draft<'a>, aim: usize, soft: usize, counter: &dyn Count) -> Draft<'a> {
+        let mut d = d.clone();
+        for stage in 0..3 {
+            for _ in 0..3 {
+                if d.tokens() <= aim {
+                    return d;
+                }
+                let excess = d.tokens() - aim;
+                let (w, det) = d.ledger_costs;
+                let (mut wb, mut db, mut r) = d.shape.ladder.unwrap_or((w, det, 0));
+                match stage {
+                    0 => (wb, r) = (w.saturating_sub(excess), 0),
+                    1 => db = det.saturating_sub(excess),
+                    _ => (wb, r) = (w.saturating_sub(excess), 1),
+                }
+                let shape = Shape {
+                    ladder: Some((wb, db, r)),
+                    ..d.shape.clone()
+                };
+                let mut alt = self.reassemble(&shape, &d, counter);
+                self.fit(&mut alt, soft, counter);
+                if alt.tokens() >= d.tokens() {
+                    break;
+                }
+                d = alt;
+            }
+        }
+        d
     }
 
     /// The summary of a chunked span whose summarizer failed at chunk `chunk_index` (> 0): the
@@ -262,6 +310,32 @@ impl<'a> Planned<'a> {
         };
         if let Some((_, entry)) = shorten_task(&mut d.slots, at, &self.cfg, counter) {
             d.note(entry, Strategy::Truncation);
+            // The cut part's sentences join the ledger's user words (the task's first, oldest
+            // of all): the summary is assembled again with them and the task cut again.
+            if d.summary.is_some() && d.shape.task_words.is_empty() {
+                let shortened = d.slots[at].view.prose();
+                let original = self.slots[self.task.unwrap_or(at)].view.prose();
+                let words: Vec<String> = original
+                    .lines()
+                    .flat_map(line_sentences)
+                    .filter(|s| !shortened.contains(s))
+                    .map(str::to_owned)
+                    .collect();
+                if !words.is_empty() {
+                    let shape = Shape {
+                        task_words: words,
+                        ..d.shape.clone()
+                    };
+                    let mut alt = self.reassemble(&shape, d, counter);
+                    // The same assembly but for the ledger: its record is `d`'s (the task's cut
+                    // noted there already).
+                    alt.record = d.record.clone();
+                    if let Some(at) = alt.slots.iter().position(|s| s.source() == Some(src)) {
+                        let _ = shorten_task(&mut alt.slots, at, &self.cfg, counter);
+                    }
+                    *d = alt;
+                }
+            }
         }
     }
 
@@ -277,22 +351,10 @@ impl<'a> Planned<'a> {
         }
     }
 
-    /// The summary message text for `body`: the marker, the body, the must-keep `facts` the body
-    /// lacks ("Preserved details"), and the user's own words of the replaced part (within
-    /// `user_budget` tokens). Returns the text, the facts that did not fit the section's cap,
-    /// and the tokens of the user's words carried.
-    pub(super) fn summary_message(
-        &self,
-        body: &str,
-        facts: &[String],
-        user_texts: &[String],
-        user_budget: usize,
-        late: &[Message<'a>],
-        counter: &dyn Count,
-    ) -> (String, Vec<String>, usize) {
+    /// The summary message text: the marker line, the narrative (`body`), then the ledger
+    /// (its sentinel and sections; see `summary::ledger`).
+    pub(super) fn summary_message(&self, body: &str, ledger: &Ledger) -> String {
         let zh = self.language == Language::Zh;
-        let cfg = &self.cfg;
-        let count_str = |s: &str| counter.count(Text::Utf8(s));
         let mut text = String::new();
         text.push_str(SUMMARY_MARKER);
         text.push(' ');
@@ -301,85 +363,13 @@ impl<'a> Planned<'a> {
         } else {
             "The earlier part of this conversation was compacted; this summary replaces it."
         });
+        let body = body.trim();
+        if !body.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(body);
+        }
         text.push_str("\n\n");
-        text.push_str(body.trim());
-        let missing: Vec<&String> = facts.iter().filter(|f| !fact_present(body, f)).collect();
-        let mut dropped = Vec::new();
-        if !missing.is_empty() {
-            text.push_str(if zh {
-                "\n\n保留的细节：\n"
-            } else {
-                "\n\nPreserved details:\n"
-            });
-            // Facts are short; cap the section at the summary budget so a session that touched
-            // thousands of files cannot blow the summary up.
-            // A changed file says how it changed (`- path: created → edited`), as the artifact
-            // trail would: the summary's own trail may have had no room.
-            // The tail messages the ladder moved into the summary (`late`) count too: a file
-            // their calls changed says how.
-            let trail = if late.is_empty() {
-                Trail::of(self.previous_summary.as_deref(), &self.replaced)
-            } else {
-                let all: Vec<Message<'a>> = self.replaced.iter().chain(late).cloned().collect();
-                Trail::of(self.previous_summary.as_deref(), &all)
-            };
-            // The whole summary (body and details) stays within summary_max_tokens: the growth
-            // bound the eval checks. The body is capped first, at the (smaller) summary cap.
-            let room = cfg.summary_max_tokens.saturating_sub(count_str(&text));
-            let mut used = 0;
-            for f in missing {
-                let line = match trail.ops_of(f, zh) {
-                    Some(ops) => format!("{f}: {ops}"),
-                    None => f.clone(),
-                };
-                let t = count_str(&line) + 2;
-                if used + t > room {
-                    dropped.push(f.clone());
-                    continue;
-                }
-                used += t;
-                text.push_str("- ");
-                text.push_str(&line);
-                text.push('\n');
-            }
-        }
-        let mut used = 0;
-        let mut header = false;
-        for u in user_texts {
-            if fact_present(body, u.trim()) {
-                continue;
-            }
-            let t = count_str(u);
-            if used + t > user_budget {
-                continue;
-            }
-            if !header {
-                text.push_str(if zh {
-                    "\n\n用户在被压缩部分中的原话（最新的在前）：\n"
-                } else {
-                    "\n\nThe user's own messages in the compacted part (verbatim, newest first):\n"
-                });
-                header = true;
-            }
-            used += t;
-            text.push_str("> ");
-            text.push_str(&u.replace('\n', "\n> "));
-            text.push('\n');
-        }
-        (text.trim_end().to_owned(), dropped, used)
-    }
-}
-
-/// The views of `slots[i]` for each `i` (for the facts and truncation summary of dropped ones).
-pub(super) fn views<'a>(slots: &[Slot<'a>], idx: &[usize]) -> Vec<Message<'a>> {
-    idx.iter().map(|&i| slots[i].view.clone()).collect()
-}
-
-/// A record entry for a message the ladder removed.
-pub(super) fn truncated(index: usize, detail: &str) -> RecordEntry {
-    RecordEntry {
-        index,
-        action: Change::Truncated,
-        detail: detail.to_owned(),
+        text.push_str(&ledger.render(self.language));
+        text
     }
 }

@@ -1,14 +1,18 @@
 //! Putting the output together: head, summary, kept instructions and pinned messages, tail;
 //! the shape the provider needs; the result with its record and counts.
 
-use super::apply::{truncated, views, SummarySource};
-use super::draft::{total, Count, Slot};
+use super::draft::{total, views, Count, Slot};
 use super::micro::Offload;
-use super::output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
+use super::output::{
+    truncated, Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy, SummarySource,
+};
 use super::plan::{calibrated, Planned};
 use crate::message::{Conversation, Format, Message, Role};
-use crate::summary::facts::must_keep_facts;
+use crate::summary::artifacts::Trail;
+use crate::summary::facts::{fact_present, must_keep_facts};
+use crate::summary::ledger::{strip_fakes, Ledger};
 use crate::summary::truncation_summary;
+use crate::text::Text;
 use crate::validate::Profile;
 use std::collections::BTreeSet;
 
@@ -52,8 +56,15 @@ pub(super) struct Shape {
     pub late: Vec<usize>,
     /// Head slots removed to fit (after the task; whole blocks).
     pub head_dropped: Vec<usize>,
-    /// Tokens of the user's own words carried verbatim with the summary.
-    pub user_budget: usize,
+    /// The ledger's budgets: its user words, its details and trail (the configured ones).
+    pub words_budget: usize,
+    pub details_budget: usize,
+    /// The ladder's last step: smaller budgets for the words and the details, and the highest
+    /// rank of words it may evict (`ledger::rank`; prohibitions and safety rules never).
+    pub ladder: Option<(usize, usize, u8)>,
+    /// The sentences of the task's cut part (when the ladder shortened it): the ledger's first
+    /// user words.
+    pub task_words: Vec<String>,
 }
 
 /// An assembled output on its way through the ladder.
@@ -77,8 +88,8 @@ pub(super) struct Draft<'a> {
     /// Index in `slots` where the kept tail starts.
     pub tail_from: usize,
     pub tail_shortened: bool,
-    /// Tokens of the user's words the summary carries.
-    pub user_words: usize,
+    /// Tokens of the ledger's words and of its details and trail, after eviction.
+    pub ledger_costs: (usize, usize),
     /// The shape this draft was assembled from.
     pub shape: Shape,
 }
@@ -105,13 +116,16 @@ impl<'a> Draft<'a> {
                 .min(p.head_end)
                 .min(p.slots.len()),
             tail_shortened: false,
-            user_words: 0,
+            ledger_costs: (0, 0),
             shape: Shape {
                 body: String::new(),
                 tail_start: p.tail_start,
                 late: Vec::new(),
                 head_dropped: Vec::new(),
-                user_budget: 0,
+                words_budget: 0,
+                details_budget: 0,
+                ladder: None,
+                task_words: Vec::new(),
             },
         }
     }
@@ -176,26 +190,6 @@ impl<'a> Planned<'a> {
         // summary too (DESIGN: facts of everything a compaction removes or cuts).
         let late = views(&self.slots, &shape.late);
         let head = views(&self.slots, &shape.head_dropped);
-        let mut facts = self.facts.clone();
-        for f in must_keep_facts(&late)
-            .into_iter()
-            .chain(must_keep_facts(&head))
-        {
-            if !facts.contains(&f) {
-                facts.push(f);
-            }
-        }
-        let user_words = |ms: &[Message<'_>]| -> Vec<String> {
-            ms.iter()
-                .rev()
-                .filter(|m| m.is_user_text())
-                .map(Message::prose)
-                .filter(|t| !t.trim().is_empty())
-                .collect()
-        };
-        let mut users = user_words(&late);
-        users.extend(self.user_texts.iter().cloned());
-        users.extend(user_words(&head));
         let mut body = shape.body.clone();
         if !late.is_empty() {
             body.push_str("\n\n");
@@ -206,9 +200,75 @@ impl<'a> Planned<'a> {
                 cfg.summary_max_tokens,
             ));
         }
-        let (text, missing, user_words) =
-            self.summary_message(&body, &facts, &users, shape.user_budget, &late, counter);
-
+        let body = strip_fakes(&body);
+        // The ledger: what the earlier summaries carried and the span's entries, then those of
+        // what the ladder removed besides the span (DESIGN: facts of everything a compaction
+        // removes or cuts; the user's words of every replaced part, in order).
+        let mut ledger = if head.is_empty() {
+            self.ledger.clone()
+        } else {
+            // Dropped head messages come before the span: their words go first (after what the
+            // earlier summaries carried, which the head's messages followed).
+            let mut l = self.carried.clone();
+            for m in head.iter().filter(|m| m.is_user_text()) {
+                l.add_user_text(&m.prose());
+            }
+            let mut span = self.ledger.clone();
+            span.words.retain(|w| !self.carried.words.contains(w));
+            l.merge(Ledger {
+                words: span.words,
+                details: span.details,
+                trail: span.trail,
+                lang: span.lang,
+            });
+            l
+        };
+        for m in late.iter().filter(|m| m.is_user_text()) {
+            ledger.add_user_text(&m.prose());
+        }
+        if !shape.task_words.is_empty() {
+            let mut first = Ledger::default();
+            for w in &shape.task_words {
+                first.add_user_text(w);
+            }
+            first.merge(ledger);
+            ledger = first;
+        }
+        if !late.is_empty() || !head.is_empty() {
+            let all: Vec<Message<'a>> = head.iter().chain(&late).cloned().collect();
+            ledger.absorb_trail(Trail::of(None, &all));
+        }
+        let mut facts = self.facts.clone();
+        for f in must_keep_facts(&late)
+            .into_iter()
+            .chain(must_keep_facts(&head))
+        {
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+        for f in &facts {
+            if !fact_present(&body, f) && !ledger.trail_has(f) {
+                ledger.add_detail(f);
+            }
+        }
+        let count = |s: &str| counter.count(Text::Utf8(s));
+        if cfg.user_messages_budget_tokens == 0 {
+            ledger.words.clear();
+        }
+        if cfg.details_budget_tokens == 0 {
+            ledger.details.clear();
+            ledger.trail.clear();
+        }
+        let mut evicted = ledger.fit(shape.words_budget, shape.details_budget, 2, &count);
+        if let Some((w, d, r)) = shape.ladder {
+            let more = ledger.fit(w, d, r, &count);
+            evicted.words.extend(more.words);
+            evicted.facts.extend(more.facts);
+        }
+        let ledger_costs = ledger.costs(&count);
+        let missing = evicted.all();
+        let text = self.summary_message(&body, &ledger);
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
         let mut out: Vec<Slot<'a>> = Vec::with_capacity(self.slots.len());
@@ -251,15 +311,8 @@ impl<'a> Planned<'a> {
         } else {
             // A strict template wants system messages first only: the summary is the user's there.
             let strict = cfg.profile == Some(Profile::Strict);
-            // Gemini has no system role in `contents`: the summary is the user's there too.
-            let gemini = self.format == Format::Gemini;
-            let role = if cfg.summary_in_system && !strict && !gemini {
-                // Responses: a developer message item (`summary_role="developer"`).
-                if self.format == Format::Responses {
-                    Role::Developer
-                } else {
-                    Role::System
-                }
+            let role = if cfg.summary_in_system && !strict {
+                self.format.summary_system_role()
             } else {
                 Role::User
             };
@@ -300,7 +353,7 @@ impl<'a> Planned<'a> {
             record,
             tail_from,
             tail_shortened: self.tail_shortened || tail_start != self.tail_start,
-            user_words,
+            ledger_costs,
             shape: shape.clone(),
         }
     }
@@ -338,7 +391,13 @@ impl<'a> Planned<'a> {
         // A small saving that brings the context from above the soft threshold to under it is
         // what the call was for: not refused.
         let fits_now = raw_after <= soft && self.tokens_before > self.cfg.soft;
-        let refuse = saved == 0 || (small && self.tokens_before < self.cfg.hard && !fits_now);
+        // A forced call with min_savings_ratio=0 asked for the compaction whatever it saves (a
+        // re-compaction of a compacted context: the narrative rewritten, the ledger carried).
+        let any = self.forced && self.cfg.min_savings_ratio <= 0.0;
+        let grew = tokens_after > self.tokens_before;
+        let refuse = grew
+            || (saved == 0 && !any)
+            || (small && self.tokens_before < self.cfg.hard && !fits_now);
         if strategy != Strategy::None && refuse {
             // Saving nothing is refused above the hard threshold too: the ladder ran to its end
             // and found nothing left to cut (the context is already its smallest legal form,
@@ -432,7 +491,7 @@ impl<'a> Planned<'a> {
             ),
             _ => self.too_large(&slots, extra, tokens_after, counter),
         });
-        let origins = slots.iter().map(Origin::of).collect();
+        let origins = slots.iter().map(Slot::origin).collect();
         Outcome {
             slots,
             origins,
@@ -440,7 +499,7 @@ impl<'a> Planned<'a> {
             summary,
             summary_source: source,
             fallback_reason,
-            summary_truncated: cut,
+            summary_truncated: cut || !missing.is_empty(),
             strategy,
             tokens_before: self.tokens_before,
             tokens_after,

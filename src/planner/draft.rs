@@ -1,7 +1,7 @@
 //! The working list the planner edits: one slot per output message, each with the view the
 //! rest of the core reads (for counting, structure and validation) and how to build it.
 
-use super::output::{OutBlock, OutMsg};
+use super::output::{Origin, OutBlock, OutMsg};
 use crate::message::{Block, BlockKind, Conversation, Message, Piece, Role};
 use crate::text::Text;
 use crate::tokens::counter::{message_count_with, Framing};
@@ -164,6 +164,16 @@ impl<'a> Slot<'a> {
         self.summary
     }
 
+    /// Where the output message comes from.
+    pub fn origin(&self) -> Origin {
+        match &self.out {
+            OutMsg::Keep(i) => Origin::Kept(*i),
+            OutMsg::Rebuild { from, .. } => Origin::Edited(*from),
+            OutMsg::New { .. } if self.is_summary() => Origin::Summary,
+            OutMsg::New { .. } => Origin::Inserted,
+        }
+    }
+
     /// Drop block `k`. Returns false when it cannot be dropped.
     pub fn drop_block(&mut self, k: usize, framing: Framing, counter: &dyn Count) -> bool {
         if self.view.blocks[k].opaque || self.view.blocks[k].signed {
@@ -183,9 +193,16 @@ impl<'a> Slot<'a> {
 
 /// Whether a message's first text starts with the summary marker (`is_summary_text` of its
 /// first characters: the marker after at most 16 characters of white space), read in place.
+/// Only a role the library writes a summary in (user, system, developer) and a text block
+/// count: an assistant or tool message that starts with the marker (text a model or a page it
+/// read wrote) is not our summary, and its text is never read back as one.
 pub fn starts_with_summary(m: &Message<'_>) -> bool {
+    if !matches!(m.role, Role::User | Role::System | Role::Developer) {
+        return false;
+    }
     m.blocks
         .first()
+        .filter(|b| b.kind == BlockKind::Text)
         .and_then(|b| b.texts.first())
         .is_some_and(|p| {
             let mut head = p
@@ -251,6 +268,11 @@ fn blocks_view<'a>(conv: &Conversation<'a>, blocks: &[OutBlock]) -> Vec<Block<'a
 }
 
 /// Total tokens of the slots.
+/// The views of `slots[i]` for each `i` (for the facts and truncation summary of dropped ones).
+pub(super) fn views<'a>(slots: &[Slot<'a>], idx: &[usize]) -> Vec<Message<'a>> {
+    idx.iter().map(|&i| slots[i].view.clone()).collect()
+}
+
 pub fn total(slots: &[Slot<'_>]) -> usize {
     slots.iter().map(|s| s.tokens).sum()
 }

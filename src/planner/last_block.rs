@@ -30,10 +30,10 @@
 //! text an earlier compaction cut (a Session's tail) may be cut again here: the window must fit.
 
 use super::draft::{block_tokens, Count, Slot};
-use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
 use super::shorten::{cut_block, with_cut_facts, Keep};
 use super::PlanConfig;
+use crate::cut::PLACEHOLDER_PREFIX;
 use crate::cut::{cut_json_args_with, is_cut};
 use crate::message::{BlockKind, Role};
 use crate::text::Text;

@@ -15,12 +15,8 @@ use crate::message::{BlockKind, Conversation, Format, Role};
 
 /// Whether `role` is one the format's requests may carry in their message list.
 fn role_is_valid(format: Format, role: Role) -> bool {
-    match format {
-        Format::OpenAi | Format::Responses => role != Role::Other,
-        Format::Anthropic | Format::Gemini => {
-            !matches!(role, Role::Other | Role::System | Role::Developer)
-        }
-    }
+    // Tool and function roles are left to the repair of results (not dropped here).
+    format.has_role(role) || (role != Role::Other && !role.is_instruction())
 }
 
 /// Whether any message of `conv` needs this pass.

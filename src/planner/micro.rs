@@ -13,13 +13,10 @@ use super::output::{Change, RecordEntry};
 use super::shorten::{cut_keeping_facts, with_cut_facts};
 use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
-use crate::cut::{cut_json_args, head_tail, is_cut};
+use crate::cut::{cut_json_args, head_tail, is_cut, PLACEHOLDER_PREFIX};
 use crate::message::{Block, BlockKind, Role};
 use crate::structure::{analyze, Structure};
 use rustc_hash::{FxHashMap, FxHashSet};
-
-/// Prefix of every placeholder the compactor writes.
-pub const PLACEHOLDER_PREFIX: &str = "[context-compactor:";
 
 /// Whether a text is (or starts with) one of our placeholders or cut markers.
 pub fn already_compacted(text: &str) -> bool {

@@ -36,18 +36,19 @@ mod shape;
 mod shorten;
 pub mod superseded;
 
-pub use apply::SummarySource;
 pub use assemble::Outcome;
 pub use draft::{Count, Slot};
-pub use output::{Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy};
+pub use output::{
+    join_system_text, Change, Origin, OutBlock, OutMsg, RecordEntry, Strategy, SummarySource,
+    SystemPrompt,
+};
 pub use plan::{plan, PlanError, Planned};
-pub use request::{join_system_text, SummaryRequest, SystemPrompt};
+pub use request::SummaryRequest;
 
 use crate::tokens::counter::Framing;
 use crate::validate::Profile;
 
-/// Stable first line of every summary message.
-pub const SUMMARY_MARKER: &str = "[context-compactor summary]";
+pub use crate::summary::SUMMARY_MARKER;
 
 /// Whether a text is a summary message written by a compaction.
 pub fn is_summary_text(text: &str) -> bool {
@@ -142,7 +143,10 @@ pub struct PlanConfig {
     pub summary_cap: usize,
     /// Put the summary in the system prompt (`summary_role="system"`).
     pub summary_in_system: bool,
+    /// The ledger's user words (0: the section is off).
     pub user_messages_budget_tokens: usize,
+    /// The ledger's preserved details and artifact trail (0: the sections are off).
+    pub details_budget_tokens: usize,
     pub summarizer_max_input_tokens: Option<usize>,
     pub transcript_item_max_chars: usize,
     pub min_savings_ratio: f64,
@@ -181,6 +185,7 @@ impl Default for PlanConfig {
             summary_cap: 2_000,
             summary_in_system: false,
             user_messages_budget_tokens: 2_000,
+            details_budget_tokens: 1_500,
             summarizer_max_input_tokens: None,
             transcript_item_max_chars: 2_000,
             min_savings_ratio: 0.1,
@@ -200,6 +205,8 @@ impl PlanConfig {
             target: budget / 2,
             micro_threshold: budget / 2,
             task_max_tokens: (budget / 4).min(2_000),
+            user_messages_budget_tokens: (budget / 8).clamp(64, 2_000),
+            details_budget_tokens: (budget / 8).clamp(64, 1_500),
             ..PlanConfig::default()
         }
     }

@@ -160,15 +160,6 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn of(slot: &super::Slot<'_>) -> Origin {
-        match &slot.out {
-            OutMsg::Keep(i) => Origin::Kept(*i),
-            OutMsg::Rebuild { from, .. } => Origin::Edited(*from),
-            OutMsg::New { .. } if slot.is_summary() => Origin::Summary,
-            OutMsg::New { .. } => Origin::Inserted,
-        }
-    }
-
     /// The kind the Python API shows and the input index, if any.
     pub fn parts(self) -> (&'static str, Option<usize>) {
         match self {
@@ -178,4 +169,50 @@ impl Origin {
             Origin::Inserted => ("inserted", None),
         }
     }
+}
+
+/// Who wrote a summary (`CompactResult.summary_source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummarySource {
+    /// The caller's summarizer.
+    Llm,
+    /// The built-in rule (or truncation) summary.
+    Rule,
+}
+
+impl SummarySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummarySource::Llm => "llm",
+            SummarySource::Rule => "rule",
+        }
+    }
+}
+
+/// A record entry for a message the ladder removed.
+pub(super) fn truncated(index: usize, detail: &str) -> RecordEntry {
+    RecordEntry {
+        index,
+        action: Change::Truncated,
+        detail: detail.to_owned(),
+    }
+}
+
+/// The separate system prompt (Anthropic `system`) as the boundary returns it with a
+/// `summary_role="system"` summary added: the planner counts exactly that request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SystemPrompt {
+    /// None: the summary becomes the system prompt (a string).
+    #[default]
+    Absent,
+    /// A string: the summary follows it after a blank line, in the same string
+    /// ([`join_system_text`]).
+    Text(String),
+    /// A list of blocks: the summary is one more text block. `empty`: the list has no text.
+    Blocks { empty: bool },
+}
+
+/// A string system prompt with a summary added (how the boundary returns it).
+pub fn join_system_text(system: &str, summary: &str) -> String {
+    format!("{system}\n\n{summary}")
 }

@@ -3,15 +3,18 @@
 
 use super::draft::{total, Count, Slot};
 use super::micro::{self, head_and_tail_in, task_index, Offload};
+use super::output::SystemPrompt;
 use super::output::{RecordEntry, Strategy};
 use super::repair::repair;
-use super::request::SystemPrompt;
+use super::repair_responses::repair as repair_responses;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
 use crate::cut::head_tail;
 use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
+use crate::summary::artifacts::Trail;
 use crate::summary::facts::must_keep_facts;
 use crate::summary::language::{detect_language, Language};
+use crate::summary::ledger::{self, Ledger};
 use crate::summary::transcript::{chunk_transcript, fit_entries, render_transcript};
 use crate::text::Text;
 use crate::validate::{validate, Problem, Profile};
@@ -59,14 +62,20 @@ pub struct Planned<'a> {
     pub(super) span: Vec<usize>,
     /// Instruction and pinned slots inside the span: kept, right after the summary.
     pub(super) kept_in_span: Vec<usize>,
+    /// The earlier summaries' narratives (their ledgers left out: `carried`).
     pub(super) previous_summary: Option<String>,
+    /// The ledger read back from the earlier summaries the span replaces, with the span's own
+    /// user words and artifact trail after it (the facts the narrative lacks are added when the
+    /// summary message is assembled).
+    pub(super) ledger: Ledger,
+    /// The ledger read back from the earlier summaries only (`SummaryRequest.ledger`).
+    pub(super) carried: Ledger,
     /// The transcript the summarizer reads, in chunks: built on the first request (a
     /// compaction with the rule summary never reads the span's tool output this way).
     pub(super) transcript: OnceLock<Transcript>,
     pub chunk_index: usize,
     pub facts: Vec<String>,
     pub language: Language,
-    pub(super) user_texts: Vec<String>,
     /// The replaced messages as they were before this compaction's micro and selective passes
     /// (the rule summary and the truncation summary read them).
     pub(super) replaced: Vec<Message<'a>>,
@@ -83,6 +92,8 @@ pub struct Planned<'a> {
     /// summary added to it ([`Planned::set_system_prompt`]).
     pub(super) system: SystemPrompt,
     pub(super) system_tokens: usize,
+    /// The system prompt holds an earlier summary of ours (its raw tokens when a block).
+    pub(super) system_ours: Option<usize>,
     pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
     pub(super) needs_summary: bool,
@@ -91,6 +102,9 @@ pub struct Planned<'a> {
     /// A compaction is due (not `micro_compact()`, not below the soft threshold): the ladder
     /// may shorten the task and the last block to fit.
     pub(super) due: bool,
+    /// `compact(force=True)`: with `min_savings_ratio=0` a compaction that saves nothing (a
+    /// re-compaction of its own output) is returned, not refused, unless it grows.
+    pub(super) forced: bool,
     /// The task's slot (the first user text), kept in the head.
     pub(super) task: Option<usize>,
     /// The task's text, shown to the summarizer as context (it stays in the conversation).
@@ -163,7 +177,13 @@ pub fn plan<'a>(
     let mut record = Vec::new();
     let mut repairs = Vec::new();
     let slots: Vec<Slot<'a>> = if repairable {
-        let r = repair(conv, tokens, pinned, cfg.framing, counter);
+        // Responses items have their own repair (`repair_responses.rs`).
+        let r = match conv.format {
+            Format::Responses => repair_responses(conv, tokens, pinned, cfg.framing, counter),
+            Format::OpenAi | Format::Anthropic | Format::Gemini => {
+                repair(conv, tokens, pinned, cfg.framing, counter)
+            }
+        };
         record.extend(r.record);
         repairs.extend(r.repairs);
         r.slots
@@ -181,11 +201,12 @@ pub fn plan<'a>(
         span: Vec::new(),
         kept_in_span: Vec::new(),
         previous_summary: None,
+        ledger: Ledger::default(),
+        carried: Ledger::default(),
         transcript: OnceLock::new(),
         chunk_index: 0,
         facts: Vec::new(),
         language: Language::En,
-        user_texts: Vec::new(),
         replaced: Vec::new(),
         instructions,
         record,
@@ -197,11 +218,13 @@ pub fn plan<'a>(
         extra,
         system: SystemPrompt::Absent,
         system_tokens: 0,
+        system_ours: None,
         strategy: Strategy::None,
         offloads: Vec::new(),
         needs_summary: false,
         llm: true,
         due: false,
+        forced: false,
         task: None,
         task_text: None,
         tail_shortened: false,
@@ -215,6 +238,7 @@ pub fn plan<'a>(
 
     let due = mode == Mode::Force || now(&p) >= soft;
     p.due = due && mode != Mode::Micro;
+    p.forced = mode == Mode::Force;
     let run_micro = mode != Mode::Auto || now(&p) >= micro_threshold;
     if run_micro {
         let pass = micro::micro(&mut p.slots, cfg, counter);
@@ -308,6 +332,16 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
             .sum::<usize>();
         tail_start = c;
     }
+    // A forced re-compaction of a compacted context whose kept tail reaches back over our earlier
+    // summary (nothing else between head and tail): the tail starts at the first legal cut after
+    // that summary, so the summary is updated (its narrative rewritten, its ledger carried).
+    if p.forced && !(head_end..tail_start).any(|i| p.slots[i].is_summary()) {
+        if let Some(s) = (tail_start..n).rev().find(|&i| p.slots[i].is_summary()) {
+            if let Some(&c) = legal.iter().find(|&&c| c > s) {
+                tail_start = c;
+            }
+        }
+    }
     if tail_start != configured_tail {
         p.tail_shortened = true;
     }
@@ -330,6 +364,7 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     let mut span = Vec::new();
     let mut kept = Vec::new();
     let mut previous = None;
+    let mut carried = Ledger::default();
     for i in head_end..tail_start.max(head_end) {
         let s = &p.slots[i];
         if frozen_in_span(i, s) {
@@ -342,6 +377,10 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
                     .strip_prefix(SUMMARY_MARKER)
                     .map(|b| b.split_once('\n').map_or("", |x| x.1).trim().to_owned())
                     .unwrap_or(text);
+                // The ledger is carried by the library, not the summarizer: only the narrative
+                // is the summary to update.
+                let (body, ledger) = ledger::split(&body);
+                carried.merge(ledger);
                 previous = Some(match previous {
                     Some(prev) => format!("{prev}\n\n{body}"),
                     None => body,
@@ -363,7 +402,14 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
     // before this compaction's micro and selective passes: a placeholder this call wrote would
     // hide the content it replaced.
     let replaced_views = originals(&p.repaired, &replaced);
-    p.language = detect_language(&replaced_views);
+    // A span of earlier summaries only (a re-compaction with nothing new): their language, so
+    // the ledger's headers do not flip.
+    p.language = if replaced_views.is_empty() {
+        let summaries: Vec<Message<'_>> = span.iter().map(|&i| p.slots[i].view.clone()).collect();
+        detect_language(&summaries)
+    } else {
+        detect_language(&replaced_views)
+    };
     let mut facts = must_keep_facts(&replaced_views);
     if let Some(prev) = &previous {
         let m = Message::text(Role::User, prev.as_str());
@@ -374,13 +420,13 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
         }
     }
     p.facts = facts;
-    p.user_texts = replaced_views
-        .iter()
-        .rev()
-        .filter(|m| m.is_user_text())
-        .map(Message::prose)
-        .filter(|t| !t.trim().is_empty())
-        .collect();
+    let mut led = carried.clone();
+    for m in replaced_views.iter().filter(|m| m.is_user_text()) {
+        led.add_user_text(&m.prose());
+    }
+    led.absorb_trail(Trail::of(None, &replaced_views));
+    p.ledger = led;
+    p.carried = carried;
     p.task_text = p.task.map(|t| {
         let text = p.slots[t].view.prose();
         head_tail(&text, cfg.transcript_item_max_chars).unwrap_or(text)

@@ -1,7 +1,8 @@
 //! The repair pass's part for Anthropic compaction blocks (see `crate::formats::anthropic_compaction`): the
 //! conversation starts with the assistant message that holds the latest block; everything
 //! before it is dropped (recorded); the task is re-sent right after it unless the block's
-//! readable content holds the task's opening words.
+//! readable content holds the task's opening words. Our earlier summary before the block (its
+//! ledger) moves to right after it instead.
 
 use super::draft::Slot;
 use super::output::{Change, RecordEntry};
@@ -28,8 +29,15 @@ pub fn start_at_latest_block<'a>(
     let task = msgs.iter().position(|m| m.is_user_text());
     let mut out = Vec::with_capacity(slots.len());
     let mut dropped_task = false;
+    // Our earlier summary before the block: its ledger is the library's to carry, so it moves to
+    // right after the block (read back by the next compaction) instead of being dropped.
+    let mut ours: Vec<Slot<'a>> = Vec::new();
     for s in slots {
         let before = s.source().is_none_or(|i| i < latest);
+        if before && s.is_summary() && !s.view.role.is_instruction() {
+            ours.push(s);
+            continue;
+        }
         if before && !s.view.role.is_instruction() {
             if let Some(i) = s.source() {
                 dropped_task |= Some(i) == task;
@@ -60,6 +68,12 @@ pub fn start_at_latest_block<'a>(
                 ));
                 out.push(Slot::keep(conv, t, tokens[t], pinned[t]));
             }
+        }
+        if at_latest && !ours.is_empty() {
+            repairs.push(format!(
+                "our earlier summary moved right after the compaction block of message {latest} (its ledger carried)"
+            ));
+            out.append(&mut ours);
         }
     }
     out

@@ -54,9 +54,6 @@ pub fn repair<'a>(
     framing: Framing,
     counter: &dyn Count,
 ) -> Repaired<'a> {
-    if conv.format == Format::Responses {
-        return super::repair_responses::repair(conv, tokens, pinned, framing, counter);
-    }
     let msgs = &conv.messages;
     let n = msgs.len();
     // Results are blocks of user messages (Anthropic, Gemini); thinking-first is Anthropic's.

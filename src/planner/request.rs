@@ -2,8 +2,12 @@
 //! plan, and how a summary added to Anthropic's system prompt is counted.
 
 use super::draft::Count;
+use super::output::{join_system_text, SystemPrompt};
 use super::plan::Planned;
+use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
+use crate::summary::ledger::{strip_fakes, with_ledger_context};
+use crate::summary::prompts::with_user_instructions;
 use crate::summary::reply::extract_summary;
 use crate::summary::{summary_prompts, with_task_context};
 use crate::text::Text;
@@ -13,7 +17,10 @@ use crate::text::Text;
 pub struct SummaryRequest {
     pub system_prompt: String,
     pub user_prompt: String,
+    /// The earlier summary's narrative (its ledger left out).
     pub previous_summary: Option<String>,
+    /// The ledger the library carries after the summary (read-only context), if any.
+    pub ledger: Option<String>,
     pub instructions: Option<String>,
     pub max_tokens: usize,
     pub must_keep: Vec<String>,
@@ -22,25 +29,6 @@ pub struct SummaryRequest {
     /// This chunk (0-based) and the number of chunks.
     pub chunk: usize,
     pub chunks: usize,
-}
-
-/// The separate system prompt (Anthropic `system`) as the boundary returns it with a
-/// `summary_role="system"` summary added: the planner counts exactly that request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum SystemPrompt {
-    /// None: the summary becomes the system prompt (a string).
-    #[default]
-    Absent,
-    /// A string: the summary follows it after a blank line, in the same string
-    /// ([`join_system_text`]).
-    Text(String),
-    /// A list of blocks: the summary is one more text block. `empty`: the list has no text.
-    Blocks { empty: bool },
-}
-
-/// A string system prompt with a summary added (how the boundary returns it).
-pub fn join_system_text(system: &str, summary: &str) -> String {
-    format!("{system}\n\n{summary}")
 }
 
 impl<'a> Planned<'a> {
@@ -52,20 +40,68 @@ impl<'a> Planned<'a> {
         self.system = system;
     }
 
-    /// Raw tokens of the system prompt and tools once `summary` (if any) is added to the
-    /// system prompt.
-    pub(super) fn extra_with(&self, summary: Option<&str>, counter: &dyn Count) -> usize {
-        let Some(text) = summary else {
-            return self.extra;
+    /// An earlier summary found in the separate system prompt (`summary_role="system"`: our
+    /// part of it, `text`; `tokens` the raw tokens of that part when it is a block of its own).
+    /// It is read back like an earlier summary message (its narrative the previous summary, its
+    /// ledger carried) and replaced in place by the new summary (or removed when the new one is
+    /// a message). Call after [`Planned::set_system_prompt`], which names the client's part.
+    pub fn set_system_summary(&mut self, text: &str, tokens: usize) {
+        self.system_ours = Some(tokens);
+        if !self.needs_summary {
+            return;
+        }
+        let body = text
+            .trim_start()
+            .strip_prefix(super::SUMMARY_MARKER)
+            .map(|b| b.split_once('\n').map_or("", |x| x.1).trim().to_owned())
+            .unwrap_or_default();
+        let (narrative, earlier) = crate::summary::ledger::split(&body);
+        let m = crate::message::Message::text(crate::message::Role::User, narrative.as_str());
+        for f in crate::summary::facts::must_keep_facts(std::slice::from_ref(&m)) {
+            if !self.facts.contains(&f) {
+                self.facts.push(f);
+            }
+        }
+        // Older than any summary in the messages: its entries first.
+        let mut carried = earlier.clone();
+        carried.merge(std::mem::take(&mut self.carried));
+        self.carried = carried;
+        let mut ledger = earlier;
+        ledger.merge(std::mem::take(&mut self.ledger));
+        self.ledger = ledger;
+        self.previous_summary = match self.previous_summary.take() {
+            Some(p) if !p.trim().is_empty() => Some(format!("{narrative}\n\n{p}")),
+            _ => Some(narrative),
         };
+    }
+
+    /// Raw tokens of the system prompt and tools once `summary` (if any) is added to the
+    /// system prompt (replacing our part of it, when it holds an earlier summary).
+    pub(super) fn extra_with(&self, summary: Option<&str>, counter: &dyn Count) -> usize {
         let overhead = self.cfg.framing.message_overhead_tokens;
         let count = |s: &str| counter.count(Text::Utf8(s));
         let tools = self.extra - self.system_tokens;
+        let Some(text) = summary else {
+            // The earlier summary in the system prompt goes when a summary message replaces it.
+            return match (self.system_ours, &self.system) {
+                (Some(_), SystemPrompt::Absent) if self.needs_summary => tools,
+                (Some(_), SystemPrompt::Text(s)) if self.needs_summary => {
+                    tools + overhead + count(s)
+                }
+                (Some(ours), SystemPrompt::Blocks { .. }) if self.needs_summary => {
+                    self.extra.saturating_sub(ours)
+                }
+                _ => self.extra,
+            };
+        };
         let system = match &self.system {
             SystemPrompt::Absent => overhead + count(text),
             SystemPrompt::Text(s) => overhead + count(&join_system_text(s, text)),
             SystemPrompt::Blocks { empty } => {
-                self.system_tokens + count(text) + if *empty { overhead } else { 0 }
+                self.system_tokens
+                    .saturating_sub(self.system_ours.unwrap_or(0))
+                    + count(text)
+                    + if *empty { overhead } else { 0 }
             }
         };
         tools + system
@@ -88,14 +124,31 @@ impl<'a> Planned<'a> {
             &transcript,
             cap,
         );
+        // The user's instructions in the span, oldest first.
+        let found: Vec<_> = self
+            .replaced
+            .iter()
+            .filter(|m| m.is_user_text())
+            .flat_map(|m| user_instructions(&m.prose()))
+            .collect();
+        let user_prompt = with_user_instructions(self.language, &found, &user_prompt);
         let user_prompt = match &self.task_text {
             Some(task) => with_task_context(self.language, task, &user_prompt),
+            None => user_prompt,
+        };
+        let ledger = (!self.carried.is_empty()).then(|| self.carried.render(self.language));
+        let user_prompt = match &ledger {
+            Some(l) => with_ledger_context(self.language, l, &user_prompt),
             None => user_prompt,
         };
         Some(SummaryRequest {
             system_prompt,
             user_prompt,
-            previous_summary: self.previous_summary.clone(),
+            previous_summary: self
+                .previous_summary
+                .clone()
+                .filter(|s| !s.trim().is_empty()),
+            ledger,
             instructions: self.instructions.clone(),
             max_tokens: cap,
             must_keep: self.facts.clone(),
@@ -120,7 +173,8 @@ impl<'a> Planned<'a> {
     pub fn advance(&self, summary: &str) -> Planned<'a> {
         let mut next = self.clone();
         let (body, _) = extract_summary(summary);
-        next.previous_summary = Some(body);
+        // The next chunk updates this narrative: a fake ledger in it is not carried.
+        next.previous_summary = Some(strip_fakes(&body));
         next.chunk_index += 1;
         next
     }

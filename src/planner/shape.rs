@@ -5,7 +5,7 @@
 use super::draft::{Count, Slot};
 use super::output::{OutBlock, OutMsg};
 use super::plan::Planned;
-use crate::message::{Conversation, Format, Role};
+use crate::message::{Conversation, Role};
 use crate::validate::Profile;
 
 impl<'a> Planned<'a> {
@@ -71,7 +71,7 @@ impl<'a> Planned<'a> {
             }
             _ => {}
         }
-        if self.format == Format::Gemini {
+        if self.format.calls_follow_user_turn() {
             // A function-call turn must follow a user turn (`crate::formats::gemini::rule`).
             let mut i = 1;
             while i < slots.len() {

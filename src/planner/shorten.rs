@@ -11,14 +11,14 @@
 //! found is used rather than none.
 
 use super::draft::{block_tokens, Count, Slot};
-use super::micro::PLACEHOLDER_PREFIX;
 use super::output::{Change, RecordEntry};
 use super::PlanConfig;
 use crate::cut::head_tail_text;
+use crate::cut::PLACEHOLDER_PREFIX;
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
-use crate::summary::constraints::constraint_sentences;
 use crate::summary::facts::{fact_present, must_keep_facts};
+use crate::summary::instruction::{is_marked_rule, user_instructions, InstructionKind};
 use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
@@ -80,11 +80,41 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
     }
 }
 
-/// [`cut_keeping_facts`] for the task: the user's constraint sentences the cut removed are also
+/// [`cut_keeping_facts`] for the task: the user's instructions ([`user_instructions`]) the cut removed are also
 /// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
 /// modify the tests" must not go with the middle of a long task.
 pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
-    let constraints = constraint_sentences(text);
+    // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
+    // 不要, 必须 …: [`is_marked_rule`]) are always listed (as the keyword list was); the other instructions (conditions, preferences,
+    // goals, then plain requests; shortest first, the most that fit) only within the room the
+    // cut leaves above MIN_CHARS of text, so a task full of imperative steps stays within
+    // task_max_tokens. They are listed in their order. (The ledger carries the task's cut
+    // instructions whole; this list keeps the task readable on its own.)
+    let all = user_instructions(text);
+    let rank = |k: InstructionKind, s: &str| match (k, is_marked_rule(s)) {
+        (InstructionKind::Safety, _) | (InstructionKind::Prohibition, true) => 0,
+        (_, true) => 1,
+        (InstructionKind::Requirement, false) => 3,
+        _ => 2,
+    };
+    let room = max_chars.saturating_sub(MIN_CHARS + 40);
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_key(|&i| (rank(all[i].0, &all[i].1), all[i].1.chars().count(), i));
+    let mut taken = vec![false; all.len()];
+    let mut used = 0;
+    for i in order {
+        let n = all[i].1.chars().count() + 1;
+        if rank(all[i].0, &all[i].1) <= 1 || used + n <= room {
+            used += n;
+            taken[i] = true;
+        }
+    }
+    let constraints: Vec<String> = all
+        .into_iter()
+        .zip(taken)
+        .filter(|(_, t)| *t)
+        .map(|((_, s), _)| s)
+        .collect();
     if constraints.is_empty() {
         return cut_keeping_facts(text, max_chars);
     }

@@ -110,7 +110,7 @@ impl Superseded {
         };
         format!(
             "{} output of {name} superseded: {} was {how} in message {}]",
-            super::micro::PLACEHOLDER_PREFIX,
+            crate::cut::PLACEHOLDER_PREFIX,
             self.path,
             self.later
         )

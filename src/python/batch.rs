@@ -15,7 +15,9 @@
 use super::counter::Counter;
 use super::errors::plan_error;
 use super::extract::{parse_format, Extracted, Extractor};
-use super::plan::{items_of, outcome_dict, parse_mode, plan_config, system_prompt, Inner, Plan};
+use super::plan::{
+    items_of, outcome_dict, parse_mode, plan_config, system_prompt, system_summary_of, Inner, Plan,
+};
 use crate::message::Message;
 use crate::planner::{self, PlanError, Planned};
 use crate::text::Text;
@@ -71,6 +73,8 @@ struct Read {
     items: Vec<Py<PyAny>>,
     system: Option<Py<PyAny>>,
     prompt: planner::SystemPrompt,
+    /// Our earlier summary in the system prompt (its text, whether it is a block of its own).
+    ours: Option<(String, bool)>,
 }
 
 fn read_one(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Read> {
@@ -78,9 +82,19 @@ fn read_one(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<Read> {
     let format = parse_format(py, format.as_deref())?;
     let system = system.filter(|s| !s.is_none());
     let tools = tools.filter(|t| !t.is_none());
-    let ex = Extractor::new(py).conversation(&messages, format, system.as_ref(), tools.as_ref())?;
+    let ex = Extractor::new(py).refusing_misfit().conversation(
+        &messages,
+        format,
+        system.as_ref(),
+        tools.as_ref(),
+    )?;
     let prompt = system_prompt(system.as_ref(), ex.conv_static());
+    let ours = system
+        .as_ref()
+        .and_then(system_summary_of)
+        .map(|(t, b)| (t, b.is_some()));
     Ok(Read {
+        ours,
         items: items_of(&messages)?,
         ex: Arc::new(ex),
         system: system.map(|s| s.unbind()),
@@ -153,6 +167,10 @@ pub fn plan_many(
             )
             .map(|mut p| {
                 p.set_system_prompt(r.prompt.clone(), sys);
+                if let Some((text, block)) = &r.ours {
+                    let tokens = if *block { count(Text::Utf8(text)) } else { 0 };
+                    p.set_system_summary(text, tokens);
+                }
                 p
             })
         })

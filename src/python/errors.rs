@@ -16,6 +16,7 @@ use pyo3::types::{PyList, PyType};
 static MESSAGE_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CONFIG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INVALID_CONVERSATION_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static FORMAT_MISMATCH_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn raise<'py, A>(
     py: Python<'py>,
@@ -60,6 +61,25 @@ pub fn config_error(py: Python<'_>, field: &str, what: &str) -> PyErr {
     )
 }
 
+/// `FormatMismatchError(message, format, detected)`: the forced `format=` does not fit the
+/// messages, which are `detected` (see `Extractor::misfit`).
+pub fn format_mismatch_error(py: Python<'_>, forced: Format, detected: Format, why: &str) -> PyErr {
+    raise(
+        py,
+        &FORMAT_MISMATCH_ERROR,
+        "FormatMismatchError",
+        (
+            format!(
+                "format={:?} does not fit these messages, detected as {:?}: {why}",
+                forced.name(),
+                detected.name()
+            ),
+            forced.name(),
+            detected.name(),
+        ),
+    )
+}
+
 /// A core [`PlanError`] as its exception: `InvalidConversationError(message, problems)` with
 /// the problems as `Problem` objects.
 pub fn plan_error(py: Python<'_>, err: PlanError) -> PyErr {
@@ -93,7 +113,8 @@ pub fn parse_format(py: Python<'_>, format: Option<&str>) -> PyResult<Option<For
                 py,
                 "format",
                 &format!(
-                    "unknown format {f:?}; expected \"openai\", \"anthropic\", \"responses\" or \"gemini\""
+                    "unknown format {f:?}; expected one of {}",
+                    Format::ALL.map(|f| format!("{:?}", f.name())).join(", ")
                 ),
             )),
         },

@@ -25,6 +25,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The one copy Python sees (the package re-exports it; tests import it).
     m.add("SUMMARY_MARKER", crate::planner::SUMMARY_MARKER)?;
+    // The formats' names, for the shell's checks (`io.py`, the CLI's `--format`).
+    let formats: Vec<&str> = crate::message::Format::ALL
+        .iter()
+        .map(|f| f.name())
+        .collect();
+    m.add("FORMATS", pyo3::types::PyTuple::new(m.py(), formats)?)?;
     validate::register(m)?;
     tokens::register(m)?;
     state::register(m)?;

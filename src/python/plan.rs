@@ -71,7 +71,8 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,
         summary_cap: attr(cfg, "summary_token_limit")?,
         summary_in_system: role == "system" || role == "developer",
-        user_messages_budget_tokens: attr(cfg, "user_messages_budget_tokens")?,
+        user_messages_budget_tokens: attr(cfg, "user_words_token_limit")?,
+        details_budget_tokens: attr(cfg, "details_token_limit")?,
         summarizer_max_input_tokens: attr(cfg, "summarizer_max_input_tokens")?,
         transcript_item_max_chars: attr(cfg, "transcript_item_max_chars")?,
         min_savings_ratio: attr(cfg, "min_savings_ratio")?,
@@ -178,6 +179,7 @@ impl Plan {
         d.set_item("system_prompt", r.system_prompt)?;
         d.set_item("user_prompt", r.user_prompt)?;
         d.set_item("previous_summary", r.previous_summary)?;
+        d.set_item("ledger", r.ledger)?;
         d.set_item("instructions", r.instructions)?;
         d.set_item("max_tokens", r.max_tokens)?;
         d.set_item("must_keep", r.must_keep)?;
@@ -280,44 +282,27 @@ pub(super) fn outcome_dict<'py>(
                 msgs.append(src.render(&s.out)?)?;
             }
         }
-        // Framework input: new and edited messages become the framework's classes too.
-        let msgs = if inner.ex.pydantic_ai {
-            let originals = PyList::new(py, inner.messages.iter())?;
-            py.import("context_compactor.integrations.pydantic_ai")?
-                .call_method1("_from_core", (msgs, originals))?
-                .cast_into::<PyList>()?
-        } else if inner.ex.langchain {
-            py.import("context_compactor.integrations.langchain")?
-                .call_method1("_from_core", (msgs,))?
-                .cast_into::<PyList>()?
-        } else {
-            msgs
-        };
         let d = PyDict::new(py);
+        // Framework input: the shell turns new and edited messages into the framework's
+        // classes (`plan.py`, by this tag; the binding names no Python module).
+        if inner.ex.pydantic_ai {
+            d.set_item("framework", "pydantic_ai")?;
+            d.set_item("originals", PyList::new(py, inner.messages.iter())?)?;
+        } else if inner.ex.langchain {
+            d.set_item("framework", "langchain")?;
+        }
         d.set_item("messages", msgs)?;
         let system = inner.system.as_ref().map(|s| s.bind(py).clone());
-        let system = match (&outcome.system_summary, system) {
-            (Some(text), None) => Some(pyo3::types::PyString::new(py, text).into_any()),
-            (Some(text), Some(s)) => {
-                if let Ok(st) = s.extract::<String>() {
-                    Some(
-                        pyo3::types::PyString::new(py, &planner::join_system_text(&st, text))
-                            .into_any(),
-                    )
-                } else {
-                    let l = PyList::empty(py);
-                    for b in s.try_iter()? {
-                        l.append(b?)?;
-                    }
-                    let blk = PyDict::new(py);
-                    blk.set_item("type", "text")?;
-                    blk.set_item("text", text)?;
-                    l.append(blk)?;
-                    Some(l.into_any())
-                }
-            }
-            (None, s) => s,
+        let made = outcome.summary.is_some() && outcome.strategy != planner::Strategy::None;
+        let system = match system {
+            Some(s) if made => Some(system_with(py, &s, outcome.system_summary.as_deref())?),
+            Some(s) => Some(s),
+            None => outcome
+                .system_summary
+                .as_ref()
+                .map(|t| pyo3::types::PyString::new(py, t).into_any()),
         };
+        let system = system.filter(|s| !s.is_none());
         d.set_item("system", system)?;
         d.set_item("summary", outcome.summary.clone())?;
         d.set_item(
@@ -435,7 +420,7 @@ pub fn plan(
     let mode = parse_mode(py, mode)?;
     let counter = Counter::parse(&config.getattr(intern!(py, "tokenizer"))?)?;
     let format = parse_format(py, format)?;
-    let mut ex = Extractor::new(py);
+    let mut ex = Extractor::new(py).refusing_misfit();
     if state.is_some() {
         ex = ex.with_fingerprints();
     } else if let Counter::Builtin(t) = counter {
@@ -487,6 +472,14 @@ pub fn plan(
     };
     let system = system.filter(|s| !s.is_none());
     planned.set_system_prompt(system_prompt(system, conv), sys);
+    if let Some((text, block)) = system.and_then(system_summary_of) {
+        let tokens = if block.is_some() {
+            with_counter(py, &counter, |c| c.count(Text::Utf8(&text)))?
+        } else {
+            0
+        };
+        planned.set_system_summary(&text, tokens);
+    }
     let items = items_of(messages)?;
     Ok(Plan {
         inner: Arc::new(Inner {
@@ -499,7 +492,8 @@ pub fn plan(
     })
 }
 
-/// How `apply` will return the system prompt with a summary in it (counted as returned).
+/// How `apply` will return the system prompt with a summary in it (counted as returned): the
+/// client's part of it (our earlier summary left out).
 pub(super) fn system_prompt(
     system: Option<&Bound<'_, PyAny>>,
     conv: &crate::message::Conversation<'_>,
@@ -507,12 +501,109 @@ pub(super) fn system_prompt(
     match system {
         None => SystemPrompt::Absent,
         Some(s) => match s.extract::<String>() {
-            Ok(text) => SystemPrompt::Text(text),
+            Ok(text) => match split_system_text(&text) {
+                Some(("", _)) => SystemPrompt::Absent,
+                Some((client, _)) => SystemPrompt::Text(client.to_owned()),
+                None => SystemPrompt::Text(text),
+            },
             Err(_) => SystemPrompt::Blocks {
                 empty: conv.system.is_empty(),
             },
         },
     }
+}
+
+/// A system string holding our summary: (the client's part, ours). Ours starts at the marker,
+/// at the start of the string or after the blank line `join_system_text` put before it.
+fn split_system_text(text: &str) -> Option<(&str, &str)> {
+    let marker = planner::SUMMARY_MARKER;
+    if text.trim_start().starts_with(marker) {
+        return Some(("", text.trim_start()));
+    }
+    let at = text.rfind(&format!("\n\n{marker}"))?;
+    Some((&text[..at], &text[at + 2..]))
+}
+
+/// The text of a system block, if it is a text block.
+fn block_text(b: &Bound<'_, PyAny>) -> Option<String> {
+    let get = |k: &str| -> Option<Bound<'_, PyAny>> {
+        match b.cast::<PyDict>() {
+            Ok(d) => d.get_item(k).ok().flatten(),
+            Err(_) => b.getattr(k).ok(),
+        }
+    };
+    let kind: String = get("type")?.extract().ok()?;
+    if kind != "text" {
+        return None;
+    }
+    get("text")?.extract().ok()
+}
+
+/// Our earlier summary in a system prompt: its text and, for a block list, the block's index.
+pub(super) fn system_summary_of(system: &Bound<'_, PyAny>) -> Option<(String, Option<usize>)> {
+    if let Ok(text) = system.extract::<String>() {
+        return split_system_text(&text).map(|(_, ours)| (ours.to_owned(), None));
+    }
+    let blocks: Vec<Bound<'_, PyAny>> = system.try_iter().ok()?.filter_map(Result::ok).collect();
+    blocks.iter().enumerate().rev().find_map(|(i, b)| {
+        block_text(b)
+            .filter(|t| planner::is_summary_text(t))
+            .map(|t| (t, Some(i)))
+    })
+}
+
+/// The system prompt returned with `summary` (None: the summary is a message) in place of our
+/// earlier one: the client's own text and blocks unchanged (the same block objects, with their
+/// `cache_control`), ours replaced where it was, or added at the end.
+fn system_with<'py>(
+    py: Python<'py>,
+    system: &Bound<'py, PyAny>,
+    summary: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(st) = system.extract::<String>() {
+        let client = split_system_text(&st).map_or(st.as_str(), |(c, _)| c);
+        let text = match summary {
+            Some(t) if client.is_empty() => t.to_owned(),
+            Some(t) => planner::join_system_text(client, t),
+            None if client.len() == st.len() => return Ok(system.clone()),
+            None => client.to_owned(),
+        };
+        return Ok(pyo3::types::PyString::new(py, &text).into_any());
+    }
+    let ours = system_summary_of(system).and_then(|(_, i)| i);
+    if ours.is_none() && summary.is_none() {
+        return Ok(system.clone());
+    }
+    let l = PyList::empty(py);
+    let mut placed = false;
+    for (i, b) in system.try_iter()?.enumerate() {
+        let b = b?;
+        if Some(i) != ours {
+            l.append(b)?;
+            continue;
+        }
+        if let Some(text) = summary {
+            // Our block again, with any other keys the client gave it (a `cache_control`).
+            let blk = match b.cast::<PyDict>() {
+                Ok(d) => d.copy()?,
+                Err(_) => {
+                    let d = PyDict::new(py);
+                    d.set_item("type", "text")?;
+                    d
+                }
+            };
+            blk.set_item("text", text)?;
+            l.append(blk)?;
+            placed = true;
+        }
+    }
+    if let (Some(text), false) = (summary, placed) {
+        let blk = PyDict::new(py);
+        blk.set_item("type", "text")?;
+        blk.set_item("text", text)?;
+        l.append(blk)?;
+    }
+    Ok(l.into_any())
 }
 
 /// The messages as strong references (the plan returns kept ones as the same objects).

@@ -1,7 +1,7 @@
 //! `estimate_tokens`, `count_tokens`, `count_tokens_many`, `measure`, `MessageCounts`.
 
 use super::counter::{parse_framing, Counter};
-use super::errors::config_error;
+use super::errors::{config_error, message_type_error};
 use super::extract::{parse_format, Extracted, Extractor};
 use super::fingerprint::{fingerprint, fingerprints_borrowed};
 use super::state::ConversationState;
@@ -23,9 +23,24 @@ pub fn parse_encoding(py: Python<'_>, name: &str) -> PyResult<Encoding> {
     })
 }
 
+/// `text` as a `str`, or `MessageTypeError` (field `text`) naming the type it has: the
+/// package's error for a wrong Python type, not pyo3's bare `TypeError`.
+fn text_arg<'a, 'py>(text: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyString>> {
+    text.cast::<PyString>().map_err(|_| {
+        let what = format!(
+            "expected a str, got {}",
+            text.get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        );
+        message_type_error(text.py(), None, "text", &what)
+    })
+}
+
 /// Estimated tokens of `text` (fast, errs high). Reads the string in place.
 #[pyfunction]
-pub fn estimate_tokens(text: &Bound<'_, PyString>) -> PyResult<usize> {
+pub fn estimate_tokens(text: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let text = text_arg(text)?;
     // SAFETY: `text` is alive for the whole call.
     let t = unsafe { borrow_text(text)? };
     Ok(if t.char_len() > 1 << 20 {
@@ -38,7 +53,8 @@ pub fn estimate_tokens(text: &Bound<'_, PyString>) -> PyResult<usize> {
 /// Exact tokens of `text` in `encoding` (tiktoken's `encode_ordinary`).
 #[pyfunction]
 #[pyo3(signature = (text, encoding="o200k_base"))]
-pub fn count_tokens(py: Python<'_>, text: &Bound<'_, PyString>, encoding: &str) -> PyResult<usize> {
+pub fn count_tokens(py: Python<'_>, text: &Bound<'_, PyAny>, encoding: &str) -> PyResult<usize> {
+    let text = text_arg(text)?;
     let enc = parse_encoding(py, encoding)?;
     // SAFETY: `text` is alive for the whole call; the UTF-8 form is a temporary.
     let t = unsafe { borrow_text(text)? };

@@ -42,10 +42,10 @@
 //!   truncation summary reads only the messages it shows).
 
 pub mod artifacts;
-pub mod constraints;
 pub mod facts;
 pub mod instruction;
 pub mod language;
+pub mod ledger;
 pub mod prompts;
 pub mod reply;
 pub mod rule;
@@ -63,3 +63,7 @@ pub use truncation::truncation_summary;
 
 #[cfg(test)]
 mod corpus_tests;
+
+/// Stable first line of every summary message (here, not in the planner, so the ledger that
+/// reads earlier summaries depends on no planner module; `planner::SUMMARY_MARKER` re-exports it).
+pub const SUMMARY_MARKER: &str = "[context-compactor summary]";

@@ -9,6 +9,7 @@
 //! after them), the ten sections DESIGN lists, verbatim facts, a token budget, and the
 //! answer inside `<summary>` tags, which [`super::reply::extract_summary`] reads.
 
+use super::instruction::InstructionKind;
 use super::language::Language;
 use std::fmt::Write;
 
@@ -92,6 +93,55 @@ pub fn with_task_context(lang: Language, task: &str, user_prompt: &str) -> Strin
         Language::Zh => format!(
             "对话的任务（用户的第一条消息）会原样保留在对话中：不必在摘要中重复，用它判断什么重要。\n<task>\n{task}\n</task>\n\n{user_prompt}"
         ),
+    }
+}
+
+/// Most characters of the user's instructions listed in a prompt ([`with_user_instructions`]).
+const INSTRUCTIONS_MAX_CHARS: usize = 4000;
+
+/// `user_prompt` with the user's instructions found in the replaced span (oldest first, by
+/// [`super::instruction::user_instructions`]) listed verbatim before its closing line, so an LLM
+/// summarizer is told them word for word rather than finding them in the transcript. Over
+/// [`INSTRUCTIONS_MAX_CHARS`] the oldest go first, prohibitions and safety rules last.
+pub fn with_user_instructions(
+    lang: Language,
+    instructions: &[(InstructionKind, String)],
+    user_prompt: &str,
+) -> String {
+    let mut keep: Vec<&(InstructionKind, String)> = Vec::new();
+    for i in instructions {
+        if !keep.iter().any(|k| k.1 == i.1) {
+            keep.push(i);
+        }
+    }
+    let size = |k: &[&(InstructionKind, String)]| k.iter().map(|(_, s)| s.len() + 3).sum::<usize>();
+    while size(&keep) > INSTRUCTIONS_MAX_CHARS {
+        let at = keep
+            .iter()
+            .position(|(k, _)| !k.evicted_last())
+            .unwrap_or(0);
+        keep.remove(at);
+    }
+    if keep.is_empty() {
+        return user_prompt.to_owned();
+    }
+    let mut list = match lang {
+        Language::En => String::from(
+            "The user's instructions in these messages, verbatim (keep each one word for word under              \"Constraints and preferences\" unless a later message changed it):\n",
+        ),
+        Language::Zh => String::from("这些消息中用户的指令（原文；除非后来的消息改变了它，否则逐字保留在“约束与偏好”中）：\n"),
+    };
+    for (_, s) in &keep {
+        let _ = writeln!(list, "- {s}");
+    }
+    match user_prompt.rfind("\n\n") {
+        Some(at) => format!(
+            "{}\n\n{}{}",
+            &user_prompt[..at],
+            list.trim_end(),
+            &user_prompt[at..]
+        ),
+        None => format!("{user_prompt}\n\n{}", list.trim_end()),
     }
 }
 
@@ -248,6 +298,46 @@ mod tests {
         // Blank previous summaries and instructions count as none.
         let (_, user) = summary_prompts(Language::En, Some("  "), Some(""), "x", 500);
         assert!(!user.contains("previous_summary") && !user.contains("Additional instructions"));
+    }
+
+    #[test]
+    fn user_instructions_listed() {
+        use crate::summary::instruction::user_instructions;
+        let (_, user) = summary_prompts(Language::En, None, None, "[user]: x", 500);
+        let found =
+            user_instructions("Fix the login bug. When you finish, run the tests. Why is it slow?");
+        let u = with_user_instructions(Language::En, &found, &user);
+        let list = u
+            .find("- Fix the login bug.\n- When you finish, run the tests.")
+            .expect(&u);
+        assert!(list < u.find("Reply with the summary only").unwrap());
+        assert!(!u.contains("Why is it slow"));
+        assert_eq!(with_user_instructions(Language::En, &[], &user), user);
+        let found = user_instructions("以后每次回复都用中文。这是什么？");
+        let (_, user) = summary_prompts(Language::Zh, None, None, "[user]: x", 500);
+        let u = with_user_instructions(Language::Zh, &found, &user);
+        assert!(
+            u.contains("用户的指令")
+                && u.contains("- 以后每次回复都用中文。")
+                && !u.contains("这是什么")
+        );
+        // Over the cap the oldest plain ones go first; a prohibition stays.
+        let mut many: Vec<(InstructionKind, String)> = (0..400)
+            .map(|i| (InstructionKind::Requirement, format!("Run step {i} now.")))
+            .collect();
+        many.insert(
+            0,
+            (
+                InstructionKind::Prohibition,
+                "Never push to main.".to_owned(),
+            ),
+        );
+        let u = with_user_instructions(Language::En, &many, &user);
+        assert!(
+            u.contains("Never push to main.")
+                && u.contains("Run step 399 now.")
+                && !u.contains("Run step 0 now.")
+        );
     }
 
     #[test]

@@ -15,8 +15,10 @@
 //! within `max_chars` (`assemble`).
 
 use super::artifacts::Trail;
-use super::constraints::constraint_sentences;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
+use super::instruction::{
+    classify, is_marked_rule, user_instructions, InstructionKind, HARNESS_PREFIXES,
+};
 use super::language::{Label, Language};
 use super::tools::{
     command_line, failing_line, is_edit_tool, is_shell_tool, is_view_only, shell_command,
@@ -31,20 +33,6 @@ const CONCLUSION_CHARS: usize = 200;
 const LINE_CHARS: usize = 160;
 /// Error lines remembered from tool output (the latest ones).
 const MAX_ERROR_LINES: usize = 64;
-
-/// User messages that are harness wrappers, not the user's words (Claude Code and friends).
-const HARNESS_PREFIXES: &[&str] = &[
-    "<local-command-caveat>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<system-reminder>",
-    "<task-notification>",
-    "<user-prompt-submit-hook>",
-    "[Request interrupted",
-];
 
 /// Removes `<tag>`-like markup from a line.
 fn strip_tags(line: &str) -> String {
@@ -399,7 +387,7 @@ impl<'m> RuleScan<'m> {
             self.code_languages(&text);
         }
         if m.is_user_text() && topic(&text).is_some() {
-            for c in constraint_sentences(&text) {
+            for (_, c) in user_instructions(&text) {
                 if !self.constraints.contains(&c) {
                     self.constraints.push(c);
                 }
@@ -549,12 +537,20 @@ impl<'m> RuleScan<'m> {
                 text: t,
             });
         }
-        // The user's constraints: kept verbatim, above everything but the task's topic.
+        // The user's instructions, verbatim. Prohibitions, safety rules and rules with a marker
+        // ("never", "must", "only", "always", 必须 …) above everything but the task's topic;
+        // other rules (conditions, preferences, goals) after the to-do list and the artifact
+        // trail; plain requests ("Fix the parser.") below the files and errors.
         let n = self.constraints.len();
         for (i, c) in self.constraints.into_iter().enumerate() {
+            let priority = match classify(&c) {
+                Some(k) if k.evicted_last() || is_marked_rule(&c) => recency(890, 9, i, n),
+                Some(InstructionKind::Requirement) => recency(500, 100, i, n),
+                _ => recency(860, 9, i, n),
+            };
             items.push(Item {
                 section: S_CONSTRAINTS,
-                priority: recency(890, 9, i, n),
+                priority,
                 text: c,
             });
         }

@@ -46,9 +46,12 @@ fn id_text(id: Option<&str>) -> String {
 
 /// Check `messages` (in `format`) against `profile`.
 pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
-    if format == Format::Responses {
-        return crate::formats::responses::validate(messages, profile);
-    }
+    // The message-list formats share the rules below; Responses items have their own.
+    let gemini = match format {
+        Format::Responses => return crate::formats::responses::validate(messages, profile),
+        Format::Gemini => true,
+        Format::OpenAi | Format::Anthropic => false,
+    };
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
         out.push(Problem {
@@ -64,11 +67,7 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
 
     // Roles and block placement.
     for (i, m) in messages.iter().enumerate() {
-        let role_ok = match format {
-            Format::Anthropic | Format::Gemini => matches!(m.role, Role::User | Role::Assistant),
-            Format::OpenAi | Format::Responses => m.role != Role::Other,
-        };
-        if !role_ok {
+        if !format.has_role(m.role) {
             push(
                 i,
                 rule::INVALID_ROLE,
@@ -148,7 +147,7 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
         crate::formats::anthropic_compaction::check(messages, &mut push);
     }
     pair_calls_and_results(messages, &mut push);
-    if format == Format::Gemini {
+    if gemini {
         crate::formats::gemini::check(messages, &mut push);
     }
 

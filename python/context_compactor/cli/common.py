@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from context_compactor import _core
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError
 
@@ -42,7 +43,7 @@ def add_format_arg(p: argparse.ArgumentParser) -> None:
     """``--format``: the formats a file loads as (see :func:`context_compactor.io.load`)."""
     p.add_argument(
         "--format",
-        choices=["openai", "anthropic", "responses", "gemini"],
+        choices=_core.FORMATS,
         default=None,
         help="force the message format",
     )

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
             "messages_replaced": result.compacted_count,
             "facts_kept": kept,
             "facts_total": len(result.must_keep),
+            "must_keep_missing": list(result.must_keep_missing),
+            "summary_truncated": result.summary_truncated,
             "over_budget": result.over_budget,
             "over_budget_reason": result.over_budget_reason,
             "fallback_reason": result.fallback_reason,

@@ -9,7 +9,7 @@ in place). The result's kept messages are the same objects; new and edited ones 
 classes (the summary is a ``HumanMessage``, each new message gets an ``id`` so that LangGraph's
 ``add_messages`` reducer can place it).
 
-Design note: the conversion back (:func:`_from_core`) runs only on the few new or edited
+Design note: the conversion back (:func:`from_core_output`) runs only on the few new or edited
 messages of a result, so it costs nothing per kept message; the reading stays in Rust
 (``src/python/extract/langchain.rs``). On 10k corpus messages a cold ``check()`` costs 1.4-1.8x
 the same conversation as dicts, where converting every message to a dict in Python first and
@@ -138,9 +138,9 @@ def to_openai(message: BaseMessage) -> dict[str, Any]:
     return convert_to_openai_messages(message)
 
 
-def _from_core(messages: list[Any]) -> list[BaseMessage]:
-    """The output of a compaction of LangChain messages, as LangChain messages (called by the
-    native module when the input was LangChain's)."""
+def from_core_output(messages: list[Any]) -> list[BaseMessage]:
+    """The output of a compaction of LangChain messages, as LangChain messages (the shell's
+    ``plan.result_of`` calls it when the core tags its output ``langchain``)."""
     return [m if isinstance(m, BaseMessage) else to_langchain(m) for m in messages]
 
 

@@ -13,7 +13,7 @@ Design note: reading stays in Rust (`src/python/extract/pydantic_ai.rs`); only t
 built here, because pydantic-ai's messages and parts are dataclasses (a dict copy, which the
 writer makes for SDK objects, cannot stand for them). The Rust side describes each new or
 edited message (which parts of which input message, which texts replaced) and
-:func:`_from_core` builds it: Python work only for the few messages a compaction changes.
+:func:`from_core_output` builds it: Python work only for the few messages a compaction changes.
 
 Requests that hold a ``SystemPromptPart`` or a ``CompactionPart`` (a provider's own compaction,
 never split, edited or re-summarised) are pinned by the processor: kept as they are, with their
@@ -102,9 +102,10 @@ def _build(desc: tuple[Any, ...], originals: Sequence[Any]) -> ModelMessage:
     return ModelRequest(parts=parts) if request else ModelResponse(parts=parts)
 
 
-def _from_core(out: list[Any], originals: list[Any]) -> list[ModelMessage]:
-    """The output of a compaction of pydantic-ai messages, as pydantic-ai messages (called by the
-    native module: kept messages are the input objects, the others are descriptions)."""
+def from_core_output(out: list[Any], originals: list[Any]) -> list[ModelMessage]:
+    """The output of a compaction of pydantic-ai messages, as pydantic-ai messages (the shell's
+    ``plan.result_of`` calls it when the core tags its output ``pydantic_ai``: kept messages are
+    the input objects, the others are descriptions)."""
     return [_build(m, originals) if isinstance(m, tuple) else m for m in out]
 
 
@@ -155,7 +156,7 @@ class _States:
         self._by_run: OrderedDict[str, Any] = OrderedDict()
 
     def get(self, key: str | None) -> Any:
-        from context_compactor import ConversationState
+        from context_compactor._core import ConversationState
 
         if key is None:
             return None

@@ -65,6 +65,8 @@ class Prefix:
     messages: tuple[Any, ...]
     source: str  # "rule" or "llm"
     size: int
+    #: ``messages`` without the breakpoint the proxy added (Anthropic), when it added one.
+    unmarked: tuple[Any, ...] | None = None
 
 
 class PrefixMemory:

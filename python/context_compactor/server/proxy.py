@@ -86,17 +86,15 @@ def _forward_headers(request: Request) -> list[tuple[str, str]]:
     return [(k, v) for k, v in request.headers.items() if k.lower() not in drop]
 
 
-def _response_headers(upstream: httpx2.Response, status: str, saved: int) -> dict[str, str]:
+def _response_headers(upstream: httpx2.Response, status: str, saved: int) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers as they came (repeated ones, ``set-cookie``, kept apart), minus hop-by-hop."""
     drop = set(HOP_BY_HOP)
     drop |= {h.strip().lower() for h in upstream.headers.get("connection", "").split(",") if h.strip()}
-    out: list[tuple[str, str]] = [(k, v) for k, v in upstream.headers.multi_items() if k.lower() not in drop]
-    headers: dict[str, str] = {}
-    for k, v in out:  # a repeated header (set-cookie) is joined, as HTTP allows for all but set-cookie
-        headers[k] = f"{headers[k]}, {v}" if k in headers else v
-    headers["x-compactor"] = status
+    out = [(k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in drop]
+    out.append((b"x-compactor", status.encode("latin-1", "replace")))
     if saved:
-        headers["x-compactor-saved-tokens"] = str(saved)
-    return headers
+        out.append((b"x-compactor-saved-tokens", str(saved).encode()))
+    return out
 
 
 @router.get("/v1/compactor/stats", tags=["proxy"], summary="What the proxy did since it started")
@@ -146,5 +144,6 @@ async def forward(path: str, request: Request) -> Response:
         finally:
             await upstream.aclose()
 
-    headers = _response_headers(upstream, decision.status, decision.saved_tokens)
-    return StreamingResponse(relay(), status_code=upstream.status_code, headers=headers)
+    response = StreamingResponse(relay(), status_code=upstream.status_code)
+    response.raw_headers = _response_headers(upstream, decision.status, decision.saved_tokens)
+    return response

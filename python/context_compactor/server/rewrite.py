@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_compactor.compactor import ContextCompactor
+from context_compactor.server import breakpoints
 from context_compactor.server.compaction import Compactors
 from context_compactor.server.prefixes import Prefix, PrefixMemory, canonical, chain, credential_hash
 from context_compactor.server.windows import Windows
@@ -111,6 +112,7 @@ class _Request:
     overrides: dict[str, Any]
     root: list[Any]
     hashes: list[bytes]
+    prefix: Prefix | None = None  # the remembered prefix the body starts with
 
 
 class Rewriter:
@@ -183,6 +185,7 @@ class Rewriter:
             r.hashes = chain(r.root, r.messages)
             hit = self.memory.find(r.hashes)
             work = [*hit.messages, *r.messages[hit.covers :]] if hit else r.messages
+            r.prefix = hit
             if hit is not None:
                 check = r.compactor.check(work, system=r.system, tools=r.tools, format=fmt)
         except Exception as e:  # the provider judges a request the library cannot read
@@ -228,8 +231,18 @@ class Rewriter:
             s += 1
         covers = len(r.messages) - s
         prefix = tuple(out[: len(out) - s])
+        if hit is not None and hit.unmarked is not None:  # our earlier breakpoint goes: one at a time
+            plain = {id(m): u for m, u in zip(hit.messages, hit.unmarked, strict=True)}
+            prefix = tuple(plain.get(id(m), m) for m in prefix)
+        unmarked = None
+        if r.kind == "anthropic":
+            marked = breakpoints.mark_summary(prefix, r.messages)
+            if marked is not None:
+                prefix, unmarked = tuple(marked), prefix
         size = sum(len(canonical(m)) for m in prefix)
-        self.memory.put(r.hashes[covers], Prefix(covers, prefix, source, size), r.hashes[base] if hit else None)
+        entry = Prefix(covers, prefix, source, size, unmarked)
+        self.memory.put(r.hashes[covers], entry, r.hashes[base] if hit else None)
+        r.prefix = entry
         return [*prefix, *r.messages[covers:]]
 
     def _background(self, r: _Request, hit: Prefix | None, work: list[Any]) -> bool:
@@ -262,4 +275,10 @@ class Rewriter:
     def _encode(r: _Request, messages: list[Any]) -> bytes:
         body = dict(r.body)
         body[r.key] = messages
+        p = r.prefix
+        starts = p is not None and all(a is b for a, b in zip(messages, p.messages, strict=False))
+        if p is not None and p.unmarked is not None and starts:
+            total = breakpoints.count(r.system) + breakpoints.count(r.tools) + breakpoints.count(messages)
+            if total > breakpoints.MAX_BREAKPOINTS:  # the client's own ones come first
+                body[r.key] = [*p.unmarked, *messages[len(p.messages) :]]
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

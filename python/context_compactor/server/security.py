@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,7 +44,7 @@ def error_body(kind: str, message: str) -> bytes:
     return json.dumps({"error": {"type": kind, "message": message}}).encode()
 
 
-async def _refuse(send: Send, status: int, kind: str, message: str, extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
+async def _refuse(send: Send, status: int, kind: str, message: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = error_body(kind, message)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})

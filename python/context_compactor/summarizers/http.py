@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import http.client
 import json
-import re
 import threading
 import urllib.error
 import urllib.parse
@@ -43,7 +42,6 @@ __all__ = ["HTTPStatusError", "async_openai_compatible", "openai_compatible"]
 _MAX_BODY_BYTES = 16 * 1024 * 1024
 #: At most this much of an error body is kept on :class:`HTTPStatusError`.
 _MAX_ERROR_BODY_CHARS = 64 * 1024
-_THINK_PREFIX = re.compile(r"\A\s*<think>.*?(?:</think>\s*|\Z)", re.DOTALL)
 
 try:  # the package version for the User-Agent header of openai_compatible
     from context_compactor._core import __version__ as _VERSION
@@ -229,7 +227,9 @@ class _Endpoint:
             message = _redact(_error_message(raw.decode("utf-8", "replace")), self._key)
             raise ResponseFormatError(f"the server answered with an error: {message}")
         reply = _openai_response(data)
-        return SummaryResponse(_THINK_PREFIX.sub("", reply.text), reply.truncated, reply.usage)
+        # A reasoning model's leading <think> block is left to the core (`summary/reply.rs`
+        # `strip_think`), which reads every summarizer's reply the same way.
+        return SummaryResponse(reply.text, reply.truncated, reply.usage)
 
     def _status_error(self, e: urllib.error.HTTPError) -> HTTPStatusError:
         try:

@@ -28,13 +28,20 @@ use pyo3::types::{PyDict, PyString};
 const WHY: &str = "read as Gemini contents: the message has `parts`";
 
 impl<'py> Extractor<'py> {
-    /// Whether `obj` is read as a Gemini `Content` (see the design note).
-    pub(super) fn is_gemini(&self, obj: &Bound<'py, PyAny>, acc: &Access<'_, 'py>) -> bool {
-        match self.format {
-            Some(Format::Gemini) => return true,
-            Some(_) => return false,
-            None => {}
-        }
+    /// Whether `obj` is read as a Gemini `Content` (see the design note). Under a forced format
+    /// it also notes whether the message has the shape of one ([`Extractor::misfit`]).
+    pub(super) fn is_gemini(&mut self, obj: &Bound<'py, PyAny>, acc: &Access<'_, 'py>) -> bool {
+        let Some(forced) = self.format else {
+            return self.gemini_shaped(obj, acc);
+        };
+        let shaped = self.gemini_shaped(obj, acc);
+        self.shapes.gemini |= shaped;
+        self.shapes.other |= !shaped;
+        forced == Format::Gemini
+    }
+
+    /// Whether `obj` has a Gemini `Content`'s shape: `parts` and no `content`, or the SDK type.
+    fn gemini_shaped(&self, obj: &Bound<'py, PyAny>, acc: &Access<'_, 'py>) -> bool {
         let py = self.py;
         match acc {
             Access::Dict(d) => {

@@ -99,6 +99,17 @@ pub struct Extractor<'py> {
     pydantic_ai: bool,
     /// The format the caller forced (`format=`), which decides how messages are read.
     format: Option<Format>,
+    /// Under a forced format: whether messages had a Gemini `Content`'s shape, or another.
+    shapes: Shapes,
+    /// Refuse a forced format that does not fit the messages ([`Extractor::misfit`]).
+    refuse_misfit: bool,
+}
+
+/// The shapes of the messages read under a forced format (see `gemini.rs`'s `is_gemini`).
+#[derive(Clone, Copy, Default)]
+struct Shapes {
+    gemini: bool,
+    other: bool,
 }
 
 impl<'py> Extractor<'py> {
@@ -113,7 +124,52 @@ impl<'py> Extractor<'py> {
             langchain: false,
             pydantic_ai: false,
             format: None,
+            shapes: Shapes::default(),
+            refuse_misfit: false,
         }
+    }
+
+    /// Refuse a forced `format=` that does not fit the messages (compaction: its reader would
+    /// drop their content, and the result would be a different conversation); see
+    /// [`Extractor::misfit`].
+    pub fn refusing_misfit(mut self) -> Self {
+        self.refuse_misfit = true;
+        self
+    }
+
+    /// Why the forced `format` does not fit the messages read (`None`: it fits): Gemini reads
+    /// `parts` and the others `content`, so a message of the other shape would be read empty
+    /// and the compaction would return a different conversation (`compact --format gemini` on
+    /// an OpenAI file did, and grew it). A role the forced format does not have is not a
+    /// misfit: the repair rewrites it and lists that in `repairs` (a system message inside an
+    /// Anthropic list becomes a user message). The detected format is the one the same
+    /// messages are read as without `format=` (read again, on this error path only).
+    fn misfit(
+        &self,
+        forced: Format,
+        messages: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<(Format, String)>> {
+        let (dropped, why) = match forced {
+            Format::Gemini => (
+                self.shapes.other,
+                "Gemini contents are read from `parts`, and these messages have `content`"
+                    .to_owned(),
+            ),
+            Format::OpenAi | Format::Anthropic | Format::Responses => (
+                self.shapes.gemini,
+                format!(
+                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
+                ),
+            ),
+        };
+        if !dropped {
+            return Ok(None);
+        }
+        let detected = Extractor::new(self.py)
+            .conversation(messages, None, None, None)
+            .map(|e| e.conv.format)
+            .unwrap_or(forced);
+        Ok((detected != forced).then_some((detected, why)))
     }
 
     /// Also count each message with `tok`, overlapping the counting with the reading: reading
@@ -197,10 +253,9 @@ impl<'py> Extractor<'py> {
         counts: Option<Vec<usize>>,
     ) -> PyResult<Extracted> {
         if let Some(s) = system.filter(|s| !s.is_none()) {
-            conv.system = if conv.format == Format::Gemini {
-                self.gemini_system(s)?
-            } else {
-                self.system(s)?
+            conv.system = match conv.format {
+                Format::Gemini => self.gemini_system(s)?,
+                Format::OpenAi | Format::Anthropic | Format::Responses => self.system(s)?,
             };
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
@@ -433,10 +488,18 @@ impl<'py> Extractor<'py> {
                 (msgs, None)
             }
         };
+        if let Some(forced) = format.filter(|_| self.refuse_misfit) {
+            if let Some((detected, why)) = self.misfit(forced, messages)? {
+                return Err(super::errors::format_mismatch_error(
+                    self.py, forced, detected, &why,
+                ));
+            }
+        }
         let format = format.unwrap_or_else(|| self.hints.detect());
         let mut msgs = msgs;
-        if format == Format::Gemini {
-            crate::formats::gemini::pair_ids(&mut msgs);
+        match format {
+            Format::Gemini => crate::formats::gemini::pair_ids(&mut msgs),
+            Format::OpenAi | Format::Anthropic | Format::Responses => {}
         }
         self.finish(Conversation::new(format, msgs), system, tools, counts)
     }

@@ -91,11 +91,11 @@ impl<'s, 'py> Source<'s, 'py> {
 
     /// Build one output message.
     pub fn render(&self, out: &OutMsg) -> PyResult<Bound<'py, PyAny>> {
-        if self.conv.format == Format::Gemini {
-            return gemini::GeminiWriter::new(self)?.render(out);
-        }
-        if self.conv.format == Format::Responses {
-            match out {
+        // Each format's writer; Chat Completions and Anthropic messages are written below
+        // (Responses `message` items too: they are chat messages).
+        match self.conv.format {
+            Format::Gemini => return gemini::GeminiWriter::new(self)?.render(out),
+            Format::Responses => match out {
                 OutMsg::Rebuild { from, blocks }
                     if crate::formats::responses::is_item(&self.conv.messages[*from]) =>
                 {
@@ -103,7 +103,8 @@ impl<'s, 'py> Source<'s, 'py> {
                 }
                 OutMsg::New { role, blocks } => return self.new_item(*role, blocks),
                 _ => {}
-            }
+            },
+            Format::OpenAi | Format::Anthropic => {}
         }
         match out {
             OutMsg::Keep(i) => Ok(self.msg(*i)),
@@ -225,11 +226,10 @@ impl<'s, 'py> Source<'s, 'py> {
     /// A new text part in message `msg` (Responses: `input_text`, or `output_text` for the
     /// assistant).
     fn new_text(&self, msg: usize, text: &str) -> PyResult<Bound<'py, PyDict>> {
-        if self.conv.format == Format::Responses {
-            let role = self.conv.messages[msg].role;
-            return responses::text_part(self.py, role, text);
+        match self.conv.format {
+            Format::Responses => responses::text_part(self.py, self.conv.messages[msg].role, text),
+            Format::OpenAi | Format::Anthropic | Format::Gemini => text_block(self.py, text),
         }
-        text_block(self.py, text)
     }
 
     fn rebuild(&self, from: usize, blocks: &[OutBlock]) -> PyResult<Bound<'py, PyAny>> {

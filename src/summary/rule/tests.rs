@@ -214,7 +214,8 @@ fn constraints_todos_and_a_chain_that_merges() {
     let s1 = rule_summary(&first, Language::En, 4000);
     assert!(
         s1.contains(
-            "The user's constraints (verbatim):\n- Never edit the tests.\n- 只修改 src 目录。\n"
+            // "Fix the parser." is an instruction too (a plain imperative requires an action).
+            "The user's constraints (verbatim):\n- Fix the parser.\n- Never edit the tests.\n- 只修改 src 目录。\n"
         ),
         "{s1}"
     );
