@@ -117,11 +117,6 @@ def _restart(pg: Any) -> None:
     assert r.returncode == 0, r.stderr
 
 
-# Not strict: it passes (XPASS) once the stores' pool and reconnection ([2/7]) land on main,
-# which must not fail their landing; the marker goes then.
-@pytest.mark.xfail(
-    reason="the PostgreSQL store reconnects once the stores' pool and reconnection ([2/7]) land", strict=False
-)
 def test_a_postgresql_restart_costs_only_the_requests_in_flight(request: Any) -> None:
     from _pg_server import start_server
 
