@@ -190,8 +190,9 @@ class Upstream:
             h.send_header("content-encoding", "gzip")
         h.send_header("content-length", str(len(data)))
         h.end_headers()
-        h.wfile.write(data)
+        # Recorded before the write: the client may have read it all before the next line runs.
         seen.sent = data
+        h.wfile.write(data)
 
     def _events(self, path: str, n: str) -> list[bytes]:
         words = [f"word{i} " for i in range(12)]
@@ -267,15 +268,15 @@ class Upstream:
         h.send_header("content-type", "text/event-stream")
         h.send_header("transfer-encoding", "chunked")
         h.end_headers()
-        sent = []
-        for i, event in enumerate(self._events(path, n)):
+        events = self._events(path, n)
+        # Recorded before the writes: the client may have read it all before a later line runs.
+        seen.sent = b"".join(events)
+        for i, event in enumerate(events):
             h.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
             h.wfile.flush()
-            sent.append(event)
             if i == 0 and self.hold_after_first_chunk:
                 self.release.wait(10)
             if self.chunk_delay:
                 time.sleep(self.chunk_delay)
         h.wfile.write(b"0\r\n\r\n")
         h.wfile.flush()
-        seen.sent = b"".join(sent)
