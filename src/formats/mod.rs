@@ -9,3 +9,4 @@
 pub mod anthropic_compaction;
 pub mod gemini;
 pub mod responses;
+pub mod value;
