@@ -37,9 +37,10 @@ pub mod validate;
 mod api;
 
 pub use api::{
-    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, ConfigError, ConversationState,
-    Encoding, Error, FailureKind, FormatMismatch, InvalidConversation, MessageError, MessageOrigin, Options, Plan,
-    Preview, Problem, RecordEntry, Reply, Strategy, SummarizerError, SummarizerFailure, SummaryRequest, Urgency,
+    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, ConfigError,
+    ConversationState, Encoding, Error, FailureKind, FormatMismatch, InvalidConversation,
+    MessageError, MessageOrigin, Options, Plan, Preview, Problem, RecordEntry, Reply, Strategy,
+    SummarizerError, SummarizerFailure, SummaryRequest, Urgency,
 };
 pub use message::Format;
 

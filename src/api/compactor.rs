@@ -44,8 +44,11 @@ impl Default for Settings {
 
 impl Settings {
     pub(crate) fn for_budget(budget: usize) -> Self {
+        let mut plan = PlanConfig::for_budget(budget);
+        // `summary_token_limit`: the cap at most a tenth of the target, never under 256.
+        plan.summary_cap = plan.summary_max_tokens.min((plan.target / 10).max(256));
         Settings {
-            plan: PlanConfig::for_budget(budget),
+            plan,
             tokenizer: Tokenizer::Approx,
             budget,
             cooldown_calls: 3,
@@ -220,7 +223,10 @@ impl Compactor {
     /// });
     /// # let _ = compactor;
     /// ```
-    pub fn on_before_compact(mut self, hook: impl Fn(&mut super::hooks::Preview<'_>) + Send + Sync + 'static) -> Self {
+    pub fn on_before_compact(
+        mut self,
+        hook: impl Fn(&mut super::hooks::Preview<'_>) + Send + Sync + 'static,
+    ) -> Self {
         self.before = Some(Arc::new(hook));
         self
     }
@@ -234,7 +240,10 @@ impl Compactor {
     /// });
     /// # let _ = compactor;
     /// ```
-    pub fn on_compacted(mut self, hook: impl Fn(&super::CompactResult) + Send + Sync + 'static) -> Self {
+    pub fn on_compacted(
+        mut self,
+        hook: impl Fn(&super::CompactResult) + Send + Sync + 'static,
+    ) -> Self {
         self.after = Some(Arc::new(hook));
         self
     }
@@ -314,14 +323,18 @@ impl Compactor {
         let missing: Vec<usize> = (0..msgs.len()).filter(|&i| cached[i].is_none()).collect();
         let msgs = &*msgs;
         let weight = text_bytes(msgs);
-        let fresh = crate::parallel::map(&missing, weight, |&i| message_tokens(t, &msgs[i], framing));
+        let fresh =
+            crate::parallel::map(&missing, weight, |&i| message_tokens(t, &msgs[i], framing));
         let stored: Vec<(u64, usize, u8)> = missing
             .iter()
             .zip(&fresh)
             .map(|(&i, &n)| (fps[i], n, FormatHints::of(&msgs[i]).bits()))
             .collect();
         state.lock().store(key, framing, &stored, msgs.len());
-        let mut per: Vec<usize> = cached.into_iter().map(|c| c.map_or(0, |(n, _)| n)).collect();
+        let mut per: Vec<usize> = cached
+            .into_iter()
+            .map(|c| c.map_or(0, |(n, _)| n))
+            .collect();
         for (&i, n) in missing.iter().zip(fresh) {
             per[i] = n;
         }
@@ -342,7 +355,11 @@ impl Compactor {
     /// assert!(!result.compacted());
     /// ```
     pub fn plan(&self, messages: Vec<Value>, opts: &Options<'_>) -> Result<Plan, Error> {
-        self.plan_mode(messages, opts, if opts.force { Mode::Force } else { Mode::Auto })
+        self.plan_mode(
+            messages,
+            opts,
+            if opts.force { Mode::Force } else { Mode::Auto },
+        )
     }
 
     /// Micro-compaction only, whatever the thresholds: tool results older than the last
@@ -354,11 +371,20 @@ impl Compactor {
     /// let result = Compactor::default().micro_compact(messages, &Options::new()).unwrap();
     /// assert_eq!(result.messages.len(), 1);
     /// ```
-    pub fn micro_compact(&self, messages: Vec<Value>, opts: &Options<'_>) -> Result<super::CompactResult, Error> {
+    pub fn micro_compact(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+    ) -> Result<super::CompactResult, Error> {
         self.plan_mode(messages, opts, Mode::Micro)?.apply(None)
     }
 
-    fn plan_mode(&self, messages: Vec<Value>, opts: &Options<'_>, mode: Mode) -> Result<Plan, Error> {
+    fn plan_mode(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+        mode: Mode,
+    ) -> Result<Plan, Error> {
         let messages = Box::new(messages);
         let cfg = &self.settings.plan;
         let n = messages.len();
@@ -367,14 +393,19 @@ impl Compactor {
             match pinned.get_mut(i) {
                 Some(p) => *p = true,
                 None => {
-                    return Err(ConfigError::new("pinned", format!("index {i} is out of range for {n} messages")).into())
+                    return Err(ConfigError::new(
+                        "pinned",
+                        format!("index {i} is out of range for {n} messages"),
+                    )
+                    .into())
                 }
             }
         }
         // SAFETY (for `Plan::from_parts` below): `conv` and `planned` borrow only the string
         // contents of `messages`, whose heap buffers stay where they are when the box moves.
         let msgs: &[Value] = &messages;
-        let msgs: &'static [Value] = unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
+        let msgs: &'static [Value] =
+            unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
         let mut conv = read(msgs, opts, true)?;
         let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
         let (ratio, cooldown) = match opts.state {
@@ -407,13 +438,20 @@ impl Compactor {
         .map_err(|e| match e {
             planner::PlanError::Invalid(problems) => Error::Invalid(InvalidConversation {
                 text: planner::PlanError::Invalid(problems.clone()).to_string(),
-                problems: problems.into_iter().map(super::validate::Problem::of).collect(),
+                problems: problems
+                    .into_iter()
+                    .map(super::validate::Problem::of)
+                    .collect(),
             }),
         })?;
         let system = opts.system.filter(|s| !s.is_null()).cloned();
         planned.set_system_prompt(system::prompt(system.as_ref(), &conv), sys);
         if let Some((text, block)) = system.as_ref().and_then(system::summary_of) {
-            let tokens = if block.is_some() { t.count(Text::Utf8(&text)) } else { 0 };
+            let tokens = if block.is_some() {
+                t.count(Text::Utf8(&text))
+            } else {
+                0
+            };
             planned.set_system_summary(&text, tokens);
         }
         // SAFETY: see above; `msgs` is not used after this.

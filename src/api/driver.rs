@@ -33,7 +33,9 @@ struct Run<'c> {
 fn bad_reply(reply: &Reply) -> Option<SummarizerFailure> {
     let text = reply.text();
     if text.trim().is_empty() {
-        return Some(SummarizerFailure::transient("BadReply: the summarizer returned empty text"));
+        return Some(SummarizerFailure::transient(
+            "BadReply: the summarizer returned empty text",
+        ));
     }
     if !text.contains("<summary") && crate::summary::reply::looks_like_error(text) {
         return Some(SummarizerFailure::transient(
@@ -44,7 +46,12 @@ fn bad_reply(reply: &Reply) -> Option<SummarizerFailure> {
 }
 
 impl<'c> Run<'c> {
-    fn start(compactor: &'c Compactor, messages: Vec<Value>, opts: &Options<'_>, summarizer: bool) -> (Self, Step) {
+    fn start(
+        compactor: &'c Compactor,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+        summarizer: bool,
+    ) -> (Self, Step) {
         let mut run = Run {
             compactor,
             plan: None,
@@ -82,7 +89,10 @@ impl<'c> Run<'c> {
         };
         hook(&mut preview);
         let Preview {
-            veto, summary, flushed, ..
+            veto,
+            summary,
+            flushed,
+            ..
         } = preview;
         run.flushed = flushed;
         if let Some(reason) = veto {
@@ -103,7 +113,11 @@ impl<'c> Run<'c> {
     /// The summarizer's outcome for the last request.
     fn feed(&mut self, outcome: Result<Reply, SummarizerFailure>) -> Step {
         let Some(plan) = self.plan.take() else {
-            return Step::Done(Err(super::error::ConfigError::new("summarizer", "no request pending").into()));
+            return Step::Done(Err(super::error::ConfigError::new(
+                "summarizer",
+                "no request pending",
+            )
+            .into()));
         };
         let outcome = outcome.and_then(|r| match bad_reply(&r) {
             Some(f) => Err(f),
@@ -204,13 +218,21 @@ impl Compactor {
     /// assert!(result.tokens_after <= 2_400);
     /// assert_eq!(result.messages[0]["content"], "Port the parser to Rust.");
     /// ```
-    pub fn compact(&self, messages: Vec<Value>, opts: &Options<'_>) -> Result<CompactResult, Error> {
+    pub fn compact(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+    ) -> Result<CompactResult, Error> {
         match Run::start(self, messages, opts, false) {
             (_, Step::Done(r)) => r,
-            (mut run, Step::Summarize(_)) => match run.feed(Err(SummarizerFailure::permanent("no summarizer"))) {
-                Step::Done(r) => r,
-                Step::Summarize(_) => Err(super::error::ConfigError::new("summarizer", "none given").into()),
-            },
+            (mut run, Step::Summarize(_)) => {
+                match run.feed(Err(SummarizerFailure::permanent("no summarizer"))) {
+                    Step::Done(r) => r,
+                    Step::Summarize(_) => {
+                        Err(super::error::ConfigError::new("summarizer", "none given").into())
+                    }
+                }
+            }
         }
     }
 
@@ -239,7 +261,12 @@ impl Compactor {
     /// assert_eq!(result.summary_source, Some("llm"));
     /// assert!(result.summary.unwrap().contains("about talking"));
     /// ```
-    pub fn compact_with<F, R>(&self, messages: Vec<Value>, opts: &Options<'_>, mut summarize: F) -> Result<CompactResult, Error>
+    pub fn compact_with<F, R>(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+        mut summarize: F,
+    ) -> Result<CompactResult, Error>
     where
         F: FnMut(&SummaryRequest) -> Result<R, SummarizerFailure>,
         R: Into<Reply>,
@@ -306,7 +333,9 @@ impl Compactor {
         loop {
             match step {
                 Step::Done(r) => return r,
-                Step::Summarize(request) => step = run.feed(summarize(request).await.map(Into::into)),
+                Step::Summarize(request) => {
+                    step = run.feed(summarize(request).await.map(Into::into))
+                }
             }
         }
     }

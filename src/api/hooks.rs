@@ -82,7 +82,10 @@ impl<'p> Preview<'p> {
     /// ```
     pub fn replaced_messages(&self) -> impl Iterator<Item = &'p Value> + 'p {
         let messages = self.plan.messages();
-        self.plan.replaced().into_iter().filter_map(move |i| messages.get(i))
+        self.plan
+            .replaced()
+            .into_iter()
+            .filter_map(move |i| messages.get(i))
     }
 
     /// Cancel the compaction: the result is the messages unchanged, `reason` set.

@@ -17,8 +17,8 @@ mod validate;
 
 pub use compactor::{Check, Compactor, Urgency};
 pub use error::{
-    ConfigError, Error, FailureKind, FormatMismatch, InvalidConversation, MessageError, SummarizerError,
-    SummarizerFailure,
+    ConfigError, Error, FailureKind, FormatMismatch, InvalidConversation, MessageError,
+    SummarizerError, SummarizerFailure,
 };
 pub use hooks::Preview;
 pub use options::Options;
@@ -44,3 +44,6 @@ impl<'de> serde::Deserialize<'de> for crate::Format {
         })
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -132,7 +132,13 @@ pub(crate) fn read<'a>(
     refuse_misfit: bool,
 ) -> Result<Conversation<'a>, Error> {
     let tools = (!opts.tools.is_empty()).then_some(opts.tools);
-    match Reader::default().conversation(messages, opts.format, opts.system, tools, refuse_misfit)? {
+    match Reader::default().conversation(
+        messages,
+        opts.format,
+        opts.system,
+        tools,
+        refuse_misfit,
+    )? {
         ReadOutcome::Read(c) => Ok(c),
         ReadOutcome::Misfit(forced, m) => Err(Error::FormatMismatch(FormatMismatch {
             forced,

@@ -421,7 +421,11 @@ impl Plan {
         }
         // New and edited messages are built from the input values while they are all there.
         let writer = Writer::new(&messages, &conv);
-        let mut rendered: Vec<Option<Value>> = outcome.slots.iter().map(|s| writer.render(&s.out)).collect();
+        let mut rendered: Vec<Option<Value>> = outcome
+            .slots
+            .iter()
+            .map(|s| writer.render(&s.out))
+            .collect();
         let made = outcome.summary.is_some() && outcome.strategy != planner::Strategy::None;
         let system_out = match &system {
             Some(s) if made => Some(system::with_summary(s, outcome.system_summary.as_deref())),
@@ -457,7 +461,11 @@ impl Plan {
             .collect();
         let mut result = CompactResult {
             messages: Vec::with_capacity(outcome.slots.len()),
-            origins: outcome.origins.iter().map(|&o| MessageOrigin::of(o)).collect(),
+            origins: outcome
+                .origins
+                .iter()
+                .map(|&o| MessageOrigin::of(o))
+                .collect(),
             system: system_out,
             summary: outcome.summary.clone(),
             summary_source: outcome.summary_source.map(planner::SummarySource::as_str),
@@ -529,5 +537,7 @@ fn write_offload(path: &str, text: &str) -> Result<(), super::Error> {
         std::fs::write(&tmp, text.as_bytes())?;
         std::fs::rename(&tmp, p)
     })();
-    r.map_err(|e| super::error::ConfigError::new("offload_dir", format!("could not write {path}: {e}")).into())
+    r.map_err(|e| {
+        super::error::ConfigError::new("offload_dir", format!("could not write {path}: {e}")).into()
+    })
 }

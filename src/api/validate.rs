@@ -61,8 +61,10 @@ impl std::fmt::Display for Problem {
 pub fn validate(messages: &[Value], opts: &Options<'_>) -> Result<Vec<Problem>, Error> {
     let conv = read(messages, opts, false)?;
     let profile = Profile::for_format(conv.format);
-    Ok(crate::validate::validate(&conv.messages, conv.format, profile)
-        .into_iter()
-        .map(Problem::of)
-        .collect())
+    Ok(
+        crate::validate::validate(&conv.messages, conv.format, profile)
+            .into_iter()
+            .map(Problem::of)
+            .collect(),
+    )
 }

@@ -9,8 +9,8 @@
 //! Responses items in `read_responses.rs` and Gemini contents in `read_gemini.rs`.
 
 use super::loc::{type_name, Loc, ReadError};
-use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
 use crate::message::Role;
+use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
 use crate::text::Text;
 use serde_json::{Map, Value};
 
@@ -79,7 +79,12 @@ impl Reader {
         }
     }
 
-    pub(super) fn opt_str(&self, obj: &Map<String, Value>, key: &str, loc: &Loc<'_>) -> Res<Option<String>> {
+    pub(super) fn opt_str(
+        &self,
+        obj: &Map<String, Value>,
+        key: &str,
+        loc: &Loc<'_>,
+    ) -> Res<Option<String>> {
         match get(obj, key) {
             None => Ok(None),
             Some(v) => Ok(Some(self.text(v, &loc.child(key))?.to_utf8().into_owned())),
@@ -147,11 +152,14 @@ impl Reader {
         let (dropped, why) = match forced {
             Format::Gemini => (
                 self.shapes.other,
-                "Gemini contents are read from `parts`, and these messages have `content`".to_owned(),
+                "Gemini contents are read from `parts`, and these messages have `content`"
+                    .to_owned(),
             ),
             Format::OpenAi | Format::Anthropic | Format::Responses => (
                 self.shapes.gemini,
-                format!("these messages are Gemini contents (`parts`), and {forced} reads `content`"),
+                format!(
+                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
+                ),
             ),
         };
         if !dropped {
@@ -194,7 +202,10 @@ impl Reader {
             Some(r) => Role::parse(&self.text(r, &loc.child("role"))?.to_utf8()),
             None => return Err(loc.child("role").err("missing role")),
         };
-        if matches!(role, Role::Tool | Role::Function | Role::System | Role::Developer) {
+        if matches!(
+            role,
+            Role::Tool | Role::Function | Role::System | Role::Developer
+        ) {
             self.hints.openai = true;
         }
         let mut blocks = Vec::new();
@@ -258,7 +269,8 @@ impl Reader {
             b.origin = Origin::FunctionCall;
             b.name = self.opt_str(f, "name", &loc)?;
             if let Some(a) = get(f, "arguments") {
-                b.texts.push(Piece::Borrowed(self.text(a, &loc.child("arguments"))?));
+                b.texts
+                    .push(Piece::Borrowed(self.text(a, &loc.child("arguments"))?));
             }
             blocks.push(b);
         }
@@ -284,13 +296,20 @@ impl Reader {
         let f = self.object(f, &floc)?;
         b.name = self.opt_str(f, "name", &floc)?;
         if let Some(a) = get(f, akey) {
-            b.texts.push(Piece::Borrowed(self.text(a, &floc.child(akey))?));
+            b.texts
+                .push(Piece::Borrowed(self.text(a, &floc.child(akey))?));
         }
         Ok(b)
     }
 
     /// Every string value inside `v` but the values of `type` keys (blocks of unknown type).
-    pub(super) fn strings<'a>(&self, v: &'a Value, out: &mut Vec<Piece<'a>>, loc: &Loc<'_>, depth: usize) -> Res<()> {
+    pub(super) fn strings<'a>(
+        &self,
+        v: &'a Value,
+        out: &mut Vec<Piece<'a>>,
+        loc: &Loc<'_>,
+        depth: usize,
+    ) -> Res<()> {
         if depth > MAX_DEPTH {
             return Err(loc.err("nested too deeply (or cyclic)"));
         }

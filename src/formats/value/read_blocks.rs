@@ -37,7 +37,12 @@ fn unpaired_if_malformed(mut b: Block<'_>) -> Block<'_> {
 
 impl Reader {
     /// Message content: a string, or a list of parts/blocks.
-    pub(super) fn content<'a>(&mut self, c: &'a Value, blocks: &mut Vec<Block<'a>>, loc: &Loc<'_>) -> Res<()> {
+    pub(super) fn content<'a>(
+        &mut self,
+        c: &'a Value,
+        blocks: &mut Vec<Block<'a>>,
+        loc: &Loc<'_>,
+    ) -> Res<()> {
         match c {
             Value::String(_) => {
                 blocks.push(Block::text(Piece::Borrowed(self.text(c, loc)?)));
@@ -69,7 +74,9 @@ impl Reader {
         let text_field = |this: &Self, field: &str, kind: BlockKind| -> Res<Block<'a>> {
             let mut b = Block::new(kind);
             match get(obj, field) {
-                Some(v) => b.texts.push(Piece::Borrowed(this.text(v, &loc.child(field))?)),
+                Some(v) => b
+                    .texts
+                    .push(Piece::Borrowed(this.text(v, &loc.child(field))?)),
                 None => b.malformed = Some(field_name(field)),
             }
             Ok(b)
@@ -126,7 +133,8 @@ impl Reader {
                 self.hints.anthropic = true;
                 let mut b = Block::new(BlockKind::Compaction);
                 if let Some(c) = get(obj, "content") {
-                    b.texts.push(Piece::Borrowed(self.text(c, &loc.child("content"))?));
+                    b.texts
+                        .push(Piece::Borrowed(self.text(c, &loc.child("content"))?));
                 }
                 b.opaque = true;
                 b
@@ -182,11 +190,17 @@ impl Reader {
 
     /// A content block without `type`: a text block when it has a string `text` (the repair
     /// pass adds the type), else an unknown block; both marked malformed.
-    fn untyped_block<'a>(&mut self, part: &'a Value, obj: &'a Map<String, Value>, loc: &Loc<'_>) -> Res<Block<'a>> {
+    fn untyped_block<'a>(
+        &mut self,
+        part: &'a Value,
+        obj: &'a Map<String, Value>,
+        loc: &Loc<'_>,
+    ) -> Res<Block<'a>> {
         let mut b = match get(obj, "text").filter(|v| v.is_string()) {
             Some(v) => {
                 let mut b = Block::new(BlockKind::Text);
-                b.texts.push(Piece::Borrowed(self.text(v, &loc.child("text"))?));
+                b.texts
+                    .push(Piece::Borrowed(self.text(v, &loc.child("text"))?));
                 b
             }
             None => {
@@ -200,7 +214,12 @@ impl Reader {
     }
 
     /// A tool result's content: a string, or text/image blocks.
-    pub(super) fn result_content<'a>(&mut self, c: &'a Value, b: &mut Block<'a>, loc: &Loc<'_>) -> Res<()> {
+    pub(super) fn result_content<'a>(
+        &mut self,
+        c: &'a Value,
+        b: &mut Block<'a>,
+        loc: &Loc<'_>,
+    ) -> Res<()> {
         if self.result_depth >= MAX_DEPTH {
             return Err(loc.err("tool results nested too deeply (or cyclic)"));
         }
@@ -225,7 +244,11 @@ fn image_block<'a>(obj: &Map<String, Value>, ty: &str) -> Block<'a> {
     b
 }
 
-fn sized(size: Option<crate::image::ImageSize>, detail: Option<&str>, provider: Provider) -> Option<SizedImage> {
+fn sized(
+    size: Option<crate::image::ImageSize>,
+    detail: Option<&str>,
+    provider: Provider,
+) -> Option<SizedImage> {
     size.map(|size| SizedImage {
         size,
         detail: detail.map_or(Detail::Auto, Detail::parse),
@@ -238,7 +261,8 @@ fn url_size(v: &Value) -> Option<crate::image::ImageSize> {
 }
 
 fn image_of(obj: &Map<String, Value>, ty: &str) -> Option<SizedImage> {
-    let detail = |o: &Map<String, Value>| get(o, "detail").and_then(Value::as_str).map(str::to_owned);
+    let detail =
+        |o: &Map<String, Value>| get(o, "detail").and_then(Value::as_str).map(str::to_owned);
     match ty {
         "image_url" => {
             let v = get(obj, "image_url")?;
@@ -259,7 +283,11 @@ fn image_of(obj: &Map<String, Value>, ty: &str) -> Option<SizedImage> {
                 return None;
             }
             let data = get(inner, "data")?;
-            sized(base64_image_size(data.as_str()?.as_bytes()), None, Provider::Anthropic)
+            sized(
+                base64_image_size(data.as_str()?.as_bytes()),
+                None,
+                Provider::Anthropic,
+            )
         }
         _ => None,
     }

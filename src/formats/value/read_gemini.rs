@@ -37,15 +37,29 @@ impl Reader {
         }
     }
 
-    fn gemini_str(&self, obj: &Map<String, Value>, key: &str, loc: &Loc<'_>) -> Res<Option<String>> {
+    fn gemini_str(
+        &self,
+        obj: &Map<String, Value>,
+        key: &str,
+        loc: &Loc<'_>,
+    ) -> Res<Option<String>> {
         match get(obj, key) {
             None => Ok(None),
-            Some(v) => Ok(Some(self.gtext(v, &loc.child(key))?.text().to_utf8().into_owned())),
+            Some(v) => Ok(Some(
+                self.gtext(v, &loc.child(key))?
+                    .text()
+                    .to_utf8()
+                    .into_owned(),
+            )),
         }
     }
 
     /// Read one Gemini `Content`.
-    pub(super) fn gemini_message<'a>(&mut self, obj: &'a Map<String, Value>, index: usize) -> Res<Message<'a>> {
+    pub(super) fn gemini_message<'a>(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        index: usize,
+    ) -> Res<Message<'a>> {
         let loc = Loc::root(Some(index), "");
         self.hints.gemini = true;
         let role = match get(obj, "role") {
@@ -61,7 +75,10 @@ impl Reader {
         let ploc = loc.child("parts");
         if let Some(parts) = get(obj, "parts") {
             let Value::Array(items) = parts else {
-                return Err(ploc.err(format!("expected a list of parts, got {} ({WHY})", type_name(parts))));
+                return Err(ploc.err(format!(
+                    "expected a list of parts, got {} ({WHY})",
+                    type_name(parts)
+                )));
             };
             blocks.reserve(items.len());
             for (k, part) in items.iter().enumerate() {
@@ -84,10 +101,19 @@ impl Reader {
         Ok(b)
     }
 
-    fn gemini_part_data<'a>(&mut self, part: &'a Value, obj: &'a Map<String, Value>, loc: &Loc<'_>) -> Res<Block<'a>> {
+    fn gemini_part_data<'a>(
+        &mut self,
+        part: &'a Value,
+        obj: &'a Map<String, Value>,
+        loc: &Loc<'_>,
+    ) -> Res<Block<'a>> {
         if let Some(t) = get(obj, "text") {
             let thought = get(obj, "thought").is_some_and(truthy);
-            let mut b = Block::new(if thought { BlockKind::Thinking } else { BlockKind::Text });
+            let mut b = Block::new(if thought {
+                BlockKind::Thinking
+            } else {
+                BlockKind::Text
+            });
             b.texts.push(self.gtext(t, &loc.child("text"))?);
             return Ok(b);
         }
@@ -188,7 +214,11 @@ impl Reader {
         Ok(out)
     }
 
-    fn gemini_system_items<'a>(&mut self, items: &'a [Value], loc: &Loc<'_>) -> Res<Vec<Piece<'a>>> {
+    fn gemini_system_items<'a>(
+        &mut self,
+        items: &'a [Value],
+        loc: &Loc<'_>,
+    ) -> Res<Vec<Piece<'a>>> {
         let mut out = Vec::new();
         for (k, item) in items.iter().enumerate() {
             if let Value::String(s) = item {

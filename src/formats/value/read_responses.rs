@@ -11,8 +11,14 @@ use serde_json::{Map, Value};
 type Res<T> = Result<T, ReadError>;
 
 enum ItemKind {
-    Call { id: &'static str, args: Option<&'static str> },
-    Output { id: &'static str, text: bool },
+    Call {
+        id: &'static str,
+        args: Option<&'static str>,
+    },
+    Output {
+        id: &'static str,
+        text: bool,
+    },
     Reasoning,
     Compaction,
     Other,
@@ -28,16 +34,22 @@ fn kind_of(ty: &str) -> ItemKind {
             id: "call_id",
             args: Some("input"),
         },
-        "local_shell_call" | "computer_call" | "shell_call" | "apply_patch_call" | "tool_search_call" => {
-            ItemKind::Call { id: "call_id", args: None }
-        }
+        "local_shell_call" | "computer_call" | "shell_call" | "apply_patch_call"
+        | "tool_search_call" => ItemKind::Call {
+            id: "call_id",
+            args: None,
+        },
         "mcp_approval_request" => ItemKind::Call {
             id: "id",
             args: Some("arguments"),
         },
-        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" | "apply_patch_call_output" => {
-            ItemKind::Output { id: "call_id", text: true }
-        }
+        "function_call_output"
+        | "custom_tool_call_output"
+        | "local_shell_call_output"
+        | "apply_patch_call_output" => ItemKind::Output {
+            id: "call_id",
+            text: true,
+        },
         "computer_call_output" | "shell_call_output" | "tool_search_output" => ItemKind::Output {
             id: "call_id",
             text: false,
@@ -54,7 +66,12 @@ fn kind_of(ty: &str) -> ItemKind {
 
 impl Reader {
     /// Read a typed Responses item (any `type` but `message`) at `index`.
-    pub(super) fn responses_item<'a>(&mut self, obj: &'a Map<String, Value>, ty: &str, index: usize) -> Res<Message<'a>> {
+    pub(super) fn responses_item<'a>(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        ty: &str,
+        index: usize,
+    ) -> Res<Message<'a>> {
         let loc = Loc::root(Some(index), "");
         self.hints.responses = true;
         let (role, mut b) = match kind_of(ty) {
@@ -67,7 +84,9 @@ impl Reader {
                 });
                 match args {
                     Some(field) => match get(obj, field) {
-                        Some(a) => b.texts.push(Piece::Borrowed(self.text(a, &loc.child(field))?)),
+                        Some(a) => b
+                            .texts
+                            .push(Piece::Borrowed(self.text(a, &loc.child(field))?)),
                         None if ty == "mcp_approval_request" => {}
                         None => b.malformed = Some(field),
                     },
@@ -117,7 +136,10 @@ impl Reader {
                 (Role::Tool, b)
             }
             ItemKind::Reasoning => (Role::Assistant, self.reasoning(obj, &loc)?),
-            ItemKind::Compaction => (Role::Assistant, self.opaque(obj, BlockKind::Compaction, &loc)?),
+            ItemKind::Compaction => (
+                Role::Assistant,
+                self.opaque(obj, BlockKind::Compaction, &loc)?,
+            ),
             ItemKind::Other => {
                 let mut b = self.opaque(obj, BlockKind::Other, &loc)?;
                 b.needs_store = ty == "item_reference";
@@ -145,19 +167,27 @@ impl Reader {
                 let iloc = ploc.item(k);
                 let p = self.object(part, &iloc)?;
                 if let Some(t) = get(p, "text") {
-                    b.texts.push(Piece::Borrowed(self.text(t, &iloc.child("text"))?));
+                    b.texts
+                        .push(Piece::Borrowed(self.text(t, &iloc.child("text"))?));
                 }
             }
         }
         match get(obj, "encrypted_content") {
-            Some(e) => b.texts.push(Piece::Borrowed(self.text(e, &loc.child("encrypted_content"))?)),
+            Some(e) => b.texts.push(Piece::Borrowed(
+                self.text(e, &loc.child("encrypted_content"))?,
+            )),
             None => b.needs_store = b.id.is_some(),
         }
         Ok(b)
     }
 
     /// An opaque item: counted from every string it holds.
-    fn opaque<'a>(&mut self, obj: &'a Map<String, Value>, kind: BlockKind, loc: &Loc<'_>) -> Res<Block<'a>> {
+    fn opaque<'a>(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        kind: BlockKind,
+        loc: &Loc<'_>,
+    ) -> Res<Block<'a>> {
         let mut b = Block::new(kind);
         b.opaque = true;
         self.item_strings(obj, &mut b, loc)?;
@@ -165,7 +195,12 @@ impl Reader {
     }
 
     /// Every string of an item but its `id`, `type` and `status`.
-    fn item_strings<'a>(&mut self, obj: &'a Map<String, Value>, b: &mut Block<'a>, loc: &Loc<'_>) -> Res<()> {
+    fn item_strings<'a>(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        b: &mut Block<'a>,
+        loc: &Loc<'_>,
+    ) -> Res<()> {
         for (k, v) in obj {
             if !matches!(k.as_str(), "id" | "type" | "status") {
                 self.strings(v, &mut b.texts, &loc.child(k), 1)?;

@@ -101,7 +101,11 @@ impl<'s, 'a> Writer<'s, 'a> {
             return BlockOut::Part(text_block(edit.unwrap_or_default()));
         };
         let m = self.msg(msg);
-        let content = || field(m, "content").cloned().unwrap_or_else(|| Value::String(String::new()));
+        let content = || {
+            field(m, "content")
+                .cloned()
+                .unwrap_or_else(|| Value::String(String::new()))
+        };
         match view.origin {
             Origin::Content => match edit {
                 None => BlockOut::ContentString(content()),
@@ -119,7 +123,10 @@ impl<'s, 'a> Writer<'s, 'a> {
             }
             Origin::Refusal => BlockOut::Refusal(field(m, "refusal").cloned()),
             Origin::Call(c) => {
-                let call = field(m, "tool_calls").and_then(|l| l.get(c)).cloned().unwrap_or(Value::Null);
+                let call = field(m, "tool_calls")
+                    .and_then(|l| l.get(c))
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 match edit {
                     None => BlockOut::Call(call),
                     Some(args) => {
@@ -161,7 +168,11 @@ impl<'s, 'a> Writer<'s, 'a> {
         match kind {
             BlockKind::Text | BlockKind::Refusal if !obj.is_string() => {
                 let mut d = as_map(obj);
-                let key = if kind == BlockKind::Refusal { "refusal" } else { "text" };
+                let key = if kind == BlockKind::Refusal {
+                    "refusal"
+                } else {
+                    "text"
+                };
                 d.insert(key.into(), text.into());
                 Value::Object(d)
             }
@@ -261,10 +272,15 @@ impl<'s, 'a> Writer<'s, 'a> {
         match b {
             OutBlock::Orig { msg, block, edit } => self.block(*msg, *block, edit.as_deref()),
             OutBlock::Text(t) => BlockOut::Part(self.new_text(from, t)),
-            OutBlock::Result { id, text, is_error, .. } => {
+            OutBlock::Result {
+                id, text, is_error, ..
+            } => {
                 let mut d = Map::new();
                 d.insert("type".into(), "tool_result".into());
-                d.insert("tool_use_id".into(), id.as_deref().map_or(Value::Null, Value::from));
+                d.insert(
+                    "tool_use_id".into(),
+                    id.as_deref().map_or(Value::Null, Value::from),
+                );
                 d.insert("content".into(), text.as_str().into());
                 if *is_error {
                     d.insert("is_error".into(), true.into());
@@ -282,7 +298,10 @@ impl<'s, 'a> Writer<'s, 'a> {
                 if role == Role::Function {
                     d.insert("name".into(), name.as_deref().unwrap_or("").into());
                 } else {
-                    d.insert("tool_call_id".into(), id.as_deref().map_or(Value::Null, Value::from));
+                    d.insert(
+                        "tool_call_id".into(),
+                        id.as_deref().map_or(Value::Null, Value::from),
+                    );
                 }
                 d.insert("content".into(), text.as_str().into());
                 return Value::Object(d);
@@ -296,7 +315,9 @@ impl<'s, 'a> Writer<'s, 'a> {
         for b in blocks {
             match self.out_block(b, 0) {
                 BlockOut::Part(p) | BlockOut::Call(p) => parts.push(p),
-                BlockOut::ContentString(s) => parts.push(text_block(s.as_str().unwrap_or_default())),
+                BlockOut::ContentString(s) => {
+                    parts.push(text_block(s.as_str().unwrap_or_default()))
+                }
                 BlockOut::Refusal(_) | BlockOut::FunctionCall(_) => {}
             }
         }

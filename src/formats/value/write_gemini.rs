@@ -51,14 +51,22 @@ impl Writer<'_, '_> {
                 d.insert("text".into(), t.as_str().into());
                 Value::Object(d)
             }
-            OutBlock::Result { id, name, text, is_error } => {
+            OutBlock::Result {
+                id,
+                name,
+                text,
+                is_error,
+            } => {
                 let mut r = Map::new();
                 if let Some(id) = id.as_deref().filter(|id| !is_synthetic(id)) {
                     r.insert("id".into(), id.into());
                 }
                 r.insert("name".into(), name.as_deref().unwrap_or("").into());
                 let mut resp = Map::new();
-                resp.insert(if *is_error { "error" } else { "output" }.into(), text.as_str().into());
+                resp.insert(
+                    if *is_error { "error" } else { "output" }.into(),
+                    text.as_str().into(),
+                );
                 r.insert("response".into(), Value::Object(resp));
                 let mut d = Map::new();
                 d.insert("function_response".into(), Value::Object(r));
@@ -93,11 +101,21 @@ impl Writer<'_, '_> {
 fn edited(part: &Value, kind: BlockKind, text: &str) -> Value {
     let (snake, camel, inner, value) = match kind {
         BlockKind::Text | BlockKind::Thinking => ("text", "text", None, Value::from(text)),
-        BlockKind::ToolCall => ("function_call", "functionCall", Some("args"), args_object(text, "_truncated")),
+        BlockKind::ToolCall => (
+            "function_call",
+            "functionCall",
+            Some("args"),
+            args_object(text, "_truncated"),
+        ),
         BlockKind::ToolResult => {
             let mut d = Map::new();
             d.insert("output".into(), text.into());
-            ("function_response", "functionResponse", Some("response"), Value::Object(d))
+            (
+                "function_response",
+                "functionResponse",
+                Some("response"),
+                Value::Object(d),
+            )
         }
         _ => {
             let mut d = Map::new();

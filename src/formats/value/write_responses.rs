@@ -24,7 +24,8 @@ impl Writer<'_, '_> {
     /// The wire `type` of the call item with `call_id` in the input, if any.
     fn call_type(&self, call_id: &str) -> Option<&str> {
         let i = self.conv.messages.iter().position(|m| {
-            crate::formats::responses::is_call_item(m) && m.calls().any(|c| c.id.as_deref() == Some(call_id))
+            crate::formats::responses::is_call_item(m)
+                && m.calls().any(|c| c.id.as_deref() == Some(call_id))
         })?;
         field(self.messages.get(i)?, "type")?.as_str()
     }
@@ -37,7 +38,10 @@ impl Writer<'_, '_> {
         let mut base = as_map(base_value);
         let kind = self.conv.messages[from].blocks.first().map(|b| b.kind);
         for b in blocks {
-            if let OutBlock::Orig { edit: Some(text), .. } = b {
+            if let OutBlock::Orig {
+                edit: Some(text), ..
+            } = b
+            {
                 let key = match kind {
                     Some(BlockKind::ToolCall) => {
                         if base.contains_key("arguments") {
@@ -79,7 +83,12 @@ impl Writer<'_, '_> {
             match b {
                 OutBlock::Text(t) => parts.push(text_part(role, t)),
                 OutBlock::Orig { msg, block, edit } => {
-                    let Some(v) = self.conv.messages.get(*msg).and_then(|m| m.blocks.get(*block)) else {
+                    let Some(v) = self
+                        .conv
+                        .messages
+                        .get(*msg)
+                        .and_then(|m| m.blocks.get(*block))
+                    else {
                         continue;
                     };
                     match (edit, v.kind) {
