@@ -267,12 +267,13 @@ class _Recorder:
             add("summary_failed", {"error.type": error}, at)
 
 
-def _mark(caller: Any, result: CompactResult | None) -> None:
-    """``gen_ai.conversation.compacted = true`` on the caller's span and the metric, for a compaction
-    that changed the conversation."""
+def _mark(result: CompactResult | None) -> None:
+    """``gen_ai.conversation.compacted = true`` on the current span (the caller's: the compaction's
+    own has ended) and the metric, for a compaction that changed the conversation."""
     if result is None or not result.compacted:
         return
-    if caller is not None and caller.is_recording():
+    caller = otel_trace.get_current_span()
+    if caller.is_recording():
         caller.set_attribute(COMPACTED, True)
     saved = result.saved_tokens
     if saved > 0:
@@ -290,11 +291,10 @@ def compact(
     compactor: ContextCompactor, drive: Callable[[Steps], CompactResult], steps: Steps, force: bool
 ) -> CompactResult:
     """``drive(steps)`` in a ``context_compactor.compact`` span (``TRACER`` is set)."""
-    caller = otel_trace.get_current_span()
     span = TRACER.start_span(SPAN_NAME)
     if not span.is_recording():
         result = drive(steps)
-        _mark(caller, result)
+        _mark(result)
         return result
     rec = _Recorder(span, "manual" if force else "auto")
     with otel_trace.use_span(span, end_on_exit=True):
@@ -304,7 +304,7 @@ def compact(
             rec.finish(None, None, False)
             raise
         rec.finish(result, *_counter_of(compactor))
-    _mark(caller, result)
+    _mark(result)
     return result
 
 
@@ -312,11 +312,10 @@ async def acompact(
     compactor: ContextCompactor, drive: Callable[[Steps], Awaitable[CompactResult]], steps: Steps, force: bool
 ) -> CompactResult:
     """:func:`compact` for ``acompact``."""
-    caller = otel_trace.get_current_span()
     span = TRACER.start_span(SPAN_NAME)
     if not span.is_recording():
         result = await drive(steps)
-        _mark(caller, result)
+        _mark(result)
         return result
     rec = _Recorder(span, "manual" if force else "auto")
     with otel_trace.use_span(span, end_on_exit=True):
@@ -326,7 +325,7 @@ async def acompact(
             rec.finish(None, None, False)
             raise
         rec.finish(result, *_counter_of(compactor))
-    _mark(caller, result)
+    _mark(result)
     return result
 
 
@@ -335,7 +334,7 @@ def mark(result: CompactResult | None, counted: Any = None) -> CompactResult | N
     compacted: a ``Session`` applying a background job's result (``counted``: a foreground
     result of the same call, which ``compact()`` already recorded)."""
     if TRACER is not None and result is not None and result is not counted:
-        _mark(otel_trace.get_current_span(), result)
+        _mark(result)
     return result
 
 
