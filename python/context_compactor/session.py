@@ -402,6 +402,7 @@ class Session:
         self._core.check_open()
         if not self._core.compacting.acquire(timeout=self._core.wait()):
             raise StoreError("another prepare() of this Session ran too long")
+        conversation = _otel.enter(self._core.id)
         try:
             if force:
                 self._background.cancel()
@@ -425,6 +426,7 @@ class Session:
                 else:
                     arg.start_thread()
         finally:
+            _otel.leave(conversation)
             self._core.compacting.release()
 
     def _foreground(self, compactor: ContextCompactor, force: bool, instructions: str | None) -> CompactResult | None:
