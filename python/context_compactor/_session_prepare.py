@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from context_compactor import telemetry as _otel
 from context_compactor._session_core import ATTEMPTS, Retry, SessionCore, stored_format, stored_json
 from context_compactor._summarize import call_hook_sync
 from context_compactor.errors import StoreError
@@ -38,16 +39,17 @@ def prepare(
             return foreground(core, core.compactor, force, instructions)
         steps = background.steps(instructions)
         value: Any = None
+        now: Any = None  # a foreground result: compact() recorded its telemetry
         while True:
             try:
                 kind, arg = steps.send(value)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return _otel.mark(stop.value, now)
             value = None
             if kind == "hook":
                 call_hook_sync(arg[0], arg[1], "await session.aprepare()")
             elif kind == "now":
-                value = foreground(core, background.rule_compactor(), False, instructions)
+                value = now = foreground(core, background.rule_compactor(), False, instructions)
             elif kind == "run":
                 arg.run()
             else:
