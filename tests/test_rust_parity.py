@@ -41,7 +41,9 @@ def _plain(v: Any) -> Any:
 
 
 def _cases() -> list[tuple[str, Path]]:
-    responses = sorted((openai_corpus_files()[0].parent.parent / "responses").glob("*.jsonl")) if openai_corpus_files() else []
+    responses = (
+        sorted((openai_corpus_files()[0].parent.parent / "responses").glob("*.jsonl")) if openai_corpus_files() else []
+    )
     files = openai_corpus_files() + claude_code_corpus_files() + responses
     cases = [("as-is", p) for p in files]
     cases += [("gemini", p) for p in openai_corpus_files()]
@@ -70,7 +72,14 @@ def _jobs() -> list[dict[str, Any]]:
         for ratio in RATIOS:
             for summary in (None, FIXED):
                 window = max(MIN_WINDOW, int(ratio * tokens))
-                jobs.append({**conv, "max_context_tokens": window, "summary": summary, "id": f"{kind}:{path.name}:{ratio}:{summary is not None}"})
+                jobs.append(
+                    {
+                        **conv,
+                        "max_context_tokens": window,
+                        "summary": summary,
+                        "id": f"{kind}:{path.name}:{ratio}:{summary is not None}",
+                    }
+                )
     return jobs
 
 
@@ -85,7 +94,9 @@ def _rust_results(tmp: str) -> list[dict[str, Any]]:
 
 def _python(job: dict[str, Any]) -> dict[str, Any]:
     fixed = job["summary"]
-    compactor = ContextCompactor(max_context_tokens=job["max_context_tokens"], summarizer=(lambda _r: fixed) if fixed else None)
+    compactor = ContextCompactor(
+        max_context_tokens=job["max_context_tokens"], summarizer=(lambda _r: fixed) if fixed else None
+    )
     kw = {"system": job["system"], "tools": job["tools"], "format": job["format"]}
     check = compactor.check(job["messages"], **kw)
     r = compactor.compact(job["messages"], **kw)

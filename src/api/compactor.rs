@@ -1,61 +1,20 @@
 //! `Compactor`: the immutable, thread-safe entry point of the Rust API, and `Check`.
 
 use super::error::{ConfigError, Error, InvalidConversation};
+use super::hooks::{AfterHook, BeforeHook};
 use super::options::{read, Options};
 use super::plan::Plan;
+use super::settings::Settings;
 use super::state::{fingerprint, ConversationState};
 use super::system;
 use crate::message::{Conversation, FormatHints};
-use crate::planner::{self, Mode, PlanConfig};
+use crate::planner::{self, Mode};
 use crate::state::CounterKey;
 use crate::text::Text;
-use crate::tokens::counter::{message_tokens, system_tokens, tools_tokens, Tokenizer};
+use crate::tokens::counter::{message_tokens, system_tokens, tools_tokens};
 use crate::Format;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// What to do when the summarizer fails (`on_summarizer_error`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ErrorPolicy {
-    /// Transient failures fall back to the rule summary; permanent ones are raised.
-    Fallback,
-    /// Every failure falls back.
-    FallbackAll,
-    /// Every failure is raised.
-    Raise,
-}
-
-/// The resolved configuration the API runs with (thresholds in tokens).
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub(crate) plan: PlanConfig,
-    pub(crate) tokenizer: Tokenizer,
-    pub(crate) budget: usize,
-    pub(crate) cooldown_calls: u32,
-    pub(crate) on_error: ErrorPolicy,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        // `max_context_tokens = 128000`, the reserve 8000.
-        Settings::for_budget(120_000)
-    }
-}
-
-impl Settings {
-    pub(crate) fn for_budget(budget: usize) -> Self {
-        let mut plan = PlanConfig::for_budget(budget);
-        // `summary_token_limit`: the cap at most a tenth of the target, never under 256.
-        plan.summary_cap = plan.summary_max_tokens.min((plan.target / 10).max(256));
-        Settings {
-            plan,
-            tokenizer: Tokenizer::Approx,
-            budget,
-            cooldown_calls: 3,
-            on_error: ErrorPolicy::Fallback,
-        }
-    }
-}
 
 /// How close a conversation is to its window.
 ///
@@ -147,9 +106,6 @@ impl Check {
         }
     }
 }
-
-pub(crate) type BeforeHook = dyn Fn(&mut super::hooks::Preview<'_>) + Send + Sync;
-pub(crate) type AfterHook = dyn Fn(&super::CompactResult) + Send + Sync;
 
 /// Keeps a conversation inside the model's window. Immutable and `Send + Sync`: share one
 /// (behind an `Arc`, or clone it: clones share the configuration) across threads; what a
@@ -385,7 +341,6 @@ impl Compactor {
         opts: &Options<'_>,
         mode: Mode,
     ) -> Result<Plan, Error> {
-        let messages = Box::new(messages);
         let cfg = &self.settings.plan;
         let n = messages.len();
         let mut pinned = vec![false; n];
@@ -402,7 +357,7 @@ impl Compactor {
             }
         }
         // SAFETY (for `Plan::from_parts` below): `conv` and `planned` borrow only the string
-        // contents of `messages`, whose heap buffers stay where they are when the box moves.
+        // contents of `messages`, whose heap buffers stay where they are when the vector moves.
         let msgs: &[Value] = &messages;
         let msgs: &'static [Value] =
             unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
@@ -440,7 +395,7 @@ impl Compactor {
                 text: planner::PlanError::Invalid(problems.clone()).to_string(),
                 problems: problems
                     .into_iter()
-                    .map(super::validate::Problem::of)
+                    .map(super::problem::Problem::of)
                     .collect(),
             }),
         })?;

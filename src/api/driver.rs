@@ -3,17 +3,19 @@
 //! as one small state machine ([`Run`]) that both the sync and the async entry point drive, so
 //! the async one needs no runtime: it awaits the caller's futures and nothing else.
 
-use super::compactor::{Compactor, ErrorPolicy};
+use super::compactor::Compactor;
 use super::error::{Error, FailureKind, SummarizerError, SummarizerFailure};
 use super::hooks::Preview;
 use super::plan::{Plan, Reply, SummaryRequest};
 use super::result::{CompactResult, MessageOrigin};
+use super::settings::ErrorPolicy;
 use super::state::ConversationState;
 use super::Options;
 use serde_json::Value;
 use std::future::Future;
 
-/// The next thing a compaction needs.
+/// The next thing a compaction needs (one lives at a time: its size does not matter).
+#[allow(clippy::large_enum_variant)]
 enum Step {
     /// Call the summarizer with this request and `feed` the outcome.
     Summarize(SummaryRequest),

@@ -133,12 +133,12 @@ impl FormatMismatch {
 #[error("{text}")]
 pub struct InvalidConversation {
     pub(crate) text: String,
-    pub(crate) problems: Vec<crate::Problem>,
+    pub(crate) problems: Vec<super::problem::Problem>,
 }
 
 impl InvalidConversation {
     /// What is invalid, one [`Problem`](crate::Problem) per rule broken.
-    pub fn problems(&self) -> &[crate::Problem] {
+    pub fn problems(&self) -> &[super::problem::Problem] {
         &self.problems
     }
 }

@@ -1,6 +1,7 @@
 //! `Preview`: what the `on_before_compact` hook sees and may do.
 
 use super::plan::{Plan, SummaryRequest};
+use super::result::CompactResult;
 use serde_json::Value;
 
 /// What a compaction is about to do, given to the [`on_before_compact`](crate::Compactor::on_before_compact)
@@ -118,3 +119,6 @@ impl<'p> Preview<'p> {
         self.flushed = n;
     }
 }
+
+pub(crate) type BeforeHook = dyn Fn(&mut Preview<'_>) + Send + Sync;
+pub(crate) type AfterHook = dyn Fn(&CompactResult) + Send + Sync;

@@ -9,7 +9,9 @@ mod error;
 mod hooks;
 mod options;
 mod plan;
+mod problem;
 mod result;
+mod settings;
 mod state;
 mod system;
 mod tokens;
@@ -23,10 +25,11 @@ pub use error::{
 pub use hooks::Preview;
 pub use options::Options;
 pub use plan::{Plan, Reply, SummaryRequest};
+pub use problem::Problem;
 pub use result::{CompactResult, MessageOrigin, RecordEntry, Strategy};
 pub use state::ConversationState;
 pub use tokens::{count_tokens, estimate_tokens, Encoding};
-pub use validate::{validate, Problem};
+pub use validate::validate;
 
 impl serde::Serialize for crate::Format {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

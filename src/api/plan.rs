@@ -8,8 +8,8 @@
 //! takes the plan by value, finishes with the view, drops it, and only then moves the kept
 //! messages out into the result.
 
-use super::compactor::Settings;
 use super::result::{CompactResult, MessageOrigin, RecordEntry, Strategy};
+use super::settings::Settings;
 use super::state::ConversationState;
 use super::system;
 use crate::formats::value::Writer;
@@ -222,11 +222,10 @@ impl From<&str> for Reply {
 /// ```
 pub struct Plan {
     // Field order: `planned` and `conv` borrow the strings of `messages` and are dropped first
-    // (see the design note). Boxed so the borrowed strings' owners never move with the plan
-    // (their heap buffers do not move anyway; this keeps the reasoning local).
+    // (see the design note). The strings' heap buffers do not move when the plan does.
     planned: Planned<'static>,
     conv: Box<Conversation<'static>>,
-    messages: Box<Vec<Value>>,
+    messages: Vec<Value>,
     system: Option<Value>,
     state: Option<ConversationState>,
     settings: Arc<Settings>,
@@ -252,7 +251,7 @@ impl Plan {
     pub(crate) unsafe fn from_parts(
         planned: Planned<'_>,
         conv: Conversation<'_>,
-        messages: Box<Vec<Value>>,
+        messages: Vec<Value>,
         system: Option<Value>,
         state: Option<ConversationState>,
         settings: Arc<Settings>,
@@ -388,7 +387,7 @@ impl Plan {
         } = self;
         drop(planned);
         drop(conv);
-        (*messages, system)
+        (messages, system)
     }
 
     pub(crate) fn finish(

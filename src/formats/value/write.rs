@@ -195,7 +195,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         match self.conv.format {
             Format::Responses => {
                 let role = self.conv.messages.get(msg).map_or(Role::User, |m| m.role);
-                super::write_responses::text_part(role, text)
+                text_part(role, text)
             }
             Format::OpenAi | Format::Anthropic | Format::Gemini => text_block(text),
         }
@@ -324,4 +324,18 @@ impl<'s, 'a> Writer<'s, 'a> {
         d.insert("content".into(), Value::Array(parts));
         Value::Object(d)
     }
+}
+
+/// A new Responses text part for a message of `role`.
+pub(super) fn text_part(role: Role, text: &str) -> Value {
+    let mut d = Map::new();
+    if role == Role::Assistant {
+        d.insert("type".into(), "output_text".into());
+        d.insert("text".into(), text.into());
+        d.insert("annotations".into(), Value::Array(Vec::new()));
+    } else {
+        d.insert("type".into(), "input_text".into());
+        d.insert("text".into(), text.into());
+    }
+    Value::Object(d)
 }

@@ -1,24 +1,10 @@
 //! The Responses writer (see `python/render/responses.rs`, which this mirrors): a new text part,
 //! an edited call or output item, a synthetic output, a new `message` item.
 
-use super::write::{as_map, field, Writer};
+use super::write::{as_map, field, text_part, Writer};
 use crate::message::{BlockKind, Role};
 use crate::planner::OutBlock;
 use serde_json::{Map, Value};
-
-/// A new text part for a message of `role`.
-pub(super) fn text_part(role: Role, text: &str) -> Value {
-    let mut d = Map::new();
-    if role == Role::Assistant {
-        d.insert("type".into(), "output_text".into());
-        d.insert("text".into(), text.into());
-        d.insert("annotations".into(), Value::Array(Vec::new()));
-    } else {
-        d.insert("type".into(), "input_text".into());
-        d.insert("text".into(), text.into());
-    }
-    Value::Object(d)
-}
 
 impl Writer<'_, '_> {
     /// The wire `type` of the call item with `call_id` in the input, if any.
