@@ -233,9 +233,7 @@ async def _within(fut: asyncio.Future[Any], timeout: float, late: str) -> Any:
     return fut.result()
 
 
-async def call_async(
-    summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, deadline: Deadline
-) -> Any:
+async def call_async(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, deadline: Deadline) -> Any:
     """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread, within
     the compaction's ``deadline``."""
     seconds, late = deadline.left(), deadline.message()
