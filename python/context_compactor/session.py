@@ -35,6 +35,7 @@ from typing import Any, overload
 
 from context_compactor import _core
 from context_compactor._background import Job
+from context_compactor._recall_scope import session_scope
 from context_compactor._session_args import session_arguments
 from context_compactor._session_async import AsyncParts
 from context_compactor._session_background import BackgroundPolicy
@@ -430,15 +431,16 @@ class Session:
             snap = self._core.begin(force)
             if snap is None:
                 return None
-            result = compactor.compact(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                force=force,
-                instructions=instructions,
-                state=self._core.state,
-            )
+            with session_scope():
+                result = compactor.compact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    force=force,
+                    instructions=instructions,
+                    state=self._core.state,
+                )
             done = self._core.settle(snap, result)
             if not isinstance(done, Retry):
                 return done

@@ -96,6 +96,9 @@ pub struct Planned<'a> {
     pub(super) system_ours: Option<usize>,
     pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
+    pub(super) recalls: Vec<crate::recall::Recall>,
+    /// The replaced messages rendered whole (`recall`), built on first use.
+    pub(super) replaced_text: OnceLock<String>,
     pub(super) needs_summary: bool,
     /// The caller's summarizer is asked (false under cool-down: the rule summary is used).
     pub(super) llm: bool,
@@ -221,6 +224,8 @@ pub fn plan<'a>(
         system_ours: None,
         strategy: Strategy::None,
         offloads: Vec::new(),
+        recalls: Vec::new(),
+        replaced_text: OnceLock::new(),
         needs_summary: false,
         llm: true,
         due: false,
@@ -246,6 +251,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Micro;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("micro", calibrated(now(&p), ratio)));
         }
     }
@@ -269,6 +275,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Selective;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("selective", calibrated(now(&p), ratio)));
         }
     }
