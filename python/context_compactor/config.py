@@ -24,10 +24,14 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from context_compactor import _core
 from context_compactor.errors import ConfigError
+
+if TYPE_CHECKING:
+    # The profiles' names are declared once, in the stub (`_core.PROFILES` at run time).
+    from context_compactor._core import _Profile
 
 __all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
@@ -221,7 +225,7 @@ class CompactionConfig:
     repair: bool = True
     #: The validity profile; ``None``: detected from the format. ``"strict"`` also demands alternation
     #: and system-first.
-    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"] | None = None
+    profile: _Profile | None = None
     #: Allow message text in log records (never by default).
     log_content: bool = False
     #: The summary growth bound: the summary's cap is at most this share of the target (and
@@ -325,7 +329,7 @@ class CompactionConfig:
             raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
         choice("summary_role", ("user", "system", "developer"))
         choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
-        choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"))
+        choice("profile", (None, *_core.PROFILES))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.supersede_reads, bool):

@@ -9,6 +9,7 @@ use super::repair::repair;
 use super::repair_responses::repair as repair_responses;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
 use crate::cut::head_tail;
+use crate::formats::Rules;
 use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::artifacts::Trail;
@@ -181,11 +182,9 @@ pub fn plan<'a>(
     let mut repairs = Vec::new();
     let slots: Vec<Slot<'a>> = if repairable {
         // Responses items have their own repair (`repair_responses.rs`).
-        let r = match conv.format {
-            Format::Responses => repair_responses(conv, tokens, pinned, cfg.framing, counter),
-            Format::OpenAi | Format::Anthropic | Format::Gemini => {
-                repair(conv, tokens, pinned, cfg.framing, counter)
-            }
+        let r = match crate::formats::rules(conv.format) {
+            Rules::Items(_) => repair_responses(conv, tokens, pinned, cfg.framing, counter),
+            Rules::MessageList(_) => repair(conv, tokens, pinned, cfg.framing, counter),
         };
         record.extend(r.record);
         repairs.extend(r.repairs);

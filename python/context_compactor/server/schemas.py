@@ -9,9 +9,11 @@ Requests name a summarizer allow-listed at start, never a URL.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from context_compactor import _core
 
 __all__ = [
     "AppendRequest",
@@ -36,7 +38,11 @@ __all__ = [
 ]
 
 HostId = str | int
-Format = Literal["openai", "anthropic", "responses"]
+if TYPE_CHECKING:
+    from context_compactor._core import _Format as Format
+else:
+    # Every format the core reads, from its one list (the schema's enum).
+    Format = Literal[_core.FORMATS]
 System = str | list[dict[str, Any]] | None
 
 
