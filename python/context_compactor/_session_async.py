@@ -253,6 +253,7 @@ class AsyncParts:
             if time.monotonic() > deadline:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
+        conversation = _otel.enter(self._core.id)
         try:
             if force:
                 self._background.cancel()
@@ -278,6 +279,7 @@ class AsyncParts:
                 else:
                     arg.start_task()
         finally:
+            _otel.leave(conversation)
             self._core.compacting.release()
 
     async def _aforeground(

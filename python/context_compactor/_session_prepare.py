@@ -33,6 +33,7 @@ def prepare(
     core.check_open()
     if not core.compacting.acquire(timeout=core.wait()):
         raise StoreError("another prepare() of this Session ran too long")
+    conversation = _otel.enter(core.id)
     try:
         if force:
             background.cancel()
@@ -56,6 +57,7 @@ def prepare(
             else:
                 arg.start_thread()
     finally:
+        _otel.leave(conversation)
         core.compacting.release()
 
 

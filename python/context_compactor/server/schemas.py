@@ -136,6 +136,8 @@ class CreateSession(_Strict):
 class SessionInfoResponse(BaseModel):
     session_id: str
     format: str
+    config: dict[str, Any] | None = Field(None, description="the config the session was created with")
+    summarizer: str | None = Field(None, description="the summarizer name the session was created with")
     message_count: int
     compactions: int
     check: CheckResponse
