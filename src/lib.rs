@@ -22,6 +22,8 @@ pub mod parallel;
 #[doc(hidden)]
 pub mod planner;
 #[doc(hidden)]
+pub mod recall;
+#[doc(hidden)]
 pub mod state;
 #[doc(hidden)]
 pub mod structure;
