@@ -9,8 +9,8 @@ user visits cannot reach it: DNS rebinding and cross-site requests are refused b
 layer sees them); the SDK's own Host and Origin checks run too.
 
 Example:
-    >>> server = build_server(Recall.from_store(SessionStore("agent.db"), "ticket-42"))
-    >>> server.run()                                  # stdio
+    server = build_server(Recall.from_store(SessionStore("agent.db"), "ticket-42"))
+    server.run()                                  # stdio
 """
 
 from __future__ import annotations

@@ -93,8 +93,8 @@ class Recall:
         page_tokens: Override the page size (never above ``min(2000, budget // 10)``).
 
     Example:
-        >>> recall = Recall(session)
-        >>> recall("3f9a0c1d2e4b")            # the first page of that original
+        recall = Recall(session)
+        recall("3f9a0c1d2e4b")            # the first page of that original
     """
 
     def __init__(self, source: Any, *, config: CompactionConfig | None = None, page_tokens: int | None = None) -> None:

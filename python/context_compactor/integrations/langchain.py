@@ -292,8 +292,8 @@ def recall_tool(recall: Recall, *, name: str = TOOL_NAME) -> Any:
     pass it to ``create_agent(tools=[...])`` or ``model.bind_tools([...])``.
 
     Example:
-        >>> tool = recall_tool(Recall(session))
-        >>> agent = create_agent(model, tools=[tool, *my_tools], middleware=[ContextCompactorMiddleware(compactor)])
+        tool = recall_tool(Recall(session))
+        agent = create_agent(model, tools=[tool, *my_tools], middleware=[ContextCompactorMiddleware(compactor)])
     """
     from langchain_core.tools import StructuredTool
 
