@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError
@@ -66,7 +66,9 @@ _REF = re.compile(r'recall\(\\?"([0-9a-f]{12})\\?"\)')
 #: Pages are at most this many tokens, and at most a tenth of the budget.
 MAX_PAGE_TOKENS = 2_000
 
-Format = Literal["openai", "anthropic", "responses", "gemini"]
+if TYPE_CHECKING:
+    # The formats' names are declared once, in the stub (`_core.FORMATS` at run time).
+    from context_compactor._core import _Format as Format
 
 
 def is_recall_tool(name: str) -> bool:
