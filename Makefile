@@ -110,6 +110,14 @@ bench-batch: ## batch --workers 2 vs 1 over the corpus x100 (median of 3; fails 
 store-stress: ## the stores' full durability runs on SQLite and PostgreSQL: 30 SIGKILLs; 4 processes x 500 appends
 	CC_STORE_KILLS=30 CC_STORE_APPENDS=500 $(BIN)/python -m pytest -q tests/test_store_durability.py
 
+.PHONY: bench-rust
+bench-rust: ## the Rust API's check() and compact() on 10k corpus messages next to the Python API's, same input, same run
+	$(BIN)/python benches/bench_rust.py --size 10000 --repeat 5
+
+.PHONY: fuzz-rust
+fuzz-rust: ## the Rust API's no-panic property tests at length (20,000 cases each: arbitrary JSON, mutated corpus messages)
+	PROPTEST_CASES=20000 cargo test --profile examples --lib api::fuzz_tests
+
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_properties.py tests/test_hostile.py
