@@ -1,6 +1,7 @@
 //! context-compactor: a pure-Rust core (formats, validation, token accounting, planning)
 //! with the Python boundary isolated in `python/` behind the `python` feature.
 
+pub mod config;
 pub mod cut;
 pub mod fingerprint;
 pub mod formats;

@@ -400,3 +400,32 @@ def inspect_messages(
         >>> [b.kind for b in inspect_messages([{"role": "user", "content": "hi"}])[0].blocks]
         ['text']
     """
+
+# -- configuration (src/python/config.rs) --------------------------------------------------------
+
+#: The configuration's field names, in order.
+CONFIG_FIELDS: tuple[str, ...]
+
+def config_check(cfg: Any) -> list[int]:
+    """Check a ``CompactionConfig``'s fields (``ConfigError`` naming the first bad one); its derived
+    values: reserve, budget, soft and hard thresholds, target, task, user words, details, summary
+    and micro limits."""
+
+def config_defaults() -> dict[str, Any]:
+    """Every field's default (selective rules as mappings)."""
+
+def config_presets() -> dict[str, dict[str, Any]]:
+    """The presets: name -> the fields it sets."""
+
+def config_resolve(data: Any, *, allow_preset: bool) -> dict[str, Any]:
+    """A mapping's keys resolved: a ``preset`` key starts from that preset, unknown keys raise
+    ``ConfigError``; the values as given."""
+
+def default_reserve(max_context_tokens: int) -> int:
+    """The reserve a window gets when ``reserve_tokens`` is not given."""
+
+def selective_rule_check(item: Any, action: Any, priority: Any) -> None:
+    """Check one selective rule's values (``ConfigError`` naming ``selective_rules``)."""
+
+def selective_rule_of(rule: Any) -> tuple[str, str, int]:
+    """A selective rule given as a mapping, checked: ``(item, action, priority)``."""

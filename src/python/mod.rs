@@ -3,6 +3,7 @@
 //! objects after (tiktoken's shape).
 
 mod batch;
+mod config;
 mod counter;
 mod describe;
 mod errors;
@@ -32,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .collect();
     m.add("FORMATS", pyo3::types::PyTuple::new(m.py(), formats)?)?;
     validate::register(m)?;
+    config::register(m)?;
     tokens::register(m)?;
     state::register(m)?;
     plan::register(m)?;
