@@ -90,6 +90,10 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 bench-background: ## background vs synchronous compaction on the corpus (2 s summaries, 1 s model calls; ~4 min; SCALE=0.1 for a quick run)
 	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),1)
 
+.PHONY: bench-otel
+bench-otel: ## telemetry's cost: check()/compact() µs per call, OpenTelemetry absent (own venv) / API without SDK / SDK in memory
+	$(BIN)/python benches/bench_otel.py --rounds $(or $(ROUNDS),5)
+
 .PHONY: bench-runs
 bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)
 	$(BIN)/python benches/bench_pathological.py --check

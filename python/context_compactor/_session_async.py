@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from context_compactor import telemetry as _otel
 from context_compactor._session_core import ATTEMPTS, RESTORE_USAGE, CompactionRecord, Retry, SessionCore, Snapshot
 from context_compactor._store import AsyncSessionStore, SessionStore, finish
 from context_compactor.errors import MessageTypeError, StoreError
@@ -258,10 +259,11 @@ class AsyncParts:
                 return await self._aforeground(self._core.compactor, force, instructions)
             steps = self._background.steps(instructions)
             value: Any = None
+            now: Any = None  # a foreground result: acompact() recorded its telemetry
             while True:
                 kind, arg = await off_loop(_step, steps, value)  # the store calls, off the loop
                 if kind == "done":
-                    return arg  # type: ignore[no-any-return]
+                    return _otel.mark(arg, now)
                 value = None
                 if kind == "hook":
                     fn, payload = arg
@@ -269,7 +271,7 @@ class AsyncParts:
                     if inspect.isawaitable(r):
                         await r
                 elif kind == "now":
-                    value = await self._aforeground(self._background.rule_compactor(), False, instructions)
+                    value = now = await self._aforeground(self._background.rule_compactor(), False, instructions)
                 elif kind == "run":
                     await arg.arun()
                 else:

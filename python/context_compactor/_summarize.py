@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import threading
 import time
@@ -182,7 +183,11 @@ def call_sync(
         finally:
             done.set()
 
-    t = threading.Thread(target=run, name="context-compactor-summarizer", daemon=True)
+    # The caller's context variables go along (as asyncio.to_thread does): a tracing library's
+    # current span, so the summarizer's own LLM call is traced under the compaction.
+    t = threading.Thread(
+        target=contextvars.copy_context().run, args=(run,), name="context-compactor-summarizer", daemon=True
+    )
     t.start()
     deadline = time.monotonic() + timeout
     # With a cancel event, look at it every 10 ms (it stays set once set; the reply's own event

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
+from context_compactor import telemetry as _otel
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import (
     Deadline,
@@ -572,7 +573,9 @@ class ContextCompactor(BatchMethods):
             pinned=pinned,
             state=state,
         )
-        return self._drive(steps)
+        if _otel.TRACER is None:
+            return self._drive(steps)
+        return _otel.compact(self, self._drive, steps, force)
 
     def _drive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
         """Run :meth:`_steps` with sync hooks and summarizer calls."""
@@ -620,7 +623,9 @@ class ContextCompactor(BatchMethods):
             pinned=pinned,
             state=state,
         )
-        return await self._adrive(steps)
+        if _otel.TRACER is None:
+            return await self._adrive(steps)
+        return await _otel.acompact(self, self._adrive, steps, force)
 
     async def _adrive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
         """Run :meth:`_steps` with sync or async hooks and summarizer calls."""

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 from context_compactor import _core
+from context_compactor import telemetry as _otel
 from context_compactor._background import Job
 from context_compactor._session_args import session_arguments
 from context_compactor._session_async import AsyncParts
@@ -408,16 +409,17 @@ class Session:
                 return self._foreground(self._core.compactor, force, instructions)
             steps = self._background.steps(instructions)
             value: Any = None
+            now: Any = None  # a foreground result: compact() recorded its telemetry
             while True:
                 try:
                     kind, arg = steps.send(value)
                 except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+                    return _otel.mark(stop.value, now)
                 value = None
                 if kind == "hook":
                     call_hook_sync(arg[0], arg[1], "await session.aprepare()")
                 elif kind == "now":
-                    value = self._foreground(self._background.rule_compactor(), False, instructions)
+                    value = now = self._foreground(self._background.rule_compactor(), False, instructions)
                 elif kind == "run":
                     arg.run()
                 else:
