@@ -13,7 +13,8 @@ load on a shared machine):
 * ``sdk``: the SDK configured, spans to an in-memory exporter (a SimpleSpanProcessor), the
   counter to an in-memory metric reader.
 
-Each round, each case runs once: best of 7 samples of each call (GC off while timing). The
+Each round, each case runs once: best of 7 samples of each call (GC off while timing), in process
+CPU time (``time.process_time``: the time the machine's other jobs take the core is not counted). The
 figures are the best over the rounds (the least disturbed); the noise is the spread (max/min - 1) of ``absent``'s
 figures over the rounds. ``no-sdk`` is "within noise" when its figure differs from ``absent``'s
 by no more than that spread. Across interpreters a loaded machine's noise is large, so the API's
@@ -70,19 +71,19 @@ def conversation(turns: int = 39) -> list[dict[str, Any]]:
 
 
 def best(fn: Callable[[], object], samples: int = 7, min_s: float = 0.05) -> float:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fn()
-    once = max(time.perf_counter() - t0, 1e-7)
+    once = max(time.process_time() - t0, 1e-7)
     n = max(1, min(20_000, int(min_s / once)))
     out = []
     gc.collect()
     gc.disable()
     try:
         for _ in range(samples):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(n):
                 fn()
-            out.append((time.perf_counter() - t0) / n)
+            out.append((time.process_time() - t0) / n)
     finally:
         gc.enable()
     return min(out)
@@ -153,19 +154,19 @@ def alternating(fa: Callable[[], object], fb: Callable[[], object], samples: int
     """Best seconds per call of ``fa`` and ``fb``, their samples alternating."""
     fa()
     fb()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fa()
-    n = max(1, min(20_000, int(0.05 / max(time.perf_counter() - t0, 1e-7))))
+    n = max(1, min(20_000, int(0.05 / max(time.process_time() - t0, 1e-7))))
     out: tuple[list[float], list[float]] = ([], [])
     gc.collect()
     gc.disable()
     try:
         for _ in range(samples):
             for fn, acc in ((fa, out[0]), (fb, out[1])):
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 for _ in range(n):
                     fn()
-                acc.append((time.perf_counter() - t0) / n)
+                acc.append((time.process_time() - t0) / n)
     finally:
         gc.enable()
     return min(out[0]), min(out[1])

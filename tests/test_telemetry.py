@@ -106,7 +106,7 @@ def test_a_rule_compaction_span_carries_the_result_and_its_phases(otel: Otel) ->
     span = otel.one()
     a = dict(span.attributes or {})
     assert result.strategy == "rule_summary"
-    assert a[P + "trigger"] == "manual"
+    assert a[P + "trigger"] == "manual" and telemetry.CONVERSATION_ID not in a  # no Session
     assert a[P + "strategy"] == "rule_summary"
     assert a[P + "summary.source"] == "rule"
     assert P + "fallback.reason" not in a and P + "summary.calls" not in a
@@ -246,18 +246,14 @@ def test_a_session_compaction_is_traced_under_prepare(otel: Otel) -> None:
     assert result is not None and result.compacted
     a = dict(otel.one().attributes or {})
     assert a[P + "trigger"] == "auto" and a[P + "strategy"] == result.strategy
+    assert a[telemetry.CONVERSATION_ID] == s.id
     assert step.attributes is not None and step.attributes[telemetry.COMPACTED] is True
     assert otel.saved() == result.saved_tokens
     s.close()
 
 
-def test_a_background_job_span_is_a_child_of_the_prepare_that_started_it(otel: Otel) -> None:
-    release = threading.Event()
-
-    def summarizer(request: Any) -> str:
-        assert release.wait(10)
-        return SUMMARY
-
+def background_session(summarizer: Any) -> Session:
+    """A background Session at its soft threshold."""
     c = ContextCompactor(
         max_context_tokens=3000, reserve_tokens=300, summarizer=summarizer, background=True, summarizer_timeout_s=20
     )
@@ -273,6 +269,17 @@ def test_a_background_job_span_is_a_child_of_the_prepare_that_started_it(otel: O
             ]
         )
         i += 1
+    return s
+
+
+def test_a_background_job_span_is_a_child_of_the_prepare_that_started_it(otel: Otel) -> None:
+    release = threading.Event()
+
+    def summarizer(request: Any) -> str:
+        assert release.wait(10)
+        return SUMMARY
+
+    s = background_session(summarizer)
     with otel.tracer.start_as_current_span("scheduling step") as scheduling:
         assert s.prepare() is None
     job = s.pending
@@ -284,6 +291,7 @@ def test_a_background_job_span_is_a_child_of_the_prepare_that_started_it(otel: O
     assert span.context.trace_id == scheduling.get_span_context().trace_id
     a = dict(span.attributes or {})
     assert a[P + "trigger"] == "background" and a[P + "summary.source"] == "llm"
+    assert a[telemetry.CONVERSATION_ID] == s.id
     assert "summary_done" in events(span)
     # The prepare() that applies the job's result marks its caller's span and counts the tokens.
     with otel.tracer.start_as_current_span("applying step") as applying:
@@ -292,6 +300,36 @@ def test_a_background_job_span_is_a_child_of_the_prepare_that_started_it(otel: O
     assert applying.attributes is not None and applying.attributes[telemetry.COMPACTED] is True
     assert otel.saved() == result.saved_tokens > 0
     s.close()
+
+
+def test_an_asyncio_background_task_and_aprepare_are_traced_the_same_way(otel: Otel) -> None:
+    async def summarizer(request: Any) -> str:
+        with otel.tracer.start_as_current_span("chat summary-model"):
+            await asyncio.sleep(0.01)
+            return SUMMARY
+
+    async def main() -> tuple[Any, Any, Any]:
+        s = background_session(summarizer)
+        with otel.tracer.start_as_current_span("scheduling step") as scheduling:
+            assert await s.aprepare() is None
+        job = s.pending
+        assert job is not None and await job.await_done(10)
+        with otel.tracer.start_as_current_span("applying step") as applying:
+            result = await s.aprepare()
+        s.close()
+        return scheduling, applying, result, s.id
+
+    scheduling, applying, result, sid = asyncio.run(main())
+    (span,) = otel.spans()
+    assert span.parent is not None and span.parent.span_id == scheduling.get_span_context().span_id
+    a = dict(span.attributes or {})
+    assert a[P + "trigger"] == "background" and a[P + "summary.source"] == "llm"
+    assert a[telemetry.CONVERSATION_ID] == sid
+    chats = otel.spans("chat summary-model")
+    assert chats and all(c.parent is not None and c.parent.span_id == span.context.span_id for c in chats)
+    assert result is not None and result.summary_source == "llm"
+    assert applying.attributes is not None and applying.attributes[telemetry.COMPACTED] is True
+    assert otel.saved() == result.saved_tokens > 0
 
 
 def test_without_an_sdk_no_attribute_is_computed(otel: Otel, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,9 +29,13 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from context_compactor import _core
+
+if TYPE_CHECKING:
+    # The profiles' names are declared once, in the stub (`_core.PROFILES` at run time).
+    from context_compactor._core import _Profile
 
 __all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
@@ -68,7 +72,6 @@ def _rule(rule: Any) -> Any:
 DEFAULT_SELECTIVE_RULES: tuple[SelectiveRule, ...] = tuple(_rule(r) for r in _DEFAULTS["selective_rules"])
 
 Tokenizer = str | Callable[[str], int]
-ProfileName = Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"]
 
 
 def default_reserve(max_context_tokens: int) -> int:
@@ -155,6 +158,12 @@ class CompactionConfig:
     #: Where cleared tool output is written (content-hash names, atomic, never outside it); ``None``:
     #: not written.
     offload_dir: str | None = _DEFAULTS["offload_dir"]
+    #: Every placeholder, cut argument and summary names a recall id of its original text, which
+    #: the ``recall`` tool (:mod:`context_compactor.recall`) reads back. Needs a :class:`Session`
+    #: (the originals go into its store) or ``offload_dir`` (``recall-<id>.txt`` files);
+    #: ``ConfigError`` otherwise. Changes the placeholders' bytes: a prefix the provider cached
+    #: without it is written again once.
+    recall: bool = _DEFAULTS["recall"]
     #: What selective compaction does per item type, in priority order (:class:`SelectiveRule`).
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     #: The summary's cap, enforced after the reply (at a sentence boundary).
@@ -206,9 +215,7 @@ class CompactionConfig:
     repair: bool = _DEFAULTS["repair"]
     #: The validity profile; ``None``: detected from the format. ``"strict"`` also demands alternation
     #: and system-first.
-    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"] | None = _DEFAULTS[
-        "profile"
-    ]
+    profile: _Profile | None = _DEFAULTS["profile"]
     #: Allow message text in log records (never by default).
     log_content: bool = _DEFAULTS["log_content"]
     #: The summary growth bound: the summary's cap is at most this share of the target (and

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Generator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from context_compactor.results import CompactResult
@@ -45,6 +46,7 @@ except ImportError:
 __all__ = [
     "AVAILABLE",
     "COMPACTED",
+    "CONVERSATION_ID",
     "METER_NAME",
     "SPAN_NAME",
     "TOKENS_SAVED",
@@ -60,6 +62,8 @@ METER_NAME = "context_compactor"
 SPAN_NAME = "context_compactor.compact"
 #: The GenAI semantic conventions' flag, set (``true`` only) on the caller's current span.
 COMPACTED = "gen_ai.conversation.compacted"
+#: The GenAI semantic conventions' conversation id: a ``Session``'s id, on its compactions' spans.
+CONVERSATION_ID = "gen_ai.conversation.id"
 #: The counter of tokens removed by compactions (``tokens_before - tokens_after``, when positive).
 TOKENS_SAVED = "context_compactor.tokens.saved"
 
@@ -154,11 +158,12 @@ class _Recorder:
     """One recording span: watches the compaction's steps for the summarizer calls, then writes
     the result's attributes and the phase events (seed 004's meta events) at the end."""
 
-    __slots__ = ("calls", "failures", "planned", "span", "summary_done", "summary_start", "trigger")
+    __slots__ = ("calls", "conversation", "failures", "planned", "span", "summary_done", "summary_start", "trigger")
 
-    def __init__(self, span: Any, trigger: str) -> None:
+    def __init__(self, span: Any, trigger: str, conversation: str | None) -> None:
         self.span = span
         self.trigger = trigger
+        self.conversation = conversation
         self.planned: int | None = None
         self.summary_start: int | None = None
         self.summary_done: int | None = None
@@ -204,6 +209,8 @@ class _Recorder:
     def _finish(self, result: CompactResult | None, count: Callable[[str], int] | None, system_summary: bool) -> None:
         span = self.span
         attrs: dict[str, Any] = {_P + "trigger": self.trigger}
+        if self.conversation is not None:
+            attrs[CONVERSATION_ID] = self.conversation
         if self.calls:
             attrs[_P + "summary.calls"] = self.calls
         if result is None:  # raised, or a background job that failed or was cancelled
@@ -296,7 +303,7 @@ def compact(
         result = drive(steps)
         _mark(result)
         return result
-    rec = _Recorder(span, "manual" if force else "auto")
+    rec = _Recorder(span, "manual" if force else "auto", _CONVERSATION.get())
     with otel_trace.use_span(span, end_on_exit=True):
         try:
             result = drive(rec.watch(steps))
@@ -317,7 +324,7 @@ async def acompact(
         result = await drive(steps)
         _mark(result)
         return result
-    rec = _Recorder(span, "manual" if force else "auto")
+    rec = _Recorder(span, "manual" if force else "auto", _CONVERSATION.get())
     with otel_trace.use_span(span, end_on_exit=True):
         try:
             result = await drive(rec.watch(steps))
@@ -338,16 +345,32 @@ def mark(result: CompactResult | None, counted: Any = None) -> CompactResult | N
     return result
 
 
+# The Session whose prepare() is running (its id), for the spans of the compactions it runs.
+_CONVERSATION: ContextVar[str | None] = ContextVar("context_compactor_conversation", default=None)
+
+
+def enter(conversation: str) -> Any:
+    """A ``Session``'s ``prepare()`` starts: its compactions' spans get ``gen_ai.conversation.id``.
+    Hand what it returns to :func:`leave`."""
+    return _CONVERSATION.set(conversation) if TRACER is not None else None
+
+
+def leave(token: Any) -> None:
+    if token is not None:
+        _CONVERSATION.reset(token)
+
+
 def scheduled() -> Any:
-    """The context a background job is scheduled in (its span's parent), or ``None``."""
-    return otel_context.get_current() if TRACER is not None else None
+    """Where a background job is scheduled: the context (its span's parent) and the Session's id;
+    ``None`` without the API."""
+    return (otel_context.get_current(), _CONVERSATION.get()) if TRACER is not None else None
 
 
-def _job_span(parent: Any, job: Any, background: bool) -> tuple[Any, _Recorder] | None:
-    span = TRACER.start_span(SPAN_NAME, context=parent)
+def _job_span(parent: Any, background: bool) -> tuple[Any, _Recorder] | None:
+    span = TRACER.start_span(SPAN_NAME, context=parent[0])
     if not span.is_recording():
         return None
-    return span, _Recorder(span, "background" if background else "auto")
+    return span, _Recorder(span, "background" if background else "auto", parent[1])
 
 
 def _job_end(span: Any, rec: _Recorder, job: Any) -> None:
@@ -365,13 +388,14 @@ def _job_end(span: Any, rec: _Recorder, job: Any) -> None:
 
 
 def run_job(parent: Any, job: Any, body: Callable[[], None], background: bool) -> None:
-    """A background job's ``run`` in a span, child of ``parent`` (:func:`scheduled`)."""
-    opened = _job_span(parent, job, background)
+    """A background job's ``run`` in a span, child of the span current where it was scheduled
+    (``parent``: :func:`scheduled`)."""
+    opened = _job_span(parent, background)
     if opened is None:
         body()
         return
     span, rec = opened
-    token = otel_context.attach(otel_trace.set_span_in_context(span, parent))
+    token = otel_context.attach(otel_trace.set_span_in_context(span, parent[0]))
     try:
         body()
     finally:
@@ -381,12 +405,12 @@ def run_job(parent: Any, job: Any, body: Callable[[], None], background: bool) -
 
 async def arun_job(parent: Any, job: Any, body: Callable[[], Awaitable[None]], background: bool) -> None:
     """:func:`run_job` for ``arun``."""
-    opened = _job_span(parent, job, background)
+    opened = _job_span(parent, background)
     if opened is None:
         await body()
         return
     span, rec = opened
-    token = otel_context.attach(otel_trace.set_span_in_context(span, parent))
+    token = otel_context.attach(otel_trace.set_span_in_context(span, parent[0]))
     try:
         await body()
     finally:

@@ -29,7 +29,7 @@ pub const MAX_INT: u64 = 1_000_000_000_000;
 pub const RESERVE_MAX: usize = 8_000;
 
 /// The field names, in the order Python's `CompactionConfig` declares them.
-pub const FIELDS: [&str; 39] = [
+pub const FIELDS: [&str; 40] = [
     "max_context_tokens",
     "reserve_tokens",
     "trigger_ratio",
@@ -49,6 +49,7 @@ pub const FIELDS: [&str; 39] = [
     "micro_min_gain_ratio",
     "cache_aware_cuts",
     "offload_dir",
+    "recall",
     "selective_rules",
     "summary_max_tokens",
     "summary_role",
@@ -170,24 +171,6 @@ names_enum! {
     }
 }
 
-names_enum! {
-    /// The validity profile (`profile`); `None` in the config: detected from the format.
-    ProfileName {
-        /// Chat Completions.
-        #[default] OpenAi = "openai",
-        /// Anthropic Messages.
-        Anthropic = "anthropic",
-        /// The format's rules plus strict alternation and system-first.
-        Strict = "strict",
-        /// Responses items.
-        Responses = "responses",
-        /// Responses with `store=false`.
-        ResponsesStateless = "responses_stateless",
-        /// Gemini contents.
-        Gemini = "gemini",
-    }
-}
-
 /// What selective compaction does to one type of item outside the recent window.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct SelectiveRule {
@@ -244,6 +227,9 @@ pub struct Config {
     pub cache_aware_cuts: bool,
     /// Where cleared tool output is written; `None`: not written.
     pub offload_dir: Option<String>,
+    /// Every placeholder, cut argument and summary names a recall id of its original text
+    /// (the host keeps the originals: a store or `offload_dir`).
+    pub recall: bool,
     /// What selective compaction does per item type.
     pub selective_rules: Vec<SelectiveRule>,
     /// The summary's cap.
@@ -279,7 +265,8 @@ pub struct Config {
     /// Repair invalid input; `false`: an error.
     pub repair: bool,
     /// The validity profile; `None`: detected from the format.
-    pub profile: Option<ProfileName>,
+    #[serde(serialize_with = "profile_name")]
+    pub profile: Option<Profile>,
     /// Allow message text in log records.
     pub log_content: bool,
     /// The summary growth bound as a share of the target; `None` or 0: `summary_max_tokens`.
@@ -309,6 +296,7 @@ impl Default for Config {
             micro_min_gain_ratio: 0.5,
             cache_aware_cuts: true,
             offload_dir: None,
+            recall: false,
             selective_rules: [
                 ("tool_results", "placeholder", 10),
                 ("thinking", "drop", 20),
@@ -462,6 +450,7 @@ impl Config {
             micro_min_gain_ratio: self.micro_min_gain_ratio,
             cache_aware_cuts: self.cache_aware_cuts,
             offload_dir: self.offload_dir.clone(),
+            recall: self.recall,
             selective_rules: self
                 .selective_rules
                 .iter()
@@ -478,13 +467,21 @@ impl Config {
             transcript_item_max_chars: self.transcript_item_max_chars,
             min_savings_ratio: self.min_savings_ratio,
             repair: self.repair,
-            profile: self.profile.and_then(|p| Profile::parse(p.name())),
+            profile: self.profile,
             framing: Framing {
                 message_overhead_tokens: self.message_overhead_tokens,
                 image_tokens: self.image_tokens,
                 image_model: validate::image_model(self.image_model.as_deref()).unwrap_or_default(),
             },
         }
+    }
+}
+
+/// A profile as its name (`None` as null).
+fn profile_name<S: serde::Serializer>(p: &Option<Profile>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_some(p.name()),
+        None => s.serialize_none(),
     }
 }
 

@@ -104,7 +104,7 @@ fn bad_values_name_the_field_with_pythons_message() {
         (vec![("hard_threshold_tokens", Raw::Int(500_000)), ("soft_threshold_tokens", Raw::Int(10))], "hard_threshold_tokens", "hard_threshold_tokens: 500000 is above max_context_tokens (128000)"),
         (vec![("keep_recent_messages", Raw::Bool(true))], "keep_recent_messages", "keep_recent_messages: expected an int, got True"),
         (vec![("summary_role", Raw::Str("assistant".into()))], "summary_role", "summary_role: expected one of ('user', 'system', 'developer'), got 'assistant'"),
-        (vec![("profile", Raw::Str("cohere".into()))], "profile", "profile: expected one of (None, 'openai', 'anthropic', 'strict', 'responses', 'responses_stateless', 'gemini'), got 'cohere'"),
+        (vec![("profile", Raw::Str("cohere".into()))], "profile", "profile: expected one of (None, 'openai', 'anthropic', 'responses', 'gemini', 'strict', 'responses_stateless'), got 'cohere'"),
         (vec![("summarizer_timeout_s", Raw::Int(0))], "summarizer_timeout_s", "summarizer_timeout_s: expected a number > 0, got 0"),
         (vec![("tokenizer", Raw::Str("gpt2".into()))], "tokenizer", "tokenizer: expected 'approx', 'o200k_base', 'cl100k_base' or a callable, got 'gpt2'"),
         (vec![("protected_tools", Raw::Str("bash".into()))], "protected_tools", "protected_tools: expected a sequence of tool names, got 'bash'"),

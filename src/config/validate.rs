@@ -9,6 +9,7 @@ use super::{
     FIELDS, MAX_INT,
 };
 use crate::image::ImageModel;
+use crate::validate::Profile;
 
 /// Item types a selective rule may name.
 pub const ITEMS: [&str; 5] = [
@@ -456,8 +457,8 @@ pub fn check_fields(given: &[(&str, &Raw)]) -> Result<Config, ConfigError> {
     if let Some(Some(v)) = f.choice("on_summarizer_error", &OnSummarizerError::NAMES, false)? {
         c.on_summarizer_error = OnSummarizerError::parse(&v).unwrap_or_default();
     }
-    if let Some(v) = f.choice("profile", &ProfileName::NAMES, true)? {
-        c.profile = v.as_deref().and_then(ProfileName::parse);
+    if let Some(v) = f.choice("profile", &Profile::names(), true)? {
+        c.profile = v.as_deref().and_then(Profile::parse);
     }
     if let Some(v) = f.boolean("repair")? {
         c.repair = v;
@@ -508,6 +509,9 @@ pub fn check_fields(given: &[(&str, &Raw)]) -> Result<Config, ConfigError> {
     }
     if let Some(v) = f.get("selective_rules") {
         c.selective_rules = rules_value(v)?;
+    }
+    if let Some(v) = f.boolean("recall")? {
+        c.recall = v;
     }
     match f.get("offload_dir") {
         None | Some(Raw::Null) => {}

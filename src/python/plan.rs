@@ -262,6 +262,11 @@ pub(super) fn outcome_dict<'py>(
         d.set_item("compacted_count", outcome.compacted_count)?;
         d.set_item("repairs", outcome.repairs.clone())?;
         d.set_item("must_keep_missing", outcome.must_keep_missing.clone())?;
+        let recalls = PyDict::new(py);
+        for r in &outcome.recalls {
+            recalls.set_item(&r.id, &r.text)?;
+        }
+        d.set_item("recalls", recalls)?;
         let record = PyList::empty(py);
         for r in &outcome.record {
             let e = PyDict::new(py);
