@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod cut;
+pub mod driver;
 pub mod fingerprint;
 pub mod formats;
 pub mod image;

@@ -6,6 +6,7 @@ mod batch;
 mod config;
 mod counter;
 mod describe;
+mod driver;
 mod errors;
 mod extract;
 mod fingerprint;
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PROFILES", pyo3::types::PyTuple::new(m.py(), profiles)?)?;
     validate::register(m)?;
     config::register(m)?;
+    driver::register(m)?;
     tokens::register(m)?;
     state::register(m)?;
     plan::register(m)?;
