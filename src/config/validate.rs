@@ -5,8 +5,8 @@
 use super::presets;
 use super::raw::Raw;
 use super::{
-    Config, ConfigError, OnSummarizerError, ProfileName, SelectiveRule, SummaryRole, TokenizerName,
-    FIELDS, MAX_INT,
+    Config, ConfigError, OnSummarizerError, SelectiveRule, SummaryRole, TokenizerName, FIELDS,
+    MAX_INT,
 };
 use crate::image::ImageModel;
 use crate::validate::Profile;
