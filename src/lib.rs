@@ -43,7 +43,7 @@ pub mod validate;
 mod api;
 
 pub use api::{
-    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, ConfigError,
+    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, Config, ConfigError,
     ConversationState, Encoding, Error, FailureKind, FormatMismatch, InvalidConversation,
     MessageError, MessageOrigin, Options, Plan, Preview, Problem, RecordEntry, Reply, Strategy,
     SummarizerError, SummarizerFailure, SummaryRequest, Urgency,

@@ -7,6 +7,7 @@ use super::plan::Plan;
 use super::settings::Settings;
 use super::state::{fingerprint, ConversationState};
 use super::system;
+use crate::config::Config;
 use crate::message::{Conversation, FormatHints};
 use crate::planner::{self, Mode};
 use crate::state::CounterKey;
@@ -152,19 +153,50 @@ const _: () = {
 };
 
 impl Compactor {
-    pub(crate) fn from_settings(settings: Settings) -> Self {
-        Compactor {
-            settings: Arc::new(settings),
+    /// A compactor with `config` (checked first: a bad value is [`Error::Config`] naming the
+    /// field). Start from [`Config::default`], a preset, or a TOML/JSON document read with serde.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Config};
+    ///
+    /// let compactor = Compactor::new(Config::preset("development")?)?;
+    /// let config: Config = serde_json::from_value(serde_json::json!({
+    ///     "preset": "production", "keep_recent_messages": 8
+    /// }))?;
+    /// let compactor = Compactor::new(config)?;
+    /// assert_eq!(compactor.config().keep_recent_messages, 8);
+    ///
+    /// let bad = Config { max_context_tokens: 0, ..Config::default() };
+    /// let err = Compactor::new(bad).unwrap_err();
+    /// assert!(err.to_string().starts_with("max_context_tokens:"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(config: Config) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Compactor {
+            settings: Arc::new(Settings::of(config)),
             before: None,
             after: None,
-        }
+        })
+    }
+
+    /// The configuration.
+    ///
+    /// ```
+    /// assert_eq!(context_compactor::Compactor::default().config().max_context_tokens, 128_000);
+    /// ```
+    pub fn config(&self) -> &Config {
+        &self.settings.config
     }
 
     /// A compactor with the default configuration for a window of `max_context_tokens`.
     #[doc(hidden)]
     pub fn with_window(max_context_tokens: usize) -> Self {
-        let reserve = (max_context_tokens / 4).min(8_000);
-        Self::from_settings(Settings::for_budget(max_context_tokens - reserve))
+        Compactor::new(Config {
+            max_context_tokens,
+            ..Config::default()
+        })
+        .unwrap_or_default()
     }
 
     /// Call `hook` with a [`Preview`](crate::Preview) before each compaction (after planning,

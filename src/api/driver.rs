@@ -1,23 +1,25 @@
-//! `compact`, `compact_with` and `compact_with_async`: the steps between planning and applying
-//! (the hook, the summarizer calls chunk by chunk, the fallback on a failure and the cool-down)
-//! as one small state machine ([`Run`]) that both the sync and the async entry point drive, so
-//! the async one needs no runtime: it awaits the caller's futures and nothing else.
+//! `compact`, `compact_with` and `compact_with_async`: the core's driver (`crate::driver`: the
+//! fallback ladder, the failure policy, the cool-down, the chunk loop, the hooks and the veto,
+//! shared with the Python shell) performed on a [`Plan`]. [`Run`] does every step but the
+//! summarizer call, which it hands back ([`Next::Summarize`]), so the sync and the async entry
+//! points are two small loops and the async one needs no runtime: it awaits the caller's futures
+//! and nothing else.
 
 use super::compactor::Compactor;
-use super::error::{Error, FailureKind, SummarizerError, SummarizerFailure};
+use super::error::{ConfigError, Error, FailureKind, SummarizerError, SummarizerFailure};
 use super::hooks::Preview;
 use super::plan::{Plan, Reply, SummaryRequest};
 use super::result::{CompactResult, MessageOrigin};
-use super::settings::ErrorPolicy;
 use super::state::ConversationState;
 use super::Options;
+use crate::driver::{self, Driver, Failure, HookOutcome, OrderError, Setup, Step};
 use serde_json::Value;
 use std::future::Future;
 
-/// The next thing a compaction needs (one lives at a time: its size does not matter).
-#[allow(clippy::large_enum_variant)]
-enum Step {
-    /// Call the summarizer with this request and `feed` the outcome.
+/// What a run needs next.
+#[allow(clippy::large_enum_variant)] // one lives at a time
+enum Next {
+    /// The summarizer's reply to this request ([`Run::feed`]).
     Summarize(SummaryRequest),
     /// Finished.
     Done(Result<CompactResult, Error>),
@@ -26,25 +28,34 @@ enum Step {
 /// One compaction in progress.
 struct Run<'c> {
     compactor: &'c Compactor,
+    driver: Driver,
+    /// The plan (advanced by each chunk's summary), until it is applied.
     plan: Option<Plan>,
+    /// The first request, asked before the driver started (the hook's preview shows it).
+    request: Option<SummaryRequest>,
+    /// The result, once applied.
+    result: Option<CompactResult>,
+    /// The plan was found to compact before the hooks ran (no request): its result is made
+    /// after them (`dry`: the plan is kept for the veto), or was made already.
+    early: bool,
+    dry: bool,
     state: Option<ConversationState>,
     flushed: usize,
+    /// The summarizer's last reply and failure (their usage, their kind).
+    reply: Option<Reply>,
+    failure: Option<SummarizerFailure>,
 }
 
-/// Why a reply cannot be used as a summary (as the Python shell's `check_reply`).
-fn bad_reply(reply: &Reply) -> Option<SummarizerFailure> {
-    let text = reply.text();
-    if text.trim().is_empty() {
-        return Some(SummarizerFailure::transient(
-            "BadReply: the summarizer returned empty text",
-        ));
+fn order(e: OrderError) -> Error {
+    ConfigError::new("driver", e).into()
+}
+
+fn core_kind(k: FailureKind) -> driver::FailureKind {
+    match k {
+        FailureKind::Transient => driver::FailureKind::Transient,
+        FailureKind::Permanent => driver::FailureKind::Permanent,
+        FailureKind::Timeout => driver::FailureKind::Timeout,
     }
-    if !text.contains("<summary") && crate::summary::reply::looks_like_error(text) {
-        return Some(SummarizerFailure::transient(
-            "BadReply: the reply looks like an error or a refusal, not a summary",
-        ));
-    }
-    None
 }
 
 impl<'c> Run<'c> {
@@ -53,123 +64,236 @@ impl<'c> Run<'c> {
         messages: Vec<Value>,
         opts: &Options<'_>,
         summarizer: bool,
-    ) -> (Self, Step) {
+    ) -> (Self, Next) {
+        let settings = &compactor.settings;
+        let setup = Setup {
+            has_request: false,
+            summarizer,
+            before_hook: compactor.before.is_some(),
+            after_hook: compactor.after.is_some(),
+            has_state: opts.state.is_some(),
+        };
         let mut run = Run {
             compactor,
+            driver: Driver::with_policy(settings.on_error, settings.cooldown_calls, setup),
             plan: None,
+            request: None,
+            result: None,
+            early: false,
+            dry: false,
             state: opts.state.cloned(),
             flushed: 0,
+            reply: None,
+            failure: None,
         };
         let plan = match compactor.plan(messages, opts) {
             Ok(p) => p,
-            Err(e) => return (run, Step::Done(Err(e))),
+            Err(e) => return (run, Next::Done(Err(e))),
         };
-        let wants_request = summarizer || compactor.before.is_some();
-        let request = if wants_request { plan.request() } else { None };
-        let Some(hook) = compactor.before.as_ref() else {
-            return match (request, summarizer) {
-                (Some(r), true) => {
-                    run.plan = Some(plan);
-                    (run, Step::Summarize(r))
-                }
-                _ => {
-                    let step = run.done(plan.apply(None));
-                    (run, step)
-                }
+        // The request (and the transcript behind it) only when someone reads it.
+        if summarizer || compactor.before.is_some() {
+            run.request = plan.request();
+        }
+        run.driver = Driver::with_policy(
+            settings.on_error,
+            settings.cooldown_calls,
+            Setup {
+                has_request: run.request.is_some(),
+                ..setup
+            },
+        );
+        run.plan = Some(plan);
+        let step = run.driver.resume();
+        let next = run.drive(step);
+        (run, next)
+    }
+
+    fn take_plan(&mut self) -> Result<Plan, Error> {
+        self.plan
+            .take()
+            .ok_or_else(|| ConfigError::new("driver", "no plan left to apply").into())
+    }
+
+    /// Apply the plan; the driver is told whether it compacted.
+    fn apply(
+        &mut self,
+        reply: Option<Reply>,
+        fallback: Option<String>,
+    ) -> Result<Result<Step, OrderError>, Error> {
+        let result = self.take_plan()?.finish(reply, fallback, self.flushed)?;
+        let compacted = result.compacted();
+        self.result = Some(result);
+        Ok(self.driver.applied(compacted))
+    }
+
+    /// Perform the driver's steps until it needs a summary or is done.
+    fn drive(&mut self, mut step: Result<Step, OrderError>) -> Next {
+        loop {
+            let s = match step {
+                Ok(s) => s,
+                Err(e) => return Next::Done(Err(order(e))),
             };
-        };
-        if request.is_none() && !plan.would_compact() {
-            let step = run.done(plan.apply(None));
-            return (run, step);
+            step = match self.perform(s) {
+                Ok(Ok(next)) => return next,
+                Ok(Err(step)) => step,
+                Err(e) => return Next::Done(Err(e)),
+            };
         }
-        let mut preview = Preview {
-            plan: &plan,
-            request: request.as_ref(),
-            veto: None,
-            summary: None,
-            flushed: 0,
-        };
-        hook(&mut preview);
-        let Preview {
-            veto,
-            summary,
-            flushed,
-            ..
-        } = preview;
-        run.flushed = flushed;
-        if let Some(reason) = veto {
-            return (run, Step::Done(Ok(plan.unchanged(reason))));
-        }
-        let step = match (request, summary) {
-            (None, _) => run.done(plan.finish(None, None, flushed)),
-            (Some(_), Some(text)) => run.done(plan.finish(Some(Reply::new(text)), None, flushed)),
-            (Some(r), None) if summarizer => {
-                run.plan = Some(plan);
-                Step::Summarize(r)
+    }
+
+    /// One step: `Ok(Ok(next))` to return, `Ok(Err(step))` to go on with.
+    #[allow(clippy::type_complexity)]
+    fn perform(&mut self, step: Step) -> Result<Result<Next, Result<Step, OrderError>>, Error> {
+        Ok(Err(match step {
+            Step::Apply {
+                summary,
+                truncated,
+                fallback,
+            } => {
+                if self.request.is_none() && self.result.is_none() && !self.early {
+                    // No request: the result comes first, the hooks only if it compacted. With a
+                    // hook that may veto, the plan is kept (a dry run) until it has spoken.
+                    if self.compactor.before.is_some() {
+                        let plan = self
+                            .plan
+                            .as_ref()
+                            .ok_or_else(|| ConfigError::new("driver", "no plan"))?;
+                        self.early = plan.would_compact();
+                        self.dry = true;
+                        self.driver.applied(self.early)
+                    } else {
+                        let r = self.apply(None, None)?;
+                        self.early = self.result.as_ref().is_some_and(CompactResult::compacted);
+                        r
+                    }
+                } else if let Some(fb) = fallback {
+                    if let (Some(st), n @ 1..) = (&self.state, fb.cooldown_calls) {
+                        st.lock().cooldown_remaining = u32::try_from(n).unwrap_or(u32::MAX);
+                    }
+                    self.apply(None, Some(fb.reason))?
+                } else {
+                    let reply = match (self.reply.take(), summary) {
+                        (Some(r), Some(text)) if r.text() == text => Some(r.truncated(truncated)),
+                        (_, Some(text)) => Some(Reply::new(text).truncated(truncated)),
+                        (_, None) => None,
+                    };
+                    self.apply(reply, None)?
+                }
             }
-            (Some(_), None) => run.done(plan.finish(None, None, flushed)),
-        };
-        (run, step)
+            Step::BeforeHook => {
+                let (Some(hook), Some(plan)) = (self.compactor.before.clone(), self.plan.as_ref())
+                else {
+                    return Err(ConfigError::new("driver", "no hook or plan").into());
+                };
+                let mut preview = Preview {
+                    plan,
+                    request: self.request.as_ref(),
+                    veto: None,
+                    summary: None,
+                    flushed: 0,
+                };
+                hook(&mut preview);
+                let Preview {
+                    veto,
+                    summary,
+                    flushed,
+                    ..
+                } = preview;
+                self.flushed = flushed;
+                self.driver.hook_done(HookOutcome { veto, summary })
+            }
+            Step::Summarize { .. } => {
+                let request = match self.request.take() {
+                    Some(r) => Some(r),
+                    None => self.plan.as_ref().and_then(Plan::request),
+                };
+                match request {
+                    Some(r) => return Ok(Ok(Next::Summarize(r))),
+                    None => self.driver.fail(Failure {
+                        kind: driver::FailureKind::Transient,
+                        reason: "no summary request for this chunk".into(),
+                    }),
+                }
+            }
+            Step::Advance { text } => {
+                let plan = self.take_plan()?;
+                let reply = self.reply.take().unwrap_or_else(|| Reply::new(text));
+                self.plan = Some(plan.advance(reply));
+                self.driver.resume()
+            }
+            Step::AfterHook => {
+                self.finish_early()?;
+                if let (Some(hook), Some(r)) = (self.compactor.after.as_ref(), self.result.as_ref())
+                {
+                    hook(r);
+                }
+                self.driver.resume()
+            }
+            Step::Unchanged { reason } => {
+                let plan = self.take_plan()?;
+                return Ok(Ok(Next::Done(Ok(plan.unchanged(reason)))));
+            }
+            Step::Raise { kind, message } => {
+                let failure = self.failure.take().unwrap_or_else(|| match kind {
+                    driver::FailureKind::Permanent => SummarizerFailure::permanent(message),
+                    driver::FailureKind::Timeout => SummarizerFailure::timeout(message),
+                    driver::FailureKind::Transient | driver::FailureKind::Unknown => {
+                        SummarizerFailure::transient(message)
+                    }
+                });
+                return Ok(Ok(Next::Done(Err(Error::Summarizer(SummarizerError {
+                    failure,
+                })))));
+            }
+            Step::Done => {
+                self.finish_early()?;
+                if self.result.is_none() {
+                    // A dry run that did not compact: the plan's own (unchanged) result.
+                    self.result = Some(self.take_plan()?.finish(None, None, self.flushed)?);
+                }
+                let result = self
+                    .result
+                    .take()
+                    .ok_or_else(|| ConfigError::new("driver", "no result"))?;
+                return Ok(Ok(Next::Done(Ok(result))));
+            }
+        }))
+    }
+
+    /// The result of a plan that compacts without a request, after the hooks spoke.
+    fn finish_early(&mut self) -> Result<(), Error> {
+        if !self.early {
+            return Ok(());
+        }
+        self.early = false;
+        if self.dry {
+            self.dry = false;
+            self.result = Some(self.take_plan()?.finish(None, None, self.flushed)?);
+        } else if let Some(r) = self.result.as_mut() {
+            r.flushed_memories = self.flushed;
+        }
+        Ok(())
     }
 
     /// The summarizer's outcome for the last request.
-    fn feed(&mut self, outcome: Result<Reply, SummarizerFailure>) -> Step {
-        let Some(plan) = self.plan.take() else {
-            return Step::Done(Err(super::error::ConfigError::new(
-                "summarizer",
-                "no request pending",
-            )
-            .into()));
-        };
-        let outcome = outcome.and_then(|r| match bad_reply(&r) {
-            Some(f) => Err(f),
-            None => Ok(r),
-        });
-        match outcome {
+    fn feed(&mut self, outcome: Result<Reply, SummarizerFailure>) -> Next {
+        let step = match outcome {
             Ok(reply) => {
-                if plan.chunks_left() == 0 {
-                    return self.done(plan.finish(Some(reply), None, self.flushed));
-                }
-                let next = plan.advance(reply);
-                match next.request() {
-                    Some(r) => {
-                        self.plan = Some(next);
-                        Step::Summarize(r)
-                    }
-                    None => self.done(next.finish(None, None, self.flushed)),
-                }
+                let left = self.plan.as_ref().map_or(0, Plan::chunks_left);
+                let step = self.driver.reply(reply.text(), reply.is_truncated(), left);
+                self.reply = Some(reply);
+                step
             }
             Err(failure) => {
-                let settings = &self.compactor.settings;
-                let raise = match settings.on_error {
-                    ErrorPolicy::Raise => true,
-                    ErrorPolicy::Fallback => failure.kind() == FailureKind::Permanent,
-                    ErrorPolicy::FallbackAll => false,
+                let f = Failure {
+                    kind: core_kind(failure.kind()),
+                    reason: failure.reason().to_owned(),
                 };
-                if raise {
-                    return Step::Done(Err(Error::Summarizer(SummarizerError { failure })));
-                }
-                if let (Some(st), n @ 1..) = (&self.state, settings.cooldown_calls) {
-                    st.lock().cooldown_remaining = n;
-                }
-                let reason = failure.to_string();
-                let reason = match reason.char_indices().nth(160) {
-                    Some((at, _)) => format!("{}...", &reason[..at]),
-                    None => reason,
-                };
-                // A failure at a later chunk keeps the chunks summarised before it.
-                self.done(plan.finish(None, Some(reason), self.flushed))
+                self.failure = Some(failure);
+                self.driver.fail(f)
             }
-        }
-    }
-
-    fn done(&self, result: Result<CompactResult, Error>) -> Step {
-        if let (Ok(r), Some(hook)) = (&result, &self.compactor.after) {
-            if r.compacted() {
-                hook(r);
-            }
-        }
-        Step::Done(result)
+        };
+        self.drive(step)
     }
 }
 
@@ -226,13 +350,11 @@ impl Compactor {
         opts: &Options<'_>,
     ) -> Result<CompactResult, Error> {
         match Run::start(self, messages, opts, false) {
-            (_, Step::Done(r)) => r,
-            (mut run, Step::Summarize(_)) => {
+            (_, Next::Done(r)) => r,
+            (mut run, Next::Summarize(_)) => {
                 match run.feed(Err(SummarizerFailure::permanent("no summarizer"))) {
-                    Step::Done(r) => r,
-                    Step::Summarize(_) => {
-                        Err(super::error::ConfigError::new("summarizer", "none given").into())
-                    }
+                    Next::Done(r) => r,
+                    Next::Summarize(_) => Err(ConfigError::new("summarizer", "none given").into()),
                 }
             }
         }
@@ -276,8 +398,8 @@ impl Compactor {
         let (mut run, mut step) = Run::start(self, messages, opts, true);
         loop {
             match step {
-                Step::Done(r) => return r,
-                Step::Summarize(request) => step = run.feed(summarize(&request).map(Into::into)),
+                Next::Done(r) => return r,
+                Next::Summarize(request) => step = run.feed(summarize(&request).map(Into::into)),
             }
         }
     }
@@ -334,8 +456,8 @@ impl Compactor {
         let (mut run, mut step) = Run::start(self, messages, opts, true);
         loop {
             match step {
-                Step::Done(r) => return r,
-                Step::Summarize(request) => {
+                Next::Done(r) => return r,
+                Next::Summarize(request) => {
                     step = run.feed(summarize(request).await.map(Into::into))
                 }
             }

@@ -1,6 +1,7 @@
 //! The Rust API's errors: one enum, a variant per thing a caller can act on, each with a small
 //! struct whose fields say where (the message index and field, the configuration field).
 
+pub use crate::config::ConfigError;
 use crate::Format;
 
 /// Why a call of the Rust API failed.
@@ -32,7 +33,7 @@ pub enum Error {
     /// The conversation is invalid for the provider and the configuration says not to repair.
     #[error(transparent)]
     Invalid(#[from] InvalidConversation),
-    /// A configuration value cannot work.
+    /// A configuration value cannot work ([`ConfigError::field`] names it).
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The summarizer failed and the configuration says to raise (a permanent failure under
@@ -143,40 +144,6 @@ impl InvalidConversation {
     }
 }
 
-/// A configuration value that cannot work: the field and why.
-///
-/// ```
-/// use context_compactor::ConfigError;
-/// fn field_of(e: &ConfigError) -> &str {
-///     e.field()
-/// }
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct ConfigError {
-    pub(crate) field: String,
-    pub(crate) reason: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ConfigError {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The configuration field (`max_context_tokens`), or the argument (`pinned`).
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-
-    /// Why the value cannot work.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-}
-
 /// Whether a summarizer failure may pass with a fallback: a transient one (a timeout, a rate
 /// limit, a 5xx, a dropped connection) falls back to the rule summary; a permanent one (bad
 /// credentials, a model that does not exist, a bad request) is raised under the default policy,
@@ -188,6 +155,8 @@ pub enum FailureKind {
     Transient,
     /// Will fail again: raised as [`Error::Summarizer`] (unless the policy falls back on all).
     Permanent,
+    /// No reply in the time the host allows (the host owns the clock): transient.
+    Timeout,
 }
 
 impl FailureKind {
@@ -198,7 +167,7 @@ impl FailureKind {
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
-            FailureKind::Transient => "transient",
+            FailureKind::Transient | FailureKind::Timeout => "transient",
             FailureKind::Permanent => "permanent",
         }
     }
@@ -210,6 +179,7 @@ impl FailureKind {
 /// use context_compactor::{FailureKind, SummarizerFailure};
 /// let f = SummarizerFailure::transient("HTTP 529: overloaded");
 /// assert_eq!(f.kind(), FailureKind::Transient);
+/// assert_eq!(SummarizerFailure::timeout("120 s").kind(), FailureKind::Timeout);
 /// let g = SummarizerFailure::permanent("HTTP 401: bad key");
 /// assert_eq!(g.to_string(), "permanent: HTTP 401: bad key");
 /// ```
@@ -237,7 +207,15 @@ impl SummarizerFailure {
         }
     }
 
-    /// Transient or permanent.
+    /// No reply in the time the host allows (a timeout of the host's runtime): transient.
+    pub fn timeout(reason: impl Into<String>) -> Self {
+        SummarizerFailure {
+            kind: FailureKind::Timeout,
+            reason: reason.into(),
+        }
+    }
+
+    /// Transient, permanent or a timeout.
     pub fn kind(&self) -> FailureKind {
         self.kind
     }

@@ -17,6 +17,7 @@ mod system;
 mod tokens;
 mod validate;
 
+pub use crate::config::Config;
 pub use compactor::{Check, Compactor, Urgency};
 pub use error::{
     ConfigError, Error, FailureKind, FormatMismatch, InvalidConversation, MessageError,
