@@ -50,6 +50,11 @@ pub use api::{
 };
 pub use message::Format;
 
+/// The Rust blocks of the guide's page `docs/rust.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+pub struct GuidePage;
+
 #[cfg(test)]
 mod testing;
 

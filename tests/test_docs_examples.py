@@ -94,7 +94,8 @@ def test_example(block: Block, pages: dict[Path, dict[str, Any]], request: pytes
 
 SHOWN = {"text", "toml", "json", "jsonl"}  # data shown, not code
 # Install commands run by tests/test_getting_started.py (the README's: its first line is the page's).
-RUN_ELSEWHERE = {("README.md", "bash"), ("getting-started.md", "bash")}
+# The Rust page's blocks are doctests of the crate (src/lib.rs includes docs/rust.md): cargo test.
+RUN_ELSEWHERE = {("README.md", "bash"), ("getting-started.md", "bash"), ("rust.md", "rust")}
 
 
 def test_at_most_a_tenth_of_the_examples_is_not_run() -> None:

@@ -31,8 +31,10 @@ struct Run<'c> {
     driver: Driver,
     /// The plan (advanced by each chunk's summary), until it is applied.
     plan: Option<Plan>,
-    /// The first request, asked before the driver started (the hook's preview shows it).
+    /// The first request, asked before the driver started (the hook's preview shows it), until
+    /// it is sent; `had_request`: there was one.
     request: Option<SummaryRequest>,
+    had_request: bool,
     /// The result, once applied.
     result: Option<CompactResult>,
     /// The plan was found to compact before the hooks ran (no request): its result is made
@@ -78,6 +80,7 @@ impl<'c> Run<'c> {
             driver: Driver::with_policy(settings.on_error, settings.cooldown_calls, setup),
             plan: None,
             request: None,
+            had_request: false,
             result: None,
             early: false,
             dry: false,
@@ -93,6 +96,7 @@ impl<'c> Run<'c> {
         // The request (and the transcript behind it) only when someone reads it.
         if summarizer || compactor.before.is_some() {
             run.request = plan.request();
+            run.had_request = run.request.is_some();
         }
         run.driver = Driver::with_policy(
             settings.on_error,
@@ -150,7 +154,7 @@ impl<'c> Run<'c> {
                 truncated,
                 fallback,
             } => {
-                if self.request.is_none() && self.result.is_none() && !self.early {
+                if !self.had_request && self.result.is_none() && !self.early {
                     // No request: the result comes first, the hooks only if it compacted. With a
                     // hook that may veto, the plan is kept (a dry run) until it has spoken.
                     if self.compactor.before.is_some() {
