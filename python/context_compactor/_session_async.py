@@ -51,6 +51,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from context_compactor import telemetry as _otel
+from context_compactor._recall_scope import session_scope
 from context_compactor._session_core import ATTEMPTS, RESTORE_USAGE, CompactionRecord, Retry, SessionCore, Snapshot
 from context_compactor._store import AsyncSessionStore, SessionStore, finish
 from context_compactor.errors import MessageTypeError, StoreError
@@ -294,15 +295,16 @@ class AsyncParts:
                     snap = self._core.decide(force)
             if snap is None:
                 return None
-            result = await compactor.acompact(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                force=force,
-                instructions=instructions,
-                state=self._core.state,
-            )
+            with session_scope():
+                result = await compactor.acompact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    force=force,
+                    instructions=instructions,
+                    state=self._core.state,
+                )
             if astore is None:
                 done = await off_loop(self._core.settle, snap, result)
             else:

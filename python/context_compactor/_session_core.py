@@ -483,7 +483,7 @@ class SessionCore:
         record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
         entries = derive(snap, result)
         system_changed = result.system is not snap.system and result.system != snap.system
-        details = {
+        details: dict[str, Any] = {
             "over_budget": result.over_budget,
             "over_budget_reason": result.over_budget_reason,
             "fallback_reason": result.fallback_reason,
@@ -499,6 +499,9 @@ class SessionCore:
             "derived_count": sum(1 for e in entries if e[0] is None),
             "record_count": len({(e.index, e.action) for e in record}),
         }
+        if result.recalls:
+            # recall=True: the originals the context's placeholders name (context_compactor.recall).
+            details["recall"] = dict(result.recalls)
         context: list[tuple[int | None, str | None, str | None, str | None, int | None]] = []
         msgs: list[dict[str, Any]] = []
         for pos, (rid, msg, kind, source) in enumerate(entries):

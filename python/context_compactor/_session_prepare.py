@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from context_compactor import telemetry as _otel
+from context_compactor._recall_scope import session_scope
 from context_compactor._session_core import ATTEMPTS, Retry, SessionCore, stored_format, stored_json
 from context_compactor._summarize import call_hook_sync
 from context_compactor.errors import StoreError
@@ -68,15 +69,16 @@ def foreground(
         snap = core.begin(force)
         if snap is None:
             return None
-        result = compactor.compact(
-            snap.messages,
-            system=snap.system,
-            tools=core.tools,
-            format=core.fmt,
-            force=force,
-            instructions=instructions,
-            state=core.state,
-        )
+        with session_scope():
+            result = compactor.compact(
+                snap.messages,
+                system=snap.system,
+                tools=core.tools,
+                format=core.fmt,
+                force=force,
+                instructions=instructions,
+                state=core.state,
+            )
         done = core.settle(snap, result)
         if not isinstance(done, Retry):
             return done

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from context_compactor import _core
 from context_compactor import telemetry as _otel
 from context_compactor._provider_items import place_items, span_of
+from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
     Deadline,
     call_async,
@@ -351,6 +352,7 @@ class ContextCompactor(BatchMethods):
         (the ``/compact`` command). ``pinned``: message indices, or a predicate
         ``(index, message) -> bool``; pinned messages (and their whole tool block) are kept.
         """
+        check_recall(self._config.recall, self._config.offload_dir)
         core = _core.plan(
             messages,
             config=self._config,
@@ -377,6 +379,7 @@ class ContextCompactor(BatchMethods):
         """Micro-compaction only, whatever the thresholds: tool results older than the last
         ``keep_recent_tool_results`` become placeholders and older long arguments are cut
         (protected tools, the kept head and the recent tail untouched). No LLM."""
+        check_recall(self._config.recall, self._config.offload_dir)
         core = _core.plan(
             messages,
             config=self._config,

@@ -168,6 +168,12 @@ class CompactionConfig:
     #: Where cleared tool output is written (content-hash names, atomic, never outside it); ``None``:
     #: not written.
     offload_dir: str | None = None
+    #: Every placeholder, cut argument and summary names a recall id of its original text, which
+    #: the ``recall`` tool (:mod:`context_compactor.recall`) reads back. Needs a :class:`Session`
+    #: (the originals go into its store) or ``offload_dir`` (``recall-<id>.txt`` files);
+    #: ``ConfigError`` otherwise. Changes the placeholders' bytes: a prefix the provider cached
+    #: without it is written again once.
+    recall: bool = False
     #: What selective compaction does per item type, in priority order (:class:`SelectiveRule`).
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     #: The summary's cap, enforced after the reply (at a sentence boundary).
@@ -345,6 +351,8 @@ class CompactionConfig:
             isinstance(r, SelectiveRule) for r in self.selective_rules
         ):
             raise ConfigError("selective_rules: expected a sequence of SelectiveRule", "selective_rules")
+        if not isinstance(self.recall, bool):
+            raise ConfigError(f"recall: expected a bool, got {self.recall!r}", "recall")
         if self.offload_dir is not None and not isinstance(self.offload_dir, str):
             raise ConfigError(f"offload_dir: expected a path, got {self.offload_dir!r}", "offload_dir")
         tok = self.tokenizer

@@ -97,6 +97,9 @@ pub struct Planned<'a> {
     pub(super) system_ours: Option<usize>,
     pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
+    pub(super) recalls: Vec<crate::recall::Recall>,
+    /// The replaced messages rendered whole (`recall`), built on first use.
+    pub(super) replaced_text: OnceLock<String>,
     pub(super) needs_summary: bool,
     /// The caller's summarizer is asked (false under cool-down: the rule summary is used).
     pub(super) llm: bool,
@@ -220,6 +223,8 @@ pub fn plan<'a>(
         system_ours: None,
         strategy: Strategy::None,
         offloads: Vec::new(),
+        recalls: Vec::new(),
+        replaced_text: OnceLock::new(),
         needs_summary: false,
         llm: true,
         due: false,
@@ -245,6 +250,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Micro;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("micro", calibrated(now(&p), ratio)));
         }
     }
@@ -268,6 +274,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Selective;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("selective", calibrated(now(&p), ratio)));
         }
     }
