@@ -110,6 +110,11 @@ bench-batch: ## batch --workers 2 vs 1 over the corpus x100 (median of 3; fails 
 store-stress: ## the stores' full durability runs on SQLite and PostgreSQL: 30 SIGKILLs; 4 processes x 500 appends
 	CC_STORE_KILLS=30 CC_STORE_APPENDS=500 $(BIN)/python -m pytest -q tests/test_store_durability.py
 
+.PHONY: rust-package
+rust-package: ## the crate for Rust users: cargo doc without warnings, and cargo publish --dry-run (the package holds the core only)
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q
+	cargo publish --dry-run --allow-dirty -q
+
 .PHONY: bench-rust
 bench-rust: ## the Rust API's check() and compact() on 10k corpus messages next to the Python API's, same input, same run
 	$(BIN)/python benches/bench_rust.py --size 10000 --repeat 5
@@ -229,7 +234,7 @@ load-proxy-smoke: ## a 5-second run of load-proxy (CI)
 	$(BIN)/python benches/load_proxy.py --conversations 50 --seconds 5 --check
 
 .PHONY: all
-all: install lint docs test test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, the docs site (--strict), test, test-extra, the proxy's load smoke
+all: install lint docs test rust-package test-extra load-proxy-smoke ## everything CI runs: install from scratch, lint, the docs site (--strict), test (cargo's doctests included), the crate's docs and package, test-extra, the proxy's load smoke
 
 .PHONY: clean
 clean: ## remove build outputs and the venv
