@@ -11,7 +11,9 @@ use std::time::Instant;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: bench_api MESSAGES.json WINDOW REPEAT");
+    let path = args
+        .next()
+        .expect("usage: bench_api MESSAGES.json WINDOW REPEAT");
     let window: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(128_000);
     let repeat: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
     let text = std::fs::read_to_string(&path).expect("readable file");

@@ -178,7 +178,10 @@ fn replace_node(v: &mut Value, k: &mut usize, with: &Value) -> bool {
 
 /// 32 cases a property, or `PROPTEST_CASES`.
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
     ProptestConfig {
         cases,
         failure_persistence: None,
