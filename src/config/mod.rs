@@ -236,9 +236,9 @@ pub struct Config {
     pub summary_max_tokens: usize,
     /// Where the summary goes.
     pub summary_role: SummaryRole,
-    /// The ledger's user words; `None`: `min(2000, budget / 8)`, at least 64.
+    /// The ledger's user words; `None`: `min(2000, budget / 2)`, at least 64.
     pub user_messages_budget_tokens: Option<usize>,
-    /// The ledger's details and trail; `None`: `min(1500, budget / 8)`, at least 64.
+    /// The ledger's details and trail; `None`: `min(1500, budget / 2)`, at least 64.
     pub details_budget_tokens: Option<usize>,
     /// Longer spans are summarised in chunks; `None`: the hard threshold.
     pub summarizer_max_input_tokens: Option<usize>,
@@ -404,13 +404,13 @@ impl Config {
     /// The ledger's user words budget.
     pub fn user_words_token_limit(&self) -> usize {
         self.user_messages_budget_tokens
-            .unwrap_or_else(|| 64usize.max(2_000usize.min(self.budget() / 8)))
+            .unwrap_or_else(|| 64usize.max(2_000usize.min(self.budget() / 2)))
     }
 
     /// The ledger's details and trail budget.
     pub fn details_token_limit(&self) -> usize {
         self.details_budget_tokens
-            .unwrap_or_else(|| 64usize.max(1_500usize.min(self.budget() / 8)))
+            .unwrap_or_else(|| 64usize.max(1_500usize.min(self.budget() / 2)))
     }
 
     /// The summary's cap: `summary_max_tokens`, at most `summary_target_share` of the target
