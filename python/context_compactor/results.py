@@ -169,6 +169,9 @@ class CompactResult:
         reason: Why nothing (more) was done, when so.
         language: The conversation's language (``"en"`` / ``"zh"``).
         summary_usage: The usage each summarizer call reported (``SummaryResponse.usage``), in order.
+        target_ratio: The target the compaction aimed at, as a share of the budget (with
+            ``target_ratio="auto"``, the one chosen for this conversation); ``None`` when no
+            plan was made.
     """
 
     messages: list[Any]
@@ -195,6 +198,7 @@ class CompactResult:
     language: str = "en"
     summary_usage: tuple[Any, ...] = ()
     origins: tuple[tuple[str, int | None], ...] = ()
+    target_ratio: float | None = None
 
     def __repr__(self) -> str:
         # Short on purpose: the messages (thousands, in a long run) are in ``.messages``.

@@ -200,7 +200,7 @@ impl<'a> Planned<'a> {
                 cfg.summary_max_tokens,
             ));
         }
-        let body = strip_fakes(&body);
+        let mut body = strip_fakes(&body);
         // The ledger: what the earlier summaries carried and the span's entries, then those of
         // what the ladder removed besides the span (DESIGN: facts of everything a compaction
         // removes or cuts; the user's words of every replaced part, in order).
@@ -268,6 +268,21 @@ impl<'a> Planned<'a> {
         }
         let ledger_costs = ledger.costs(&count);
         let missing = evicted.all();
+        // Continuation: the open to-do items and the last unresolved error stay, in the kept
+        // tail or after the narrative, whatever the narrative's cap left out. Added after the
+        // facts were checked against the narrative: a fact these lines show is carried by the
+        // ledger still (the lines go when the list or the error changes).
+        let mut cont = self.continuation.clone();
+        cont.visit(&late);
+        let after = self.slots[shape.tail_start.min(self.slots.len())..]
+            .iter()
+            .map(|s| &s.view);
+        // A twentieth of the budget (in chars, about 4 a token), at most summary_max_tokens.
+        let room = (cfg.hard / 20).clamp(64, cfg.summary_max_tokens.max(64)) * 4;
+        let carried = cont.missing(&body, after, self.language, room);
+        if !carried.is_empty() {
+            body = format!("{}\n\n{carried}", body.trim_end());
+        }
         let text = self.summary_message(&body, &ledger);
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
