@@ -478,7 +478,7 @@ def test_migration_from_version_1(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     s = Session("old", compactor=ContextCompactor(), store=path)
-    assert s.store.schema_version == SCHEMA_VERSION == 2
+    assert s.store.schema_version == SCHEMA_VERSION == 3
     assert s.context() == [{"role": "user", "content": "kept"}]
     s.append({"role": "assistant", "content": "ok"})
     assert s.record_usage(100) is False  # the usage table exists now (too small to learn from)

@@ -372,6 +372,17 @@ class SessionStore(abc.ABC):
         given to the next append. ``None`` when the session has no original. Raises
         :class:`StoreError` when the newest original was compacted (replaced or edited)."""
 
+    def session_meta(self, session_id: str) -> str | None:
+        """What the application keeps with the session (JSON text the store does not read; the
+        server keeps a session's format, config and summarizer name there), ``None`` when
+        nothing is kept. Deleted with the session. A store that keeps none raises
+        ``NotImplementedError`` (the two built-in stores keep it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
+    def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        """Replace what the application keeps with the session (see :meth:`session_meta`)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
     @abc.abstractmethod
     def _close(self) -> None:
         """Release the connection (called once, under the lock)."""
@@ -504,6 +515,12 @@ class AsyncSessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def pop_original(self, session_id: str) -> tuple[int, str] | None: ...
+
+    async def session_meta(self, session_id: str) -> str | None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
+    async def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
 
     @abc.abstractmethod
     async def aclose(self) -> None: ...

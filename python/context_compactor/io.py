@@ -63,16 +63,32 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from context_compactor import _codex, _core, _io_gemini, _io_responses
 from context_compactor._io_fields import FieldError
 from context_compactor.errors import CompactorError
 
+if TYPE_CHECKING:
+    # The formats' names are declared once, in the stub (`_core.FORMATS` at run time).
+    from context_compactor._core import _Format as Format
+
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
-Format = Literal["openai", "anthropic", "responses", "gemini"]
 _FORMATS: tuple[str, ...] = _core.FORMATS
+
+#: The formats whose request has a shape of its own (an object with ``input``, ``contents``, ...),
+#: each with its module: ``is_request``/``read``/``write`` and ``TITLE``. A new format with a
+#: request shape of its own is one entry here; OpenAI and Anthropic are this module's own shapes.
+_REQUEST_FORMATS: dict[str, ModuleType] = {"responses": _io_responses, "gemini": _io_gemini}
+
+
+def _names(names: Sequence[str]) -> str:
+    """``'a', 'b' or 'c'``."""
+    quoted = [repr(n) for n in names]
+    return f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
+
 
 #: Content of the synthetic result given to a call whose result the log never recorded.
 NO_RESULT_TEXT = "(no result was recorded)"
@@ -298,13 +314,11 @@ def save(
     msgs = [_jsonable(m) for m in messages]
     tool_list = None if tools is None else [_jsonable(t) for t in tools]
     if format is not None and format not in _FORMATS:
-        raise ValueError(f"format must be 'openai', 'anthropic', 'responses' or 'gemini', not {format!r}")
+        raise ValueError(f"format must be {_names(_FORMATS)}, not {format!r}")
     fmt: Format = format or _detect_request(msgs) or ("anthropic" if system is not None else _detect(msgs))
     data: Any
-    if fmt == "responses":
-        data = _io_responses.write(msgs, _jsonable(system), tool_list)
-    elif fmt == "gemini":
-        data = _io_gemini.write(msgs, _jsonable(system), tool_list)
+    if fmt in _REQUEST_FORMATS:
+        data = _REQUEST_FORMATS[fmt].write(msgs, _jsonable(system), tool_list)
     elif fmt == "anthropic":
         data = {"system": _jsonable(system), "messages": msgs}
         if tool_list is not None:
@@ -323,7 +337,7 @@ def save(
 
 def _parse(text: str, format: Format | None) -> Transcript:
     if format is not None and format not in _FORMATS:
-        raise ValueError(f"format must be 'openai', 'anthropic', 'responses', 'gemini' or None, not {format!r}")
+        raise ValueError(f"format must be {_names([*_FORMATS, 'None'])}, not {format!r}")
     if not text.strip():
         raise TranscriptError("the transcript is empty", line=1)
     try:
@@ -336,25 +350,25 @@ def _parse(text: str, format: Format | None) -> Transcript:
         return _from_jsonl([(_first_content_line(text), data)], format)
     if isinstance(data, dict) and _is_claude_code_record(data):
         return _from_jsonl([(_first_content_line(text), data)], format)
-    if _io_responses.is_request(data) or _io_gemini.is_request(data):
+    if any(m.is_request(data) for m in _REQUEST_FORMATS.values()):
         return _from_request(data, format)
     return _from_json(data, format)
 
 
 def _from_request(data: dict[str, Any], format: Format | None) -> Transcript:
-    """A Responses or Gemini request object (``_io_responses`` / ``_io_gemini``)."""
-    fmt: Format = "responses" if _io_responses.is_request(data) else "gemini"
+    """A request object of a format with a request shape of its own (``_REQUEST_FORMATS``)."""
+    fmt = cast("Format", next(f for f, m in _REQUEST_FORMATS.items() if m.is_request(data)))
+    module = _REQUEST_FORMATS[fmt]
     if format not in (None, fmt):
-        name = "Responses" if fmt == "responses" else "Gemini"
-        raise TranscriptError(f"a {name} request loads as format={fmt!r}; format={format!r} is not supported")
+        raise TranscriptError(f"a {module.TITLE} request loads as format={fmt!r}; format={format!r} is not supported")
     try:
-        messages, system, tools = (_io_responses if fmt == "responses" else _io_gemini).read(data)
+        messages, system, tools = module.read(data)
     except FieldError as e:
-        raise TranscriptError(f"{'Responses' if fmt == 'responses' else 'Gemini'} request: {e}", field=e.field) from e
+        raise TranscriptError(f"{module.TITLE} request: {e}", field=e.field) from e
     return Transcript(messages=messages, format=fmt, system=system, tools=tools, source=f"{fmt}_json")
 
 
-def _core_detect(messages: list[Any]) -> str | None:
+def _core_detect(messages: list[Any]) -> Format | None:
     """The core's detection (DESIGN, Formats: ``_core.detect_format``, the one implementation of
     it), ``None`` for a list the core cannot read (left to the OpenAI/Anthropic path and its checks)."""
     try:
@@ -364,13 +378,10 @@ def _core_detect(messages: list[Any]) -> str | None:
 
 
 def _detect_request(messages: list[Any]) -> Format | None:
-    """``"responses"`` or ``"gemini"`` when the core's detection says so, else ``None``."""
+    """A format with a request shape of its own (``"responses"``, ``"gemini"``) when the core's
+    detection says so, else ``None``."""
     fmt = _core_detect(messages)
-    if fmt == "responses":
-        return "responses"
-    if fmt == "gemini":
-        return "gemini"
-    return None
+    return fmt if fmt in _REQUEST_FORMATS else None
 
 
 def _first_content_line(text: str) -> int:
@@ -437,10 +448,10 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
             "not a transcript: expected a list of messages, an object with 'messages', 'input' (a Responses "
             "request) or 'contents' (a Gemini request), or JSONL records"
         )
-    if isinstance(data, dict) and format in ("responses", "gemini"):
+    if isinstance(data, dict) and format in _REQUEST_FORMATS:
         raise TranscriptError(f"an object with 'messages' is OpenAI or Anthropic; format={format!r} is not supported")
 
-    if isinstance(data, list) and format in (None, "responses", "gemini"):
+    if isinstance(data, list) and (format is None or format in _REQUEST_FORMATS):
         kind = format or _detect_request(messages)
         if kind is not None:
             return Transcript(messages=messages, format=kind, tools=tools, source=f"{kind}_json")

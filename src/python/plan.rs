@@ -67,6 +67,7 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         micro_min_gain_ratio: attr(cfg, "micro_min_gain_ratio")?,
         cache_aware_cuts: attr(cfg, "cache_aware_cuts")?,
         offload_dir: attr(cfg, "offload_dir")?,
+        recall: attr(cfg, "recall")?,
         selective_rules: rules,
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,
         summary_cap: attr(cfg, "summary_token_limit")?,
@@ -329,6 +330,11 @@ pub(super) fn outcome_dict<'py>(
         d.set_item("compacted_count", outcome.compacted_count)?;
         d.set_item("repairs", outcome.repairs.clone())?;
         d.set_item("must_keep_missing", outcome.must_keep_missing.clone())?;
+        let recalls = PyDict::new(py);
+        for r in &outcome.recalls {
+            recalls.set_item(&r.id, &r.text)?;
+        }
+        d.set_item("recalls", recalls)?;
         let record = PyList::empty(py);
         for r in &outcome.record {
             let e = PyDict::new(py);
