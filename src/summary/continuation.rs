@@ -128,9 +128,9 @@ impl Continuation {
                         let out = text_of(b);
                         let failing = out
                             .lines()
-                            .filter(|l| failing_line(l).is_some())
+                            .rev()
+                            .find(|l| failing_line(l).is_some())
                             .map(str::trim)
-                            .last()
                             .or_else(|| {
                                 b.is_error
                                     .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
