@@ -1,5 +1,6 @@
 """Session and its stores: resume, expand, row-id records, usage, concurrency (SIGKILL durability on every
-store: tests/test_store_durability.py)."""
+store: tests/test_store_durability.py). Over 600 lines: the Session's behaviour over its whole API,
+one short test each (the store operations are tests/test_store_ops.py)."""
 
 from __future__ import annotations
 

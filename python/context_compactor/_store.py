@@ -1,5 +1,9 @@
 """The store behind :class:`~context_compactor.session.Session`: one interface of named operations.
 
+Over 600 lines on purpose: this is the page a store author reads (the design note, the data types a
+store returns, the sync and async interfaces with their contracts, the walks every store shares);
+the operations themselves are written once, in :mod:`context_compactor._ops`.
+
 Design note — what a store holds, and the operations it offers.
 
 A session is an append-only log of the messages the agent produced (the *originals*), plus a
@@ -234,7 +238,7 @@ class SessionStore(abc.ABC):
     Example:
         >>> store = SessionStore(":memory:")
         >>> store.schema_version
-        2
+        3
         >>> store.session_ids()
         []
     """

@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError
@@ -66,7 +66,9 @@ _REF = re.compile(r'recall\(\\?"([0-9a-f]{12})\\?"\)')
 #: Pages are at most this many tokens, and at most a tenth of the budget.
 MAX_PAGE_TOKENS = 2_000
 
-Format = Literal["openai", "anthropic", "responses", "gemini"]
+if TYPE_CHECKING:
+    # The formats' names are declared once, in the stub (`_core.FORMATS` at run time).
+    from context_compactor._core import _Format as Format
 
 
 def is_recall_tool(name: str) -> bool:
@@ -93,17 +95,18 @@ class Recall:
         page_tokens: Override the page size (never above ``min(2000, budget // 10)``).
 
     Example:
-        >>> recall = Recall(session)
-        >>> recall("3f9a0c1d2e4b")            # the first page of that original
+        recall = Recall(session)
+        recall("3f9a0c1d2e4b")            # the first page of that original
     """
 
     def __init__(self, source: Any, *, config: CompactionConfig | None = None, page_tokens: int | None = None) -> None:
         self._dir: str | None = None
-        self._session: Any = None
+        self._store: Any = None
+        self._session_id = ""
         if isinstance(source, (str, os.PathLike)):
             self._dir = os.fspath(source)
         elif hasattr(source, "store") and hasattr(source, "compactor") and hasattr(source, "id"):
-            self._session = source
+            self._store, self._session_id = source.store, source.id
             config = config or source.compactor.config
         else:
             raise ConfigError(
@@ -113,6 +116,15 @@ class Recall:
         limit = max(64, min(MAX_PAGE_TOKENS, cfg.budget // 10))
         self.page_tokens = limit if page_tokens is None else max(1, min(page_tokens, limit))
         self._counter = TokenCounter(cfg.tokenizer)
+
+    @classmethod
+    def from_store(cls, store: Any, session_id: str, *, config: CompactionConfig | None = None) -> Recall:
+        """The handler over one session of a :class:`~context_compactor.SessionStore` (opened
+        read-only in effect: nothing is written), e.g. for the MCP server."""
+        self = cls.__new__(cls)
+        cls.__init__(self, "", config=config)
+        self._dir, self._store, self._session_id = None, store, session_id
+        return self
 
     # -- where the originals are ----------------------------------------------------------------------
 
@@ -128,7 +140,7 @@ class Recall:
                     return f.read()
             except FileNotFoundError:
                 return None
-        for c in reversed(self._session.store.compactions(self._session.id)):
+        for c in reversed(self._store.compactions(self._session_id)):
             found = (c.details.get("recall") or {}).get(id)
             if found is not None:
                 return str(found)
@@ -150,7 +162,7 @@ class Recall:
                         seen.add(m.group(1))
                         yield m.group(1), text
             return
-        for c in self._session.store.compactions(self._session.id):
+        for c in self._store.compactions(self._session_id):
             for id, text in (c.details.get("recall") or {}).items():
                 if id not in seen:
                     seen.add(id)
@@ -202,6 +214,39 @@ class Recall:
             count=args.get("count"),
             pattern=args.get("pattern"),
         )
+
+    def search(self, query: str, *, regex: bool = False, max_hits: int = 20) -> str:
+        """The lines of this session's originals that contain ``query`` (a regular expression with
+        ``regex=True``), as ``<id>:<line>: <text>``: at most ``max_hits`` (50 at most) lines of at
+        most 300 characters, within one page. Only this handler's session (or directory) is read."""
+        if not query:
+            return "search: pass a non-empty query."
+        if regex:
+            try:
+                rx = re.compile(query)
+            except re.error as e:
+                return f"search: {query!r} is not a valid regular expression ({e}); pass regex=false for plain text."
+        max_hits = max(1, min(int(max_hits), 50))
+        hits: list[str] = []
+        used = 0
+        total = 0
+        for id, text in self.originals():
+            for i, line in enumerate(text.splitlines()):
+                if not (rx.search(line) if regex else query in line):
+                    continue
+                total += 1
+                if len(hits) >= max_hits:
+                    continue
+                entry = f"{id}:{i}: {line[:300]}"
+                cost = self._counter.count(entry) + 1
+                if used + cost > self.page_tokens:
+                    max_hits = len(hits)
+                    continue
+                hits.append(entry)
+                used += cost
+        head = f"[search {json.dumps(query)}: {total} matching lines, {len(hits)} shown"
+        head += '; read one with recall("<id>", pattern=...)]' if hits else "]"
+        return "\n".join([head, *hits])
 
     def page_text(self, page: str) -> str:
         """The original's part of a page this handler returned (without its header line)."""

@@ -3,6 +3,10 @@
 //! The caller's summarizer never enters Rust: `plan()` returns a `Plan` whose `request()` is
 //! what to summarise; `apply(text)` finishes. A Python counter (a callable tokenizer) is passed
 //! to each call that counts, never stored.
+//!
+//! Over 600 lines (about 640): the one boundary of the planner, `plan()`'s arguments read and
+//! checked into a `PlanConfig` and the `Plan` object's methods; the readers and writers it calls
+//! are `extract/` and `render/`.
 
 use super::counter::Counter;
 use super::errors::{config_error, plan_error};
