@@ -15,7 +15,7 @@ from context_compactor import CompactionConfig, ConfigError, ContextCompactor, C
 
 # A policy document as long as most of the window: the context can never get under the soft
 # threshold (invariant 5: over_budget, naming the system prompt).
-SYSTEM = "Airline policy. " + " ".join(f"Rule {i}: refunds of fare class {i % 7} need a reason." for i in range(290))
+SYSTEM = "Airline policy. " + " ".join(f"Rule {i}: refunds of fare class {i % 7} need a reason." for i in range(300))
 CFG = CompactionConfig(
     max_context_tokens=7_000, reserve_tokens=1_000, soft_threshold_tokens=4_000, retry_growth_tokens=1_000
 )

@@ -301,7 +301,8 @@ impl<'a> Planned<'a> {
         // A twentieth of the budget (in chars, about 4 a token), at most summary_max_tokens.
         let room = (cfg.hard / 20).clamp(64, cfg.summary_max_tokens.max(64)) * 4;
         let carried = cont.missing(&body, after, self.language, room);
-        if !carried.is_empty() {
+        // Part of the narrative: gone when the ladder emptied the narrative to fit.
+        if !carried.is_empty() && !body.trim().is_empty() {
             body = format!("{}\n\n{carried}", body.trim_end());
         }
         // With `recall` the summary names the id of what it replaced (as it was before this
