@@ -111,8 +111,31 @@ pub fn head_tail_text(text: Text<'_>, max_chars: usize) -> Option<String> {
     cut_parts(text, len, max_chars)
 }
 
+/// [`head_tail_text`] that keeps the text's opening first: the head gets the first
+/// `opening` characters of what fits (all of it when less fits), and the rest is shared
+/// between head and tail as usual. The task is cut this way (DESIGN, "The task"): its
+/// opening states what to do.
+pub fn head_tail_opening(text: Text<'_>, max_chars: usize, opening: usize) -> Option<String> {
+    let len = text.char_len();
+    if len <= max_chars {
+        return None;
+    }
+    let (h, t) = split_budget(len, max_chars);
+    let keep = h + t;
+    let first = opening.min(keep);
+    let rest = keep - first;
+    let head = first + (rest - rest / 2);
+    cut_parts_at(text, len, head, keep - head, head <= opening)
+}
+
 fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
     let (h, t) = split_budget(len, max_chars);
+    cut_parts_at(text, len, h, t, false)
+}
+
+/// `text` as its first `h` and last `t` characters around a cut marker. `keep_head`: the head
+/// is not snapped to a line end (it is the opening the caller asked for, whole).
+fn cut_parts_at(text: Text<'_>, len: usize, h: usize, t: usize, keep_head: bool) -> Option<String> {
     if h + t >= len {
         return None;
     }
@@ -139,7 +162,12 @@ fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
             Text::Ucs4(&w[len - t..]).chars().collect(),
         ),
     };
-    let omitted = len - h - t + snap_lines(&mut head, &mut tail);
+    let omitted = if keep_head {
+        let mut no_head = String::new();
+        len - h - t + snap_lines(&mut no_head, &mut tail)
+    } else {
+        len - h - t + snap_lines(&mut head, &mut tail)
+    };
     let marker = cut_marker(omitted);
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
     out.push_str(&head);
