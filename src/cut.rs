@@ -63,12 +63,12 @@ fn split_budget(len: usize, max_chars: usize) -> (usize, usize) {
 
 /// Snaps a head to end after a newline, and a tail to start after one, when one is near the
 /// cut (within a fifth of the side), so cut output keeps whole lines.
-fn snap_lines(head: &mut String, tail: &mut String) -> usize {
+fn snap_lines(head: &mut String, tail: &mut String, min_head: usize) -> usize {
     let mut dropped = 0;
     let h = head.chars().count();
     if let Some(i) = head.rfind('\n') {
         let after = head[i + 1..].chars().count();
-        if after > 0 && after * 5 <= h {
+        if after > 0 && after * 5 <= h && h - after >= min_head {
             dropped += after;
             head.truncate(i + 1);
         }
@@ -125,17 +125,18 @@ pub fn head_tail_opening(text: Text<'_>, max_chars: usize, opening: usize) -> Op
     let first = opening.min(keep);
     let rest = keep - first;
     let head = first + (rest - rest / 2);
-    cut_parts_at(text, len, head, keep - head, head <= opening)
+    cut_parts_at(text, len, head, keep - head, first)
 }
 
 fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
     let (h, t) = split_budget(len, max_chars);
-    cut_parts_at(text, len, h, t, false)
+    cut_parts_at(text, len, h, t, 0)
 }
 
-/// `text` as its first `h` and last `t` characters around a cut marker. `keep_head`: the head
-/// is not snapped to a line end (it is the opening the caller asked for, whole).
-fn cut_parts_at(text: Text<'_>, len: usize, h: usize, t: usize, keep_head: bool) -> Option<String> {
+/// `text` as its first `h` and last `t` characters around a cut marker. `opening`: the head is
+/// snapped to a line end only where that keeps at least this many characters (the opening the
+/// caller asked for stays whole).
+fn cut_parts_at(text: Text<'_>, len: usize, h: usize, t: usize, opening: usize) -> Option<String> {
     if h + t >= len {
         return None;
     }
@@ -162,12 +163,7 @@ fn cut_parts_at(text: Text<'_>, len: usize, h: usize, t: usize, keep_head: bool)
             Text::Ucs4(&w[len - t..]).chars().collect(),
         ),
     };
-    let omitted = if keep_head {
-        let mut no_head = String::new();
-        len - h - t + snap_lines(&mut no_head, &mut tail)
-    } else {
-        len - h - t + snap_lines(&mut head, &mut tail)
-    };
+    let omitted = len - h - t + snap_lines(&mut head, &mut tail, opening);
     let marker = cut_marker(omitted);
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
     out.push_str(&head);

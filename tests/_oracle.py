@@ -369,7 +369,10 @@ def task_problem(
     if not original.startswith(head):
         return f"shortened task does not start with its opening: {head[:60]!r}", first
     tail = original.rstrip()[-20:]
-    short_opening = len(head) < 0.9 * TASK_OPENING_CHARS and len(original) > 2 * TASK_OPENING_CHARS
+    # Along a chain the task may be one an earlier compaction cut: its opening is what comes
+    # before its own marker (a cut again keeps that, and cannot keep more).
+    opening = min(TASK_OPENING_CHARS, len(CUT_MARKER.split(original, maxsplit=1)[0]))
+    short_opening = len(head) < 0.9 * opening and len(original) > 2 * TASK_OPENING_CHARS
     if short_opening and prose.rstrip().endswith(tail):
         return f"shortened task kept its tail but only {len(head)} characters of its opening", first
     return None, first

@@ -85,3 +85,62 @@ def test_the_floor_is_task_max_tokens() -> None:
     r = c.compact([{"role": "user", "content": task}], force=True)
     kept = first_user(r.messages)
     assert count_tokens(kept) >= 0.9 * 300 or estimate_tokens(kept) >= 0.9 * 300
+
+
+ASTROID = "mini-swe-agent__pylint-dev__astroid-1333.json"
+
+
+@pytest.mark.parametrize("window", [1500, 2048, 3000, "10%"])
+def test_the_5938_char_swe_task_keeps_its_problem_statement(corpus_dir: Path, window: int | str) -> None:
+    # Its opening is "<pr_description>\nConsider the following PR description:\n" and then the
+    # problem; a cut snapped to a line end kept only the wrapper and lost the problem statement.
+    msgs = json.loads((corpus_dir / "openai" / ASTROID).read_text())
+    task = msgs[1]["content"]
+    assert msgs[1]["role"] == "user" and len(task) == 5938
+    problem = "astroid 2.9.1 breaks pylint with missing __init__.py: F0010: error while code parsing"
+    total = ContextCompactor(max_context_tokens=10**7).check(msgs).current_tokens
+    size = int(total * 0.1) if window == "10%" else int(window)
+    shortened = 0
+    for n in (len(msgs), 12, 6):
+        c = ContextCompactor(max_context_tokens=size)
+        r = c.compact(msgs[:n], force=True)
+        assert validate_messages(r.messages) == []
+        if r.messages[1] is msgs[1]:
+            continue
+        shortened += 1
+        kept = first_user(r.messages)
+        assert kept.startswith(task[:300]) and problem in kept, kept[:400]
+        assert CUT.search(kept)
+        # Only because the result with it verbatim would be over the soft threshold.
+        with_task = r.tokens_after - estimate_tokens(kept) + estimate_tokens(task)
+        assert with_task > c.check(msgs[:n]).threshold
+    assert shortened or window in (3000, "10%")
+
+
+def test_the_cut_parts_instructions_go_into_the_ledger() -> None:
+    # A task whose middle holds instructions without a marker word, more than the cut task has
+    # room to list: the task is cut to fit, and each of them is still in the context verbatim
+    # (listed after the cut marker, or in the ledger's user words), or listed missing.
+    rules = [f"When you finish step {i}, write a short note about module {i} in the changelog." for i in range(12)]
+    filler = " ".join(f"Background note {i} about the billing module and its history." for i in range(60))
+    task = (
+        "Fix the rounding of invoice totals in the billing service; the totals are off by a cent. "
+        + filler
+        + " "
+        + " ".join(rules)
+        + " "
+        + filler
+        + " Thanks, run the tests when done."
+    )
+    msgs = conversation(30)
+    msgs[1] = {"role": "user", "content": task}
+    c = ContextCompactor(max_context_tokens=1_000, reserve_tokens=200)
+    r = c.compact(msgs, force=True)
+    assert validate_messages(r.messages) == []
+    kept = first_user(r.messages)
+    assert kept is not task and CUT.search(kept) and kept.startswith(task[:300])
+    assert [e.action for e in r.record if e.index == 1] == ["shortened"]
+    seen = "\n".join(m["content"] for m in r.messages if isinstance(m.get("content"), str))
+    for rule in rules:
+        assert rule in seen or rule in r.must_keep_missing, rule
+    assert any(rule in seen and rule not in kept for rule in rules), "the ledger carries the cut part's instructions"

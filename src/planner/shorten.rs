@@ -25,6 +25,9 @@ use crate::text::Text;
 const MIN_CHARS: usize = 160;
 /// Characters of the task's opening a cut keeps verbatim first (DESIGN, "The task").
 pub const TASK_OPENING_CHARS: usize = 300;
+/// Characters a cut task keeps at least when its allowance holds them: its opening, the cut
+/// marker and a little of its tail.
+const TASK_MIN_CHARS: usize = TASK_OPENING_CHARS + 40;
 /// Characters a cut tool result or assistant text of the last block keeps at least: the last
 /// resort before `over_budget`, where the marker (how much was cut) and a few characters each
 /// side are all that fits (a CJK character is about a token: 160 would keep 160 tokens).
@@ -77,9 +80,15 @@ fn cut_with_facts(
     let mut lost = vec![false; facts.len()];
     loop {
         let list = mentions(facts.iter().zip(&lost).filter(|(_, &l)| l).map(|(f, _)| f));
+        // The opening comes before the list (DESIGN, "The task"): all of it the allowance holds.
         let room = max_chars
             .saturating_sub(list.chars().count())
-            .max(min_chars);
+            .max(min_chars)
+            .max(if opening > 0 {
+                TASK_MIN_CHARS.min(max_chars)
+            } else {
+                0
+            });
         let cut = if opening > 0 {
             head_tail_opening(Text::Utf8(text), room, opening)?
         } else {
@@ -144,7 +153,7 @@ impl<'t> TaskText<'t> {
             (InstructionKind::Requirement, false) => 3,
             _ => 2,
         };
-        let room = max_chars.saturating_sub(MIN_CHARS + 40);
+        let room = max_chars.saturating_sub(TASK_OPENING_CHARS.max(MIN_CHARS) + 40);
         let mut order: Vec<usize> = (0..all.len()).collect();
         order.sort_by_key(|&i| (rank(all[i].0, &all[i].1), all[i].1.chars().count(), i));
         let mut taken = vec![false; all.len()];
@@ -182,7 +191,8 @@ impl<'t> TaskText<'t> {
             }
             let room = max_chars
                 .saturating_sub(list.chars().count())
-                .max(MIN_CHARS);
+                .max(MIN_CHARS)
+                .max(TASK_MIN_CHARS.min(max_chars));
             let cut = cut_with_facts(text, facts, room, MIN_CHARS, TASK_OPENING_CHARS)?;
             let flat = collapse(&cut);
             let more: Vec<&String> = constraints
@@ -294,7 +304,8 @@ pub(super) fn cut_block(
     }
     let chars = text.chars().count();
     let min_chars = if keep == Keep::Task {
-        MIN_CHARS
+        // Its opening, whole (DESIGN, "The task").
+        TASK_MIN_CHARS
     } else {
         MIN_RESULT_CHARS
     };
@@ -336,12 +347,13 @@ pub(super) fn cut_block(
         max_chars = aim.clamp(min_chars, max_chars.saturating_sub(1).max(min_chars));
     }
     // The task is cut by the least amount: between the last cut under the goal and the one
-    // before it over the goal, the longest cut still within the goal (a few halvings).
+    // before it over the goal (or the whole text, when the first cut was already under), the
+    // longest cut still within the goal (a few halvings).
     if keep == Keep::Task {
-        if let (Some(mut hi), Some((_, new))) = (over, best.as_ref()) {
+        if let (Some(mut hi), Some((_, new))) = (over.or(Some(chars)), best.as_ref()) {
             let mut lo = max_chars;
             if *new <= goal {
-                for _ in 0..5 {
+                for _ in 0..7 {
                     if hi <= lo + 8 {
                         break;
                     }
