@@ -46,11 +46,15 @@ install: $(BIN)/python ## create .venv with maturin, the pinned test and lint to
 	$(MAKE) build
 
 .PHONY: browser
-browser: ## Debian's chromium + chromium-driver for the HTML report's browser test (installed when absent and root)
+browser: ## Debian's chromium + chromium-driver (and a CJK font) for the browser tests and screenshots (installed when absent and root)
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "chromium/chromedriver missing and not root: the browser test will skip (fail under CI=true)"; fi
+	@if ! command -v fc-list >/dev/null || fc-list :lang=zh | grep -q .; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-zenhei >/dev/null; \
+	else echo "no CJK font: Chinese text shows as boxes in the screenshots (apt-get install fonts-wqy-zenhei)"; fi
 
 .PHONY: postgres
 postgres: ## PostgreSQL server binaries for the store tests: Debian's package when absent (as root; CI=true fails without)
@@ -89,6 +93,10 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 .PHONY: bench-background
 bench-background: ## background vs synchronous compaction on the corpus (2 s summaries, 1 s model calls; ~4 min; SCALE=0.1 for a quick run)
 	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),1)
+
+.PHONY: bench-otel
+bench-otel: ## telemetry's cost: check()/compact() µs per call, OpenTelemetry absent (own venv) / API without SDK / SDK in memory
+	$(BIN)/python benches/bench_otel.py --rounds $(or $(ROUNDS),5)
 
 .PHONY: bench-runs
 bench-runs: ## exact counts of 50 MB one-character runs vs 50 MB of corpus text (fails over 3x; ~2 min with the 1 MB tiktoken checks)

@@ -180,6 +180,7 @@ def measure_check(
 
     comp = ContextCompactor()
     soft, hard = comp.config.soft_threshold, comp.config.hard_threshold
+    base.learn_images(convs)  # untimed: the baseline counts images as the core does
     tokens = 0
     for conv in convs:
         ours = comp.check(conv)

@@ -1,6 +1,8 @@
 """`make page-screenshot`: the server's summary cards page in headless Chromium, saved as
-target/server-page.png: a session over 90% of its budget, compacted with the Compact button,
-its card expanded to the original messages. Fails if the page logs a console error."""
+target/server-page.png: three sessions in the list, at each level of the context indicator (one
+compacted back under 70%, one orange from 70%, one red from 90%, its name and task in Chinese);
+the first, compacted with the Compact button from over 90%, shown with its card expanded to the
+original messages. Fails if the page logs a console error."""
 
 from __future__ import annotations
 
@@ -33,10 +35,16 @@ def main() -> int:
             BackgroundServer(settings) as server,
             httpx2.Client(base_url=server.url, headers={"X-Compactor-Token": "screenshot"}, trust_env=False) as http,
         ):
-            http.post("/v1/sessions", json={"session_id": SESSION, "config": {"max_context_tokens": 10_000}})
-            http.post("/v1/sessions", json={"session_id": "agent-run-2", "config": {"max_context_tokens": 10_000}})
-            grow_to(http, 0.92)
-            d = chrome()
+            config = {"max_context_tokens": 10_000}
+            for sid in (SESSION, "agent-run-2", "研究助手"):
+                http.post("/v1/sessions", json={"session_id": sid, "config": config}).raise_for_status()
+            task = (
+                "Build the billing report for /srv/app（导出账单报告，不要删除客户数据）; never delete customer data."
+            )
+            grow_to(http, 0.92, task=task)
+            grow_to(http, 0.75, session="agent-run-2")
+            grow_to(http, 0.93, session="研究助手", task="整理 2024 年的客户反馈，按产品线分类，不要遗漏退款请求。")
+            d = chrome(size=(1200, 1000))
             try:
                 d.set_window_size(1200, 900)
                 login(d, server.url, "screenshot")

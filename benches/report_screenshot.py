@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from context_compactor._html_report import render_html
@@ -20,21 +19,19 @@ from context_compactor.cli.common import read_toml
 from context_compactor.eval import evaluate
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from _chromium import headless  # noqa: E402
+
 CORPUS = Path(os.environ.get("CORPUS_DIR", REPO.parent / "shared" / "corpus"))
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus")
 
 
-def chrome() -> webdriver.Chrome:
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,900"):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+def chrome(size: tuple[int, int] = (1100, 900)) -> Any:
+    """Headless Chromium (``tests/_chromium.py``): Debian's binary and driver when present."""
     binary = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    if Path(binary).exists():
-        opts.binary_location = binary
     driver = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-    return webdriver.Chrome(options=opts, service=Service(driver) if Path(driver).exists() else None)
+    return headless(binary if Path(binary).exists() else None, driver if Path(driver).exists() else None, size)
 
 
 def main() -> int:

@@ -1,5 +1,7 @@
 //! Images counted as the provider bills them: the pixel size read from the header of a base64
 //! image (PNG, JPEG, GIF, WebP), and each provider's documented formula with its resizing rules.
+//! Over 600 lines (about 660, its tests in `image/tests.rs`): the header reader and the formulas
+//! meet in one `image_tokens`, and the design note below documents both.
 //!
 //! Design note.
 //!

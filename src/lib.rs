@@ -10,6 +10,7 @@ pub mod json;
 pub mod message;
 pub mod parallel;
 pub mod planner;
+pub mod recall;
 pub mod state;
 pub mod structure;
 pub mod summary;

@@ -20,14 +20,12 @@ use std::fmt;
 /// `_io_<name>.py`), a variant here, and then every place the compiler lists: no `match` on a
 /// `Format` has a catch-all arm (`_`, `Some(_)`, a binding), and the places that dispatch on the
 /// format do it with a `match`, so the new variant is a compile error wherever a decision is
-/// needed. As of this writing they are: this file (`name`, `parse`, `results_in_user_messages`,
-/// `has_role`, `FormatHints` and its `detect`), `validate/problem.rs` (`Profile`),
-/// `validate/mod.rs` (`validate`'s dispatch), `planner/{repair, shape, assemble,
-/// malformed}.rs`, `python/extract/{mod, gemini}.rs` and `python/render/mod.rs` (the
-/// dispatch to the readers and writers). The Python shell names the formats in
-/// `_core.pyi` (`_Format`), `config.py` (the `profile` literal) and `io.py` (its `Format`
-/// literal and the dispatch to `_io_<name>.py`); `cli/common.py` and `io.py`'s checks read
-/// the list from `_core.FORMATS`. `tests/test_import_graph.py` checks the catch-all rule.
+/// needed. They are this file (`name`, `parse`, `ALL`, the facts, `FormatHints` and its
+/// `detect`), `formats/mod.rs` (`rules`: which rules and repair the format follows),
+/// `python/extract/mod.rs` and `python/render/mod.rs` (the dispatch to the readers and
+/// writers). The Python shell spells the names once, in `_core.pyi` (`_Format`), and reads
+/// them at run time from `_core.FORMATS` (`ALL`); `io.py` lists the formats with a request
+/// shape of their own. `tests/test_format_route.py` counts these places.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// OpenAI Chat Completions.

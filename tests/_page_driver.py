@@ -13,11 +13,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 SESSION = "electron-chat"
 
 
-def grow_to(http: Any, ratio: float, start: int = 0) -> int:
-    """Append user/assistant pairs to the session until its usage ratio reaches ``ratio``."""
+def grow_to(http: Any, ratio: float, start: int = 0, session: str = SESSION, task: str | None = None) -> int:
+    """Append user/assistant pairs to ``session`` until its usage ratio reaches ``ratio`` (the
+    first user message opens with ``task``, the billing report's by default)."""
     i = start
     while True:
-        check = http.get(f"/v1/sessions/{SESSION}").json()["check"]
+        check = http.get(f"/v1/sessions/{session}").json()["check"]
         if check["usage_ratio"] >= ratio:
             return i
         pair = [
@@ -25,10 +26,9 @@ def grow_to(http: Any, ratio: float, start: int = 0) -> int:
             {"role": "assistant", "content": f"Answer {i}: it computes the totals. " + "details " * 40},
         ]
         if i == 0:
-            pair[0]["content"] = (
-                "Build the billing report for /srv/app; never delete customer data. " + pair[0]["content"]
-            )
-        http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": pair}).raise_for_status()
+            opening = task or "Build the billing report for /srv/app; never delete customer data."
+            pair[0]["content"] = opening + " " + pair[0]["content"]
+        http.post(f"/v1/sessions/{session}/messages", json={"messages": pair}).raise_for_status()
         i += 1
 
 

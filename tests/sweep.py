@@ -17,7 +17,8 @@ English paraphrase with no path, URL or error name), in three modes:
   when the transcript would end first — up to ``chain_length`` compactions, each one checked.
 
 ``python tests/sweep.py [--full] [--json out.json] [--jobs N]`` prints the counts; without
-``--full`` it runs the CI subset that ``tests/test_sweep.py`` asserts on.
+``--full`` it runs the CI subset that ``tests/test_sweep.py`` asserts on. Over 600 lines: a
+script (the grid, the runner, the report), not a test module.
 """
 
 from __future__ import annotations

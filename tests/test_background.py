@@ -1,6 +1,7 @@
 """Background compaction (``background=True``): prepare() never waits for the summarizer; the summary
 made on a snapshot is applied later with the delta verbatim; failures, cancellation, close, SIGKILL,
-asyncio, and the on_before_compact preview (candidates, force)."""
+asyncio, and the on_before_compact preview (candidates, force). Over 600 lines: one short test each;
+the properties are tests/test_background_properties.py."""
 
 from __future__ import annotations
 

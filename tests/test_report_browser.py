@@ -5,8 +5,6 @@ the test skips, except under CI=true where it fails."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,35 +12,18 @@ import pytest
 from conftest import REPO
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [test] extra)")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
+from _chromium import browser, headless  # noqa: E402
 from context_compactor.cli import main  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "agent_session.json"
 BASELINE = REPO / "benches" / "baseline-0.1.toml"
 
 
-def _browser() -> tuple[str, str]:
-    binary = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
-    if not binary or not driver:
-        msg = "chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return binary, driver
-
-
 @pytest.fixture(scope="module")
 def chrome():  # type: ignore[no-untyped-def]
-    binary, driver = _browser()
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,900"):
-        opts.add_argument(a)
-    opts.binary_location = binary
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=opts, service=Service(driver))
+    d = headless(*browser(), size=(1100, 900))
     yield d
     d.quit()
 

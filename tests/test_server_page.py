@@ -11,25 +11,18 @@ from typing import Any
 import pytest
 
 from _server import TOKEN, client, running
-from test_report_browser import _browser
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [test] extra)")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from _chromium import browser, headless  # noqa: E402
 from _page_driver import SESSION, compact, grow_to, login, open_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def chrome():  # type: ignore[no-untyped-def]
-    binary, driver = _browser()
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
-        opts.add_argument(a)
-    opts.binary_location = binary
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=opts, service=Service(driver))
+    d = headless(*browser(), size=(1200, 900))
     yield d
     d.quit()
 
@@ -41,6 +34,9 @@ def test_the_page_indicator_cards_and_compact(chrome: Any, tmp_path: Path) -> No
         login(chrome, server.url, TOKEN)
         assert chrome.title == "context-compactor"
         assert open_session(chrome) == "ok"
+        # Once the app shows, the token form does not (the CSS once kept it on screen over the app).
+        assert chrome.find_element(By.ID, "app").is_displayed()
+        assert not chrome.find_element(By.ID, "login").is_displayed()
         n = grow_to(http, 0.7, n)
         assert open_session(chrome) == "warning"
         n = grow_to(http, 0.9, n)

@@ -1,5 +1,6 @@
 """Session and its stores: resume, expand, row-id records, usage, concurrency (SIGKILL durability on every
-store: tests/test_store_durability.py)."""
+store: tests/test_store_durability.py). Over 600 lines: the Session's behaviour over its whole API,
+one short test each (the store operations are tests/test_store_ops.py)."""
 
 from __future__ import annotations
 
@@ -478,7 +479,7 @@ def test_migration_from_version_1(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     s = Session("old", compactor=ContextCompactor(), store=path)
-    assert s.store.schema_version == SCHEMA_VERSION == 2
+    assert s.store.schema_version == SCHEMA_VERSION == 3
     assert s.context() == [{"role": "user", "content": "kept"}]
     s.append({"role": "assistant", "content": "ok"})
     assert s.record_usage(100) is False  # the usage table exists now (too small to learn from)

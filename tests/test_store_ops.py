@@ -213,3 +213,26 @@ def _raised(fn: Any, *args: Any) -> list[BaseException]:
     except BaseException as e:
         return [e]
     return []
+
+
+def test_session_meta_is_kept_with_the_session_and_deleted_with_it(store_target: str) -> None:
+    store = SessionStore(store_target)
+    store.open_session("m", system=None, tools=None, format=None)
+    assert store.session_meta("m") is None
+    meta = '{"format": "responses", "config": {"max_context_tokens": 5000}, "summarizer": "摘要"}'
+    store.set_session_meta("m", meta)
+    store.close()
+    store = SessionStore(store_target)  # another connection: it was committed
+    assert store.session_meta("m") == meta
+    # Reopening the session leaves it; deleting the session deletes it.
+    store.open_session("m", system='"x"', tools=None, format="openai")
+    assert store.session_meta("m") == meta
+    assert store.delete_session("m")
+    store.open_session("m", system=None, tools=None, format=None)
+    assert store.session_meta("m") is None
+    with pytest.raises(StoreError, match="'gone'"):
+        store.set_session_meta("gone", "{}")
+    with pytest.raises(StoreError, match="'gone'"):
+        store.session_meta("gone")
+    store.delete_session("m")
+    store.close()

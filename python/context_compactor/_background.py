@@ -68,6 +68,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from context_compactor import telemetry as _otel
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import Cancelled, Deadline, call_async, call_sync, check_reply
 from context_compactor.plan import CompactionPlan
@@ -155,6 +156,8 @@ class Job:
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The span current where the job was scheduled: its telemetry span's parent.
+        self._otel = _otel.scheduled()
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -179,6 +182,12 @@ class Job:
 
     def run(self) -> None:
         """Run the job in this thread (``start_thread`` runs it in a new one)."""
+        if _otel.TRACER is None:
+            self._run()
+        else:
+            _otel.run_job(self._otel, self, self._run, self._thread is not None)
+
+    def _run(self) -> None:
         try:
             plan = self.plan if self.plan is not None else self._make_plan()
             self.plan = plan
@@ -213,6 +222,12 @@ class Job:
 
     async def arun(self) -> None:
         """Run the job in the event loop (the planning and applying in worker threads)."""
+        if _otel.TRACER is None:
+            await self._arun()
+        else:
+            await _otel.arun_job(self._otel, self, self._arun, self._task is not None)
+
+    async def _arun(self) -> None:
         try:
             plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
             self.plan = plan

@@ -12,7 +12,14 @@ SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
 
+PROFILES: Final[tuple[str, ...]]
+"""The validity profiles' names: the formats' (``FORMATS``), then ``"strict"`` and
+``"responses_stateless"``; ``CompactionConfig.profile`` is checked against it."""
+
 _Format: TypeAlias = Literal["openai", "anthropic", "responses", "gemini"]
+"""The formats' names for type checkers: the one place the shell spells them out (``FORMATS`` at
+run time); a new format adds its name here."""
+_Profile: TypeAlias = _Format | Literal["strict", "responses_stateless"]
 
 @final
 class Problem:

@@ -17,7 +17,10 @@ from typing import Any
 
 from context_compactor._io_fields import FieldError, check_list, check_object, check_optional_list, kind, request
 
-__all__ = ["is_request", "read", "write"]
+__all__ = ["TITLE", "is_request", "read", "write"]
+
+#: The format's name in messages (``"a Responses request ..."``).
+TITLE = "Responses"
 
 
 def is_request(data: Any) -> bool:

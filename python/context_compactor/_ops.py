@@ -488,6 +488,25 @@ def _pop_original(d: Dialect, session_id: str) -> Op[tuple[int, str] | None]:
     return int(rid), str(text)
 
 
+def session_meta(d: Dialect, session_id: str) -> Op[str | None]:
+    """What the application keeps with the session (JSON text), ``None`` when nothing is kept."""
+    row = yield ("one", "SELECT meta FROM sessions WHERE id = %s", (session_id,))
+    if row is None:
+        raise _deleted(session_id)
+    return None if row[0] is None else str(row[0])
+
+
+def set_session_meta(d: Dialect, session_id: str, meta: str | None) -> Op[None]:
+    """Replace what the application keeps with the session, in one write."""
+    return transaction(d, WRITE, _set_session_meta(d, session_id, meta))
+
+
+def _set_session_meta(d: Dialect, session_id: str, meta: str | None) -> Op[None]:
+    if (yield ("one", f"SELECT 1 FROM sessions WHERE id = %s{d.for_update}", (session_id,))) is None:
+        raise _deleted(session_id)
+    yield ("exec", "UPDATE sessions SET meta = %s, updated_at = %s WHERE id = %s", (meta, now(), session_id))
+
+
 def query(sql: str, params: Sequence[Any]) -> Op[list[Any]]:
     """A read query's rows (one statement)."""
     return list((yield ("all", sql, params)))
@@ -558,3 +577,9 @@ class SQLStore(SessionStore):
 
     def pop_original(self, session_id: str) -> tuple[int, str] | None:
         return self._do("pop an original", pop_original(self.dialect, session_id), write=True)
+
+    def session_meta(self, session_id: str) -> str | None:
+        return self._do("read", session_meta(self.dialect, session_id))
+
+    def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        self._do("write the session's meta", set_session_meta(self.dialect, session_id, meta), write=True)

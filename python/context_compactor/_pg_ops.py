@@ -93,9 +93,13 @@ CREATE TABLE usage (
 CREATE INDEX usage_session ON usage(session, id)
 """
 
+_V3 = """
+ALTER TABLE sessions ADD COLUMN meta TEXT
+"""
+
 #: ``(version, script)``: the script that brings a store from ``version - 1`` to ``version``
 #: (the same versions as the SQLite store's).
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 #: The schema version this package writes.
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

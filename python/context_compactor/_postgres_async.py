@@ -383,6 +383,12 @@ class AsyncPostgresStore(AsyncSessionStore):
     async def pop_original(self, session_id: str) -> tuple[int, str] | None:
         return await self._run("pop an original", ops.pop_original(D, session_id))
 
+    async def session_meta(self, session_id: str) -> str | None:
+        return await self._run("read", ops.session_meta(D, session_id))
+
+    async def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        await self._run("write the session's meta", ops.set_session_meta(D, session_id, meta))
+
     # -- closing -----------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:

@@ -50,6 +50,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from context_compactor import telemetry as _otel
+from context_compactor._recall_scope import session_scope
 from context_compactor._session_core import ATTEMPTS, RESTORE_USAGE, CompactionRecord, Retry, SessionCore, Snapshot
 from context_compactor._store import AsyncSessionStore, SessionStore, finish
 from context_compactor.errors import MessageTypeError, StoreError
@@ -251,6 +253,7 @@ class AsyncParts:
             if time.monotonic() > deadline:
                 raise StoreError("another prepare() of this Session ran too long")
             await asyncio.sleep(0.005)
+        conversation = _otel.enter(self._core.id)
         try:
             if force:
                 self._background.cancel()
@@ -258,10 +261,11 @@ class AsyncParts:
                 return await self._aforeground(self._core.compactor, force, instructions)
             steps = self._background.steps(instructions)
             value: Any = None
+            now: Any = None  # a foreground result: acompact() recorded its telemetry
             while True:
                 kind, arg = await off_loop(_step, steps, value)  # the store calls, off the loop
                 if kind == "done":
-                    return arg  # type: ignore[no-any-return]
+                    return _otel.mark(arg, now)
                 value = None
                 if kind == "hook":
                     fn, payload = arg
@@ -269,12 +273,13 @@ class AsyncParts:
                     if inspect.isawaitable(r):
                         await r
                 elif kind == "now":
-                    value = await self._aforeground(self._background.rule_compactor(), False, instructions)
+                    value = now = await self._aforeground(self._background.rule_compactor(), False, instructions)
                 elif kind == "run":
                     await arg.arun()
                 else:
                     arg.start_task()
         finally:
+            _otel.leave(conversation)
             self._core.compacting.release()
 
     async def _aforeground(
@@ -290,15 +295,16 @@ class AsyncParts:
                     snap = self._core.decide(force)
             if snap is None:
                 return None
-            result = await compactor.acompact(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                force=force,
-                instructions=instructions,
-                state=self._core.state,
-            )
+            with session_scope():
+                result = await compactor.acompact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    force=force,
+                    instructions=instructions,
+                    state=self._core.state,
+                )
             if astore is None:
                 done = await off_loop(self._core.settle, snap, result)
             else:

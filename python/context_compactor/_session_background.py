@@ -19,6 +19,7 @@ from typing import Any
 
 from context_compactor import _core
 from context_compactor._background import Job
+from context_compactor._recall_scope import session_scope
 from context_compactor._session_core import Retry, SessionCore, Snapshot
 from context_compactor._summarize import classify, describe
 from context_compactor.compactor import CompactionCheck, ContextCompactor
@@ -252,9 +253,10 @@ class BackgroundPolicy:
             if job is not None and self._core.head != job.snap.head:
                 return None
             snap = self._core.snapshot()
-        result = self._core.compactor.micro_compact(
-            snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
-        )
+        with session_scope():
+            result = self._core.compactor.micro_compact(
+                snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
+            )
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
         if job is not None and (
@@ -325,14 +327,15 @@ class BackgroundPolicy:
             c = ContextCompactor(cfg.replace(soft_threshold_tokens=soft), summarizer=c.summarizer)
 
         def make_plan() -> CompactionPlan:
-            return c.plan(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                instructions=instructions,
-                state=self._core.state,
-            )
+            with session_scope():
+                return c.plan(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    instructions=instructions,
+                    state=self._core.state,
+                )
 
         return make_plan
 

@@ -128,13 +128,17 @@ class CompactionRecord:
         )
 
 
-#: The formats a Session keeps.
-FORMATS = ("openai", "anthropic", "responses", "gemini")
+#: The formats a Session keeps: every format the core reads.
+FORMATS: tuple[str, ...] = _core.FORMATS
+
+#: The formats the store's format column keeps: the two Chat formats, whose messages can look
+#: alike. The others are detected from their messages on read, or given again when opened.
+CHAT_FORMATS = ("openai", "anthropic")
 
 
 def stored_format(format: str | None) -> str | None:
     """The format column of the store: the two Chat formats (the others are detected on read)."""
-    return format if format in ("openai", "anthropic") else None
+    return format if format in CHAT_FORMATS else None
 
 
 def stored_json(value: Any, field: str) -> str:
@@ -230,7 +234,7 @@ class SessionCore:
         """Take the settings and the context the store's ``open_session`` returned."""
         self.stored_system = _loads(info.system)
         self.tools = _loads(info.tools)
-        self.format = forced if forced in ("responses", "gemini") else info.format
+        self.format = forced if forced is not None and forced not in CHAT_FORMATS else info.format
         self.take(info.context)
 
     def take(self, ctx: StoredContext) -> None:
@@ -263,8 +267,10 @@ class SessionCore:
         self.rows.extend(rows)
         self.msgs.extend(msgs)
         detected = _core.detect_format(msgs) if self.format is None else None
-        if detected in ("anthropic", "responses", "gemini") and self.fmt != detected:
-            self.recount()  # the first Anthropic-only block, Responses item or Gemini content: that is the format
+        if detected is not None and detected != "openai" and self.fmt != detected:
+            # Detection's fallback is OpenAI; anything else (the first Anthropic-only block, a
+            # Responses item, Gemini content) is the format.
+            self.recount()
             return
         new = self.compactor.counter.count_each(msgs, format=self.fmt).messages
         self.tok.extend(new)
@@ -477,7 +483,7 @@ class SessionCore:
         record = tuple(replace(e, index=rows[e.index]) for e in result.record if 0 <= e.index < len(rows))
         entries = derive(snap, result)
         system_changed = result.system is not snap.system and result.system != snap.system
-        details = {
+        details: dict[str, Any] = {
             "over_budget": result.over_budget,
             "over_budget_reason": result.over_budget_reason,
             "fallback_reason": result.fallback_reason,
@@ -493,6 +499,9 @@ class SessionCore:
             "derived_count": sum(1 for e in entries if e[0] is None),
             "record_count": len({(e.index, e.action) for e in record}),
         }
+        if result.recalls:
+            # recall=True: the originals the context's placeholders name (context_compactor.recall).
+            details["recall"] = dict(result.recalls)
         context: list[tuple[int | None, str | None, str | None, str | None, int | None]] = []
         msgs: list[dict[str, Any]] = []
         for pos, (rid, msg, kind, source) in enumerate(entries):

@@ -134,8 +134,14 @@ CREATE TABLE usage (
 CREATE INDEX usage_session ON usage(session, id);
 """
 
+#: What the application keeps with a session (JSON text the store does not read): the server's
+#: format, config and summarizer name (:meth:`SessionStore.session_meta`).
+_V3 = """
+ALTER TABLE sessions ADD COLUMN meta TEXT;
+"""
+
 #: ``(version, script)``: the script that brings a store from ``version - 1`` to ``version``.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 #: The schema version this package writes.
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -1,5 +1,9 @@
 """The store behind :class:`~context_compactor.session.Session`: one interface of named operations.
 
+Over 600 lines on purpose: this is the page a store author reads (the design note, the data types a
+store returns, the sync and async interfaces with their contracts, the walks every store shares);
+the operations themselves are written once, in :mod:`context_compactor._ops`.
+
 Design note — what a store holds, and the operations it offers.
 
 A session is an append-only log of the messages the agent produced (the *originals*), plus a
@@ -372,6 +376,17 @@ class SessionStore(abc.ABC):
         given to the next append. ``None`` when the session has no original. Raises
         :class:`StoreError` when the newest original was compacted (replaced or edited)."""
 
+    def session_meta(self, session_id: str) -> str | None:
+        """What the application keeps with the session (JSON text the store does not read; the
+        server keeps a session's format, config and summarizer name there), ``None`` when
+        nothing is kept. Deleted with the session. A store that keeps none raises
+        ``NotImplementedError`` (the two built-in stores keep it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
+    def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        """Replace what the application keeps with the session (see :meth:`session_meta`)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
     @abc.abstractmethod
     def _close(self) -> None:
         """Release the connection (called once, under the lock)."""
@@ -504,6 +519,12 @@ class AsyncSessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def pop_original(self, session_id: str) -> tuple[int, str] | None: ...
+
+    async def session_meta(self, session_id: str) -> str | None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
+
+    async def set_session_meta(self, session_id: str, meta: str | None) -> None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no session meta")
 
     @abc.abstractmethod
     async def aclose(self) -> None: ...

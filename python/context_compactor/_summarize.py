@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import threading
 import time
@@ -94,13 +95,6 @@ class Deadline:
         return f"no summary within summarizer_timeout_s={self.total:g} (the whole compaction's summarizer calls)"
 
 
-def _timeout_of(timeout: float | Deadline) -> tuple[float, str]:
-    """The seconds to wait and the message when they run out."""
-    if isinstance(timeout, Deadline):
-        return timeout.left(), timeout.message()
-    return timeout, f"no reply within summarizer_timeout_s={timeout:g}"
-
-
 class BadReply(Exception):
     """The summarizer's reply cannot be used as a summary (empty, an error text, not a str)."""
 
@@ -164,13 +158,12 @@ class Cancelled(Exception):
 def call_sync(
     summarizer: Callable[[SummaryRequest], Any],
     request: SummaryRequest,
-    timeout: float | Deadline,
+    deadline: Deadline,
     cancel: threading.Event | None = None,
 ) -> Any:
-    """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the deadline (or when
-    ``cancel`` is set: :class:`Cancelled`). ``timeout``: seconds for this call, or the
-    compaction's :class:`Deadline`."""
-    timeout, late = _timeout_of(timeout)
+    """Run a summarizer from ``compact()``: in a daemon thread, abandoned at the compaction's
+    ``deadline`` (or when ``cancel`` is set: :class:`Cancelled`)."""
+    timeout, late = deadline.left(), deadline.message()
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -182,16 +175,20 @@ def call_sync(
         finally:
             done.set()
 
-    t = threading.Thread(target=run, name="context-compactor-summarizer", daemon=True)
+    # The caller's context variables go along (as asyncio.to_thread does): a tracing library's
+    # current span, so the summarizer's own LLM call is traced under the compaction.
+    t = threading.Thread(
+        target=contextvars.copy_context().run, args=(run,), name="context-compactor-summarizer", daemon=True
+    )
     t.start()
-    deadline = time.monotonic() + timeout
+    end = time.monotonic() + timeout
     # With a cancel event, look at it every 10 ms (it stays set once set; the reply's own event
     # cannot be it: a chunked summary calls the summarizer again with the same cancel event).
     step = None if cancel is None else 0.01
     while not done.is_set():
         if cancel is not None and cancel.is_set():
             raise Cancelled
-        left = deadline - time.monotonic()
+        left = end - time.monotonic()
         if left <= 0:
             raise SummarizerTimeout(late)
         done.wait(left if step is None else min(left, step))
@@ -236,13 +233,10 @@ async def _within(fut: asyncio.Future[Any], timeout: float, late: str) -> Any:
     return fut.result()
 
 
-async def call_async(
-    summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, timeout: float | Deadline
-) -> Any:
-    """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread.
-    ``timeout``: seconds for this call, or the compaction's :class:`Deadline`."""
-    deadline = timeout if isinstance(timeout, Deadline) else None
-    seconds, late = _timeout_of(timeout)
+async def call_async(summarizer: Callable[[SummaryRequest], Any], request: SummaryRequest, deadline: Deadline) -> Any:
+    """Run a summarizer from ``acompact()``: awaited, or a sync one in a daemon thread, within
+    the compaction's ``deadline``."""
+    seconds, late = deadline.left(), deadline.message()
     loop = asyncio.get_running_loop()
     if inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(
         getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's async __call__
@@ -270,7 +264,5 @@ async def call_async(
         threading.Thread(target=run, name="context-compactor-summarizer", daemon=True).start()
         value = await _within(fut, seconds, late)
     if inspect.isawaitable(value):
-        if deadline is not None:
-            seconds = deadline.left()
-        value = await _within(asyncio.ensure_future(value), seconds, late)
+        value = await _within(asyncio.ensure_future(value), deadline.left(), late)
     return value

@@ -130,6 +130,9 @@ class BatchMethods:
     ) -> list[CompactionPlan | None]:
         """Plan every readable conversation; failures go into ``results``."""
         cc = _host(self)
+        from context_compactor._recall_scope import check_recall
+
+        check_recall(cc._config.recall, cc._config.offload_dir)
         todo = [(i, c) for i, c in enumerate(items) if c is not None]
         tokenizer = cc._config.tokenizer
         plans: list[CompactionPlan | None] = [None] * len(items)

@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
+from context_compactor import telemetry as _otel
 from context_compactor._provider_items import place_items, span_of
+from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
     Deadline,
     call_async,
@@ -350,6 +352,7 @@ class ContextCompactor(BatchMethods):
         (the ``/compact`` command). ``pinned``: message indices, or a predicate
         ``(index, message) -> bool``; pinned messages (and their whole tool block) are kept.
         """
+        check_recall(self._config.recall, self._config.offload_dir)
         core = _core.plan(
             messages,
             config=self._config,
@@ -376,6 +379,7 @@ class ContextCompactor(BatchMethods):
         """Micro-compaction only, whatever the thresholds: tool results older than the last
         ``keep_recent_tool_results`` become placeholders and older long arguments are cut
         (protected tools, the kept head and the recent tail untouched). No LLM."""
+        check_recall(self._config.recall, self._config.offload_dir)
         core = _core.plan(
             messages,
             config=self._config,
@@ -572,7 +576,9 @@ class ContextCompactor(BatchMethods):
             pinned=pinned,
             state=state,
         )
-        return self._drive(steps)
+        if _otel.TRACER is None:
+            return self._drive(steps)
+        return _otel.compact(self, self._drive, steps, force)
 
     def _drive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
         """Run :meth:`_steps` with sync hooks and summarizer calls."""
@@ -620,7 +626,9 @@ class ContextCompactor(BatchMethods):
             pinned=pinned,
             state=state,
         )
-        return await self._adrive(steps)
+        if _otel.TRACER is None:
+            return await self._adrive(steps)
+        return await _otel.acompact(self, self._adrive, steps, force)
 
     async def _adrive(self, steps: Generator[tuple[str, Any], Any, CompactResult]) -> CompactResult:
         """Run :meth:`_steps` with sync or async hooks and summarizer calls."""

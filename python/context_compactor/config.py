@@ -24,10 +24,14 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from context_compactor import _core
 from context_compactor.errors import ConfigError
+
+if TYPE_CHECKING:
+    # The profiles' names are declared once, in the stub (`_core.PROFILES` at run time).
+    from context_compactor._core import _Profile
 
 __all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
@@ -164,6 +168,12 @@ class CompactionConfig:
     #: Where cleared tool output is written (content-hash names, atomic, never outside it); ``None``:
     #: not written.
     offload_dir: str | None = None
+    #: Every placeholder, cut argument and summary names a recall id of its original text, which
+    #: the ``recall`` tool (:mod:`context_compactor.recall`) reads back. Needs a :class:`Session`
+    #: (the originals go into its store) or ``offload_dir`` (``recall-<id>.txt`` files);
+    #: ``ConfigError`` otherwise. Changes the placeholders' bytes: a prefix the provider cached
+    #: without it is written again once.
+    recall: bool = False
     #: What selective compaction does per item type, in priority order (:class:`SelectiveRule`).
     selective_rules: tuple[SelectiveRule, ...] = DEFAULT_SELECTIVE_RULES
     #: The summary's cap, enforced after the reply (at a sentence boundary).
@@ -215,7 +225,7 @@ class CompactionConfig:
     repair: bool = True
     #: The validity profile; ``None``: detected from the format. ``"strict"`` also demands alternation
     #: and system-first.
-    profile: Literal["openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"] | None = None
+    profile: _Profile | None = None
     #: Allow message text in log records (never by default).
     log_content: bool = False
     #: The summary growth bound: the summary's cap is at most this share of the target (and
@@ -319,7 +329,7 @@ class CompactionConfig:
             raise ConfigError(f"summarizer_timeout_s: expected a number > 0, got {t!r}", "summarizer_timeout_s")
         choice("summary_role", ("user", "system", "developer"))
         choice("on_summarizer_error", ("fallback", "fallback_all", "raise"))
-        choice("profile", (None, "openai", "anthropic", "strict", "responses", "responses_stateless", "gemini"))
+        choice("profile", (None, *_core.PROFILES))
         if not isinstance(self.repair, bool):
             raise ConfigError(f"repair: expected a bool, got {self.repair!r}", "repair")
         if not isinstance(self.supersede_reads, bool):
@@ -341,6 +351,8 @@ class CompactionConfig:
             isinstance(r, SelectiveRule) for r in self.selective_rules
         ):
             raise ConfigError("selective_rules: expected a sequence of SelectiveRule", "selective_rules")
+        if not isinstance(self.recall, bool):
+            raise ConfigError(f"recall: expected a bool, got {self.recall!r}", "recall")
         if self.offload_dir is not None and not isinstance(self.offload_dir, str):
             raise ConfigError(f"offload_dir: expected a path, got {self.offload_dir!r}", "offload_dir")
         tok = self.tokenizer

@@ -63,21 +63,36 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from context_compactor import _codex, _core, _io_gemini, _io_responses
+from context_compactor._anthropic_to_openai import to_openai
+from context_compactor._claude_code import MISSING_START_TEXT as MISSING_START_TEXT  # the log repairs' texts
+from context_compactor._claude_code import NO_RESULT_TEXT as NO_RESULT_TEXT
+from context_compactor._claude_code import rebuild_claude_code
 from context_compactor._io_fields import FieldError
 from context_compactor.errors import CompactorError
 
+if TYPE_CHECKING:
+    # The formats' names are declared once, in the stub (`_core.FORMATS` at run time).
+    from context_compactor._core import _Format as Format
+
 __all__ = ["Transcript", "TranscriptError", "load", "loads", "save"]
 
-Format = Literal["openai", "anthropic", "responses", "gemini"]
 _FORMATS: tuple[str, ...] = _core.FORMATS
 
-#: Content of the synthetic result given to a call whose result the log never recorded.
-NO_RESULT_TEXT = "(no result was recorded)"
-#: Content of the user message put in front of a log that starts with the assistant.
-MISSING_START_TEXT = "(the start of this conversation was not recorded)"
+#: The formats whose request has a shape of its own (an object with ``input``, ``contents``, ...),
+#: each with its module: ``is_request``/``read``/``write`` and ``TITLE``. A new format with a
+#: request shape of its own is one entry here; OpenAI and Anthropic are this module's own shapes.
+_REQUEST_FORMATS: dict[str, ModuleType] = {"responses": _io_responses, "gemini": _io_gemini}
+
+
+def _names(names: Sequence[str]) -> str:
+    """``'a', 'b' or 'c'``."""
+    quoted = [repr(n) for n in names]
+    return f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
+
 
 # Record types a Claude Code session log is made of (any one of them marks a file as such a log).
 _CLAUDE_CODE_TYPES = frozenset(
@@ -94,7 +109,6 @@ _CLAUDE_CODE_TYPES = frozenset(
         "custom-title",
     }
 )
-_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
 class TranscriptError(CompactorError, ValueError):
@@ -298,13 +312,11 @@ def save(
     msgs = [_jsonable(m) for m in messages]
     tool_list = None if tools is None else [_jsonable(t) for t in tools]
     if format is not None and format not in _FORMATS:
-        raise ValueError(f"format must be 'openai', 'anthropic', 'responses' or 'gemini', not {format!r}")
+        raise ValueError(f"format must be {_names(_FORMATS)}, not {format!r}")
     fmt: Format = format or _detect_request(msgs) or ("anthropic" if system is not None else _detect(msgs))
     data: Any
-    if fmt == "responses":
-        data = _io_responses.write(msgs, _jsonable(system), tool_list)
-    elif fmt == "gemini":
-        data = _io_gemini.write(msgs, _jsonable(system), tool_list)
+    if fmt in _REQUEST_FORMATS:
+        data = _REQUEST_FORMATS[fmt].write(msgs, _jsonable(system), tool_list)
     elif fmt == "anthropic":
         data = {"system": _jsonable(system), "messages": msgs}
         if tool_list is not None:
@@ -323,7 +335,7 @@ def save(
 
 def _parse(text: str, format: Format | None) -> Transcript:
     if format is not None and format not in _FORMATS:
-        raise ValueError(f"format must be 'openai', 'anthropic', 'responses', 'gemini' or None, not {format!r}")
+        raise ValueError(f"format must be {_names([*_FORMATS, 'None'])}, not {format!r}")
     if not text.strip():
         raise TranscriptError("the transcript is empty", line=1)
     try:
@@ -336,25 +348,25 @@ def _parse(text: str, format: Format | None) -> Transcript:
         return _from_jsonl([(_first_content_line(text), data)], format)
     if isinstance(data, dict) and _is_claude_code_record(data):
         return _from_jsonl([(_first_content_line(text), data)], format)
-    if _io_responses.is_request(data) or _io_gemini.is_request(data):
+    if any(m.is_request(data) for m in _REQUEST_FORMATS.values()):
         return _from_request(data, format)
     return _from_json(data, format)
 
 
 def _from_request(data: dict[str, Any], format: Format | None) -> Transcript:
-    """A Responses or Gemini request object (``_io_responses`` / ``_io_gemini``)."""
-    fmt: Format = "responses" if _io_responses.is_request(data) else "gemini"
+    """A request object of a format with a request shape of its own (``_REQUEST_FORMATS``)."""
+    fmt = cast("Format", next(f for f, m in _REQUEST_FORMATS.items() if m.is_request(data)))
+    module = _REQUEST_FORMATS[fmt]
     if format not in (None, fmt):
-        name = "Responses" if fmt == "responses" else "Gemini"
-        raise TranscriptError(f"a {name} request loads as format={fmt!r}; format={format!r} is not supported")
+        raise TranscriptError(f"a {module.TITLE} request loads as format={fmt!r}; format={format!r} is not supported")
     try:
-        messages, system, tools = (_io_responses if fmt == "responses" else _io_gemini).read(data)
+        messages, system, tools = module.read(data)
     except FieldError as e:
-        raise TranscriptError(f"{'Responses' if fmt == 'responses' else 'Gemini'} request: {e}", field=e.field) from e
+        raise TranscriptError(f"{module.TITLE} request: {e}", field=e.field) from e
     return Transcript(messages=messages, format=fmt, system=system, tools=tools, source=f"{fmt}_json")
 
 
-def _core_detect(messages: list[Any]) -> str | None:
+def _core_detect(messages: list[Any]) -> Format | None:
     """The core's detection (DESIGN, Formats: ``_core.detect_format``, the one implementation of
     it), ``None`` for a list the core cannot read (left to the OpenAI/Anthropic path and its checks)."""
     try:
@@ -364,13 +376,10 @@ def _core_detect(messages: list[Any]) -> str | None:
 
 
 def _detect_request(messages: list[Any]) -> Format | None:
-    """``"responses"`` or ``"gemini"`` when the core's detection says so, else ``None``."""
+    """A format with a request shape of its own (``"responses"``, ``"gemini"``) when the core's
+    detection says so, else ``None``."""
     fmt = _core_detect(messages)
-    if fmt == "responses":
-        return "responses"
-    if fmt == "gemini":
-        return "gemini"
-    return None
+    return fmt if fmt in _REQUEST_FORMATS else None
 
 
 def _first_content_line(text: str) -> int:
@@ -437,10 +446,10 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
             "not a transcript: expected a list of messages, an object with 'messages', 'input' (a Responses "
             "request) or 'contents' (a Gemini request), or JSONL records"
         )
-    if isinstance(data, dict) and format in ("responses", "gemini"):
+    if isinstance(data, dict) and format in _REQUEST_FORMATS:
         raise TranscriptError(f"an object with 'messages' is OpenAI or Anthropic; format={format!r} is not supported")
 
-    if isinstance(data, list) and format in (None, "responses", "gemini"):
+    if isinstance(data, list) and (format is None or format in _REQUEST_FORMATS):
         kind = format or _detect_request(messages)
         if kind is not None:
             return Transcript(messages=messages, format=kind, tools=tools, source=f"{kind}_json")
@@ -450,7 +459,7 @@ def _from_json(data: Any, format: Format | None) -> Transcript:
         detected = "anthropic"
 
     if format == "openai" and explicit_anthropic:
-        return Transcript(messages=_to_openai(messages, system), format="openai", tools=tools, source="anthropic_json")
+        return Transcript(messages=to_openai(messages, system), format="openai", tools=tools, source="anthropic_json")
     fmt = format or detected
     if fmt == "openai":
         return Transcript(messages=messages, format="openai", tools=tools, source=f"{detected}_json")
@@ -474,10 +483,10 @@ def _from_jsonl(records: list[tuple[int, Any]], format: Format | None) -> Transc
         return Transcript(messages=t.messages, format=t.format, source=t.source.replace("_json", "_jsonl"))
     if not any(r.get("type") in _CLAUDE_CODE_TYPES for _, r in records):
         raise TranscriptError("not a Claude Code session log: no user, assistant or system records", line=records[0][0])
-    messages, skipped, repairs = _rebuild_claude_code(records)
+    messages, skipped, repairs = rebuild_claude_code(records)
     if format == "openai":
         return Transcript(
-            messages=_to_openai(messages),
+            messages=to_openai(messages),
             format="openai",
             source="claude_code_jsonl",
             skipped=skipped,
@@ -500,269 +509,6 @@ def _from_codex(records: list[tuple[int, Any]], format: Format | None) -> Transc
         skipped=skipped,
         repairs=repairs,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Claude Code session logs
-# --------------------------------------------------------------------------------------------
-
-
-class _Assistant:
-    """One API assistant message being put back together from its records."""
-
-    __slots__ = ("blocks", "line", "seen")
-
-    def __init__(self, line: int) -> None:
-        self.line = line  # where its first record is, for the repair notes
-        self.blocks: list[Any] = []
-        self.seen: set[str] = set()
-
-
-def _key(block: Any) -> str:
-    return json.dumps(block, sort_keys=True, ensure_ascii=False)
-
-
-def _is_blank_text(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text") or "").strip()
-
-
-def _rebuild_claude_code(records: list[tuple[int, dict[str, Any]]]) -> tuple[list[dict[str, Any]], int, list[str]]:
-    skipped = 0
-    repairs: list[str] = []
-
-    # Only what follows the last compaction boundary is in the live context.
-    start = 0
-    for i, (_, r) in enumerate(records):
-        if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
-            start = i + 1
-    if start == 0:  # A summary without its boundary record (older logs) also starts the context.
-        for i, (_, r) in enumerate(records):
-            if r.get("type") == "user" and r.get("isCompactSummary"):
-                start = i
-    skipped += start
-
-    # Items in log order: ("assistant", _Assistant) or ("user", content, line).
-    items: list[tuple[Any, ...]] = []
-    by_message_id: dict[str, _Assistant] = {}
-    call_ids: set[Any] = set()  # ids as the log has them (a str, unless the log is broken)
-    results: dict[Any, tuple[int, dict[str, Any]]] = {}
-    seen_uuids: set[str] = set()
-
-    for n, r in records[start:]:
-        kind = r.get("type")
-        msg = r.get("message")
-        if (
-            kind not in ("user", "assistant")
-            or r.get("isSidechain")
-            or r.get("isApiErrorMessage")
-            or not isinstance(msg, dict)
-            or msg.get("role", kind) != kind
-        ):
-            skipped += 1
-            continue
-        uuid = r.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in seen_uuids:
-                skipped += 1
-                continue
-            seen_uuids.add(uuid)
-        content = msg.get("content")
-
-        if kind == "assistant":
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            if not isinstance(blocks, list):
-                skipped += 1
-                continue
-            mid = msg.get("id")
-            key = mid if isinstance(mid, str) else f"line {n}"
-            group = by_message_id.get(key)
-            if group is None:
-                group = by_message_id[key] = _Assistant(n)
-                items.append(("assistant", group))
-            for b in blocks:
-                k = _key(b)
-                if k in group.seen:
-                    continue  # the same block logged twice
-                if _is_blank_text(b):
-                    repairs.append(f"line {n}: dropped a blank text block")
-                    continue
-                if isinstance(b, dict) and b.get("type") == "tool_use":
-                    cid = b.get("id")
-                    if cid in call_ids:
-                        repairs.append(f"line {n}: dropped a second tool_use with id {cid!r}")
-                        continue
-                    call_ids.add(cid)
-                group.seen.add(k)
-                group.blocks.append(b)
-            continue
-
-        # user
-        if isinstance(content, str):
-            if content.strip():
-                items.append(("user", content, n))
-            else:
-                skipped += 1
-            continue
-        if not isinstance(content, list):
-            skipped += 1
-            continue
-        rest = []
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                rid = b.get("tool_use_id")
-                if rid in results:
-                    repairs.append(f"line {n}: dropped a second result for tool call {rid!r}")
-                else:
-                    results[rid] = (n, b)
-            elif _is_blank_text(b):
-                repairs.append(f"line {n}: dropped a blank text block")
-            else:
-                rest.append(b)
-        if rest:
-            items.append(("user", rest, n))
-        elif not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            skipped += 1
-
-    # Messages in log order, before results are placed: thinking first in each assistant message;
-    # an assistant message of thinking alone (an interrupted turn) is not one the API takes back.
-    staged: list[tuple[int, dict[str, Any]]] = []
-    for item in items:
-        if item[0] == "user":
-            staged.append((item[2], {"role": "user", "content": item[1]}))
-            continue
-        group = item[1]
-        thinking = [b for b in group.blocks if isinstance(b, dict) and b.get("type") in _THINKING_TYPES]
-        others = [b for b in group.blocks if not (isinstance(b, dict) and b.get("type") in _THINKING_TYPES)]
-        if not others:
-            if thinking:
-                repairs.append(f"line {group.line}: dropped an assistant message holding only thinking")
-            continue
-        if thinking and group.blocks[: len(thinking)] != thinking:
-            repairs.append(f"line {group.line}: moved the thinking blocks to the front of their message")
-        staged.append((group.line, {"role": "assistant", "content": thinking + others}))
-    if staged and staged[0][1]["role"] != "user":
-        staged.insert(0, (0, {"role": "user", "content": MISSING_START_TEXT}))
-        repairs.append("the log starts with the assistant; added a user message in front")
-
-    # Each assistant message, then the results of its calls in one user message.
-    out: list[dict[str, Any]] = []
-    used: set[Any] = set()
-    for i, (line, m) in enumerate(staged):
-        out.append(m)
-        if m["role"] != "assistant":
-            continue
-        calls = [b.get("id") for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        if not calls or (i + 1 == len(staged) and not any(c in results for c in calls)):
-            continue  # no calls, or the pending calls of the very last message: valid as they are
-        block: list[Any] = []
-        for c in calls:
-            if c in results:
-                block.append(results[c][1])
-                used.add(c)
-            else:
-                block.append({"type": "tool_result", "tool_use_id": c, "content": NO_RESULT_TEXT, "is_error": True})
-                repairs.append(f"line {line}: tool call {c!r} has no result in the log; added an error result")
-        out.append({"role": "user", "content": block})
-
-    for rid, (n, _) in results.items():
-        if rid not in used:
-            repairs.append(f"line {n}: dropped the result for tool call {rid!r}, whose call is not in the log")
-    return out, skipped, repairs
-
-
-# --------------------------------------------------------------------------------------------
-# Anthropic → OpenAI
-# --------------------------------------------------------------------------------------------
-
-
-def _text_of(content: Any, sep: str = "\n") -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else str(content)
-    parts = []
-    for b in content:
-        if isinstance(b, dict) and b.get("type") == "text":
-            parts.append(str(b.get("text", "")))
-        elif isinstance(b, dict) and b.get("type") in ("image", "document"):
-            parts.append(f"[{b['type']}]")
-        elif isinstance(b, str):
-            parts.append(b)
-    return sep.join(parts)
-
-
-def _openai_part(b: Any) -> dict[str, Any]:
-    if isinstance(b, dict) and b.get("type") == "text":
-        return {"type": "text", "text": b.get("text", "")}
-    if isinstance(b, dict) and b.get("type") == "image" and isinstance(b.get("source"), dict):
-        src = b["source"]
-        if src.get("type") == "base64":
-            return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type')};base64,{src.get('data')}"}}
-        if src.get("type") == "url":
-            return {"type": "image_url", "image_url": {"url": src.get("url")}}
-    return {"type": "text", "text": json.dumps(b, ensure_ascii=False)}
-
-
-def _to_openai(messages: Sequence[dict[str, Any]], system: Any = None) -> list[dict[str, Any]]:
-    """Convert an Anthropic request to OpenAI Chat Completions messages.
-
-    The system prompt becomes a leading system message; text blocks are joined; thinking is
-    dropped; ``tool_use`` becomes ``tool_calls`` (arguments as JSON text); each ``tool_result``
-    becomes a ``tool`` message, placed before the rest of its user message; images become
-    ``image_url`` parts (``[image]`` inside tool results, which OpenAI keeps text-only).
-
-    Example:
-        >>> _to_openai([{"role": "user", "content": "hi"}], system="Be brief.")
-        [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'hi'}]
-    """
-    out: list[dict[str, Any]] = []
-    if system:
-        out.append({"role": "system", "content": _text_of(system, "\n\n")})
-    for m in messages:
-        role, content = m.get("role"), m.get("content")
-        if isinstance(content, str) or content is None:
-            out.append({"role": role, "content": content if content is not None else ""})
-            continue
-        if role == "assistant":
-            texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            calls = [
-                {
-                    "id": b.get("id"),
-                    "type": "function",
-                    "function": {
-                        "name": b.get("name"),
-                        "arguments": json.dumps(b.get("input", {}), ensure_ascii=False),
-                    },
-                }
-                for b in content
-                if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
-            if not texts and not calls:
-                continue  # thinking only
-            msg: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
-            if calls:
-                msg["tool_calls"] = calls
-            out.append(msg)
-            continue
-        rest = []
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                out.append(
-                    {"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"))}
-                )
-            else:
-                rest.append(b)
-        if rest:
-            if all(isinstance(b, dict) and b.get("type") == "text" for b in rest):
-                out.append({"role": role, "content": _text_of(rest, "\n\n")})
-            else:
-                out.append({"role": role, "content": [_openai_part(b) for b in rest]})
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Writing
-# --------------------------------------------------------------------------------------------
 
 
 def _jsonable(obj: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -169,6 +169,8 @@ class CompactResult:
         reason: Why nothing (more) was done, when so.
         language: The conversation's language (``"en"`` / ``"zh"``).
         summary_usage: The usage each summarizer call reported (``SummaryResponse.usage``), in order.
+        recalls: With ``recall=True``: the original text of each recall id the messages name
+            (``{id: text}``); a :class:`Session` stores them, ``offload_dir`` holds them as files.
     """
 
     messages: list[Any]
@@ -195,6 +197,7 @@ class CompactResult:
     language: str = "en"
     summary_usage: tuple[Any, ...] = ()
     origins: tuple[tuple[str, int | None], ...] = ()
+    recalls: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # Short on purpose: the messages (thousands, in a long run) are in ``.messages``.
@@ -250,6 +253,7 @@ class CompactResult:
             summary_truncated=d["summary_truncated"],
             reason=d["reason"],
             language=d["language"],
+            recalls=dict(d.get("recalls") or {}),
             **extra,
         )
 

@@ -10,7 +10,9 @@ is sent. The store's operations and the delta rule are described in :mod:`contex
 A Session is composed of three parts it holds: its context kept in step with the store
 (:class:`~context_compactor._session_core.SessionCore`), the background policy
 (:class:`~context_compactor._session_background.BackgroundPolicy`) and the async methods' driver
-(:class:`~context_compactor._session_async.AsyncParts`); this module is the public API over them.
+(:class:`~context_compactor._session_async.AsyncParts`); this module is the public API over them,
+and what runs under the Session's compacting lock (``prepare``, ``pop``, ``clear``) is in
+:mod:`context_compactor._session_prepare`.
 
 Example:
     >>> from context_compactor import ContextCompactor
@@ -39,18 +41,14 @@ from context_compactor._session_args import session_arguments
 from context_compactor._session_async import AsyncParts
 from context_compactor._session_background import BackgroundPolicy
 from context_compactor._session_core import (
-    ATTEMPTS,
     FORMATS,
     CompactionRecord,
-    Retry,
     SessionCore,
-    stored_format,
-    stored_json,
 )
+from context_compactor._session_prepare import clear, pop, prepare
 from context_compactor._store import SessionStore
-from context_compactor._summarize import call_hook_sync
 from context_compactor.compactor import CompactionCheck, ContextCompactor
-from context_compactor.errors import MessageTypeError, StoreError
+from context_compactor.errors import MessageTypeError
 from context_compactor.results import CompactResult
 
 __all__ = ["FORMATS", "CompactionRecord", "Session", "SessionStore"]
@@ -398,51 +396,7 @@ class Session:
             >>> if result is not None:
             ...     print(result.strategy, result.tokens_before, "->", result.tokens_after)
         """
-        self._core.check_open()
-        if not self._core.compacting.acquire(timeout=self._core.wait()):
-            raise StoreError("another prepare() of this Session ran too long")
-        try:
-            if force:
-                self._background.cancel()
-            if not self._core.compactor.config.background or force:
-                return self._foreground(self._core.compactor, force, instructions)
-            steps = self._background.steps(instructions)
-            value: Any = None
-            while True:
-                try:
-                    kind, arg = steps.send(value)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                value = None
-                if kind == "hook":
-                    call_hook_sync(arg[0], arg[1], "await session.aprepare()")
-                elif kind == "now":
-                    value = self._foreground(self._background.rule_compactor(), False, instructions)
-                elif kind == "run":
-                    arg.run()
-                else:
-                    arg.start_thread()
-        finally:
-            self._core.compacting.release()
-
-    def _foreground(self, compactor: ContextCompactor, force: bool, instructions: str | None) -> CompactResult | None:
-        for _ in range(ATTEMPTS):
-            snap = self._core.begin(force)
-            if snap is None:
-                return None
-            result = compactor.compact(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                force=force,
-                instructions=instructions,
-                state=self._core.state,
-            )
-            done = self._core.settle(snap, result)
-            if not isinstance(done, Retry):
-                return done
-        raise StoreError(f"other connections compacted this session first {ATTEMPTS} times in a row")
+        return prepare(self._core, self._background, force, instructions)
 
     @property
     def pending(self) -> Job | None:
@@ -496,36 +450,12 @@ class Session:
             StoreError: The newest message was compacted (summarised or edited): it is no
                 longer in the context as it was appended.
         """
-        if not self._core.compacting.acquire(timeout=self._core.wait()):
-            raise StoreError("a prepare() of this Session ran too long")
-        try:
-            with self._core.store.locked():
-                popped = self._core.store.pop_original(self._core.id)
-                self._core.marker = None
-                self._core.take(self._core.store.load_context(self._core.id))
-            return None if popped is None else json.loads(popped[1])
-        finally:
-            self._core.compacting.release()
+        return pop(self._core)
 
     def clear(self) -> None:
         """Delete every message and compaction of this session and start it again, empty, with the
         same system prompt, tools and format."""
-        if not self._core.compacting.acquire(timeout=self._core.wait()):
-            raise StoreError("a prepare() of this Session ran too long")
-        try:
-            with self._core.store.locked():
-                system, tools = self._core.stored_system, self._core.tools
-                self._core.store.delete_session(self._core.id)
-                info = self._core.store.open_session(
-                    self._core.id,
-                    system=None if system is None else stored_json(system, "system"),
-                    tools=None if tools is None else stored_json(tools, "tools"),
-                    format=stored_format(self._core.format),
-                )
-                self._core.marker = None
-                self._core.take(info.context)
-        finally:
-            self._core.compacting.release()
+        clear(self._core)
 
     def close(self) -> None:
         """Cancel a background job (its result is dropped; nothing is written after this) and

@@ -92,7 +92,7 @@ pub fn pair_ids(messages: &mut [Message<'_>]) {
 }
 
 /// Check the rules Gemini adds (see the design note); `push(index, rule, text)`.
-pub fn check(messages: &[Message<'_>], push: &mut impl FnMut(usize, &'static str, String)) {
+pub fn check(messages: &[Message<'_>], push: &mut dyn FnMut(usize, &'static str, String)) {
     let mut call_at: HashMap<&str, usize> = HashMap::new();
     for (i, m) in messages.iter().enumerate() {
         if m.role == Role::Assistant && m.has_calls() {
@@ -226,7 +226,7 @@ mod tests {
         let problems = crate::validate::validate(
             &msgs,
             crate::message::Format::Gemini,
-            crate::validate::Profile::Gemini,
+            crate::validate::Profile::Format(crate::message::Format::Gemini),
         );
         assert!(problems.is_empty(), "{problems:?}");
     }
@@ -243,7 +243,7 @@ mod tests {
         let rules: Vec<_> = crate::validate::validate(
             &msgs,
             crate::message::Format::Gemini,
-            crate::validate::Profile::Gemini,
+            crate::validate::Profile::Format(crate::message::Format::Gemini),
         )
         .into_iter()
         .map(|p| p.rule)

@@ -276,7 +276,7 @@ mod tests {
         item(Role::Assistant, b)
     }
     fn rules(msgs: &[Message<'_>]) -> Vec<(usize, &'static str)> {
-        validate(msgs, Profile::Responses)
+        validate(msgs, Profile::Format(crate::message::Format::Responses))
             .into_iter()
             .map(|p| (p.index.unwrap(), p.rule))
             .collect()

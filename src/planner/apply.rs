@@ -386,7 +386,12 @@ impl<'a> Planned<'a> {
 
     /// The summary message text: the marker line, the narrative (`body`), then the ledger
     /// (its sentinel and sections; see `summary::ledger`).
-    pub(super) fn summary_message(&self, body: &str, ledger: &Ledger) -> String {
+    pub(super) fn summary_message(
+        &self,
+        body: &str,
+        ledger: &Ledger,
+        recall: Option<&str>,
+    ) -> String {
         let zh = self.language == Language::Zh;
         let mut text = String::new();
         text.push_str(SUMMARY_MARKER);
@@ -396,6 +401,15 @@ impl<'a> Planned<'a> {
         } else {
             "The earlier part of this conversation was compacted; this summary replaces it."
         });
+        // On the first line, which a later compaction strips before reading the narrative.
+        if let Some(id) = recall {
+            let r = crate::recall::recall_ref(id);
+            if zh {
+                text.push_str(&format!("被替换的原文：{r}。"));
+            } else {
+                text.push_str(&format!(" The replaced messages: {r}."));
+            }
+        }
         let body = body.trim();
         if !body.is_empty() {
             text.push_str("\n\n");

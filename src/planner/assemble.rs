@@ -40,6 +40,8 @@ pub struct Outcome<'a> {
     pub phases: Vec<(&'static str, usize)>,
     pub must_keep_missing: Vec<String>,
     pub offloads: Vec<Offload>,
+    /// Originals the output's placeholders and summary name (`recall`), each id once.
+    pub recalls: Vec<crate::recall::Recall>,
     pub original_count: usize,
     pub retained_count: usize,
     pub compacted_count: usize,
@@ -92,6 +94,8 @@ pub(super) struct Draft<'a> {
     pub ledger_costs: (usize, usize),
     /// The shape this draft was assembled from.
     pub shape: Shape,
+    /// Originals its summary and the ladder's cuts name (`recall`).
+    pub recalls: Vec<crate::recall::Recall>,
 }
 
 impl<'a> Draft<'a> {
@@ -127,6 +131,7 @@ impl<'a> Draft<'a> {
                 ladder: None,
                 task_words: Vec::new(),
             },
+            recalls: Vec::new(),
         }
     }
 
@@ -178,6 +183,14 @@ pub(super) fn sources(slot: &Slot<'_>) -> Vec<usize> {
 }
 
 impl<'a> Planned<'a> {
+    /// The replaced messages (as they were before this compaction's passes) rendered whole:
+    /// the original text a summary's recall id names.
+    pub(super) fn replaced_text(&self) -> &str {
+        self.replaced_text.get_or_init(|| {
+            crate::summary::transcript::render_transcript(&self.replaced, usize::MAX).join("\n\n")
+        })
+    }
+
     /// Head + summary + kept + tail for `shape`.
     ///
     /// System and developer messages that lead the conversation stay first, also when the
@@ -268,7 +281,22 @@ impl<'a> Planned<'a> {
         }
         let ledger_costs = ledger.costs(&count);
         let missing = evicted.all();
-        let text = self.summary_message(&body, &ledger);
+        // With `recall` the summary names the id of what it replaced (as it was before this
+        // compaction's passes; what the ladder removed besides the span follows it).
+        let recall = cfg.recall.then(|| {
+            let mut text = self.replaced_text().to_owned();
+            for m in head.iter().chain(&late) {
+                let names = crate::summary::transcript::call_names(std::slice::from_ref(m));
+                text.push_str("\n\n");
+                text.push_str(&crate::summary::transcript::render_message(
+                    m,
+                    &names,
+                    usize::MAX,
+                ));
+            }
+            crate::recall::Recall::of(text)
+        });
+        let text = self.summary_message(&body, &ledger, recall.as_ref().map(|r| r.id.as_str()));
         let conv_for_build = Conversation::new(self.format, Vec::new());
         let mut record = Vec::new();
         let mut out: Vec<Slot<'a>> = Vec::with_capacity(self.slots.len());
@@ -355,6 +383,7 @@ impl<'a> Planned<'a> {
             tail_shortened: self.tail_shortened || tail_start != self.tail_start,
             ledger_costs,
             shape: shape.clone(),
+            recalls: recall.into_iter().collect(),
         }
     }
 
@@ -374,6 +403,7 @@ impl<'a> Planned<'a> {
             cut,
             record: ladder,
             tail_shortened,
+            recalls: mut draft_recalls,
             ..
         } = d;
         let extra = self.extra_with(system_summary.as_deref(), counter);
@@ -492,6 +522,23 @@ impl<'a> Planned<'a> {
             _ => self.too_large(&slots, extra, tokens_after, counter),
         });
         let origins = slots.iter().map(Slot::origin).collect();
+        let recalls = {
+            let mut all = self.recalls.clone();
+            if summary.is_some() || system_summary.is_some() {
+                all.append(&mut draft_recalls);
+            }
+            let mut seen = rustc_hash::FxHashSet::default();
+            all.retain(|r| seen.insert(r.id.clone()));
+            all
+        };
+        // With `offload_dir`, the originals go there (`recall-<id>.txt`) for the recall handler.
+        let mut offloads = self.offloads.clone();
+        if let Some(dir) = self.cfg.offload_dir.as_deref().filter(|_| self.cfg.recall) {
+            offloads.extend(recalls.iter().map(|r| Offload {
+                path: crate::recall::recall_path(dir, &r.id),
+                text: r.text.clone(),
+            }));
+        }
         Outcome {
             slots,
             origins,
@@ -510,7 +557,8 @@ impl<'a> Planned<'a> {
             repairs,
             phases,
             must_keep_missing: missing,
-            offloads: self.offloads.clone(),
+            offloads,
+            recalls,
             original_count: self.original_count,
             retained_count,
             compacted_count: self.original_count - retained_count,

@@ -414,10 +414,12 @@ fn the_ladder_fits_a_last_block_with_long_arguments() {
         e.detail
     );
     let views: Vec<Message<'_>> = o.slots.iter().map(|s| s.view.clone()).collect();
-    assert!(
-        crate::validate::validate(&views, Format::OpenAi, crate::validate::Profile::OpenAi)
-            .is_empty()
-    );
+    assert!(crate::validate::validate(
+        &views,
+        Format::OpenAi,
+        crate::validate::Profile::Format(Format::OpenAi)
+    )
+    .is_empty());
 }
 
 /// When even the smallest legal context is over, the reason names what did not fit: here the

@@ -15,6 +15,7 @@ use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
 use crate::cut::{cut_json_args, head_tail, is_cut, PLACEHOLDER_PREFIX};
 use crate::message::{Block, BlockKind, Role};
+use crate::recall::{is_recall_tool, with_ref, Recall};
 use crate::structure::{analyze, Structure};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -178,6 +179,8 @@ pub struct Pass {
     pub changed: usize,
     pub record: Vec<RecordEntry>,
     pub offloads: Vec<Offload>,
+    /// Originals the placeholders of this pass name (`recall`).
+    pub recalls: Vec<Recall>,
 }
 
 fn result_text(slot: &Slot<'_>, k: usize) -> String {
@@ -213,6 +216,37 @@ fn clear_result(
     } else {
         super::draft::block_tokens(b, cfg.framing, counter)
     };
+    // With `recall` the placeholder names the original's id (the shell stores the text); a
+    // recall result itself is never stored again (it is a page of an original already stored:
+    // the model calls recall again).
+    let mut recalled = None;
+    if cfg.recall {
+        let base = match superseded {
+            Some(s) => s.placeholder(name),
+            None => result_placeholder(name, chars, tokens, None),
+        };
+        let placeholder = if is_recall_tool(name) {
+            let body = base.strip_suffix(']').unwrap_or(&base);
+            format!("{body}; call recall again to read it]")
+        } else {
+            let r = Recall::of(result_text(slot, k));
+            let p = with_ref(&base, &r.id);
+            recalled = Some(r);
+            p
+        };
+        return finish_clear(
+            slot,
+            k,
+            name,
+            chars,
+            tokens,
+            placeholder,
+            (None, recalled),
+            counter,
+            pass,
+            superseded,
+        );
+    }
     // The full text is only built when it is written to the offload file.
     let offloaded = cfg.offload_dir.as_deref().map(|dir| {
         let text = result_text(slot, k);
@@ -227,6 +261,34 @@ fn clear_result(
             offloaded.as_ref().map(|o| o.0.as_str()),
         ),
     };
+    finish_clear(
+        slot,
+        k,
+        name,
+        chars,
+        tokens,
+        placeholder,
+        (offloaded, None),
+        counter,
+        pass,
+        superseded,
+    )
+}
+
+/// Write a cleared result's placeholder into block `k` when it saves enough; records it.
+#[allow(clippy::too_many_arguments)]
+fn finish_clear(
+    slot: &mut Slot<'_>,
+    k: usize,
+    name: &str,
+    chars: usize,
+    tokens: usize,
+    placeholder: String,
+    (offloaded, recalled): (Option<(String, String)>, Option<Recall>),
+    counter: &dyn Count,
+    pass: &mut Pass,
+    superseded: Option<&Superseded>,
+) -> usize {
     let new = counter.count(crate::text::Text::Utf8(&placeholder));
     if new + 8 >= tokens {
         return 0;
@@ -238,6 +300,7 @@ fn clear_result(
     if let Some((path, text)) = offloaded {
         pass.offloads.push(Offload { path, text });
     }
+    pass.recalls.extend(recalled);
     pass.changed += 1;
     if let Some(i) = slot.source() {
         pass.record.push(RecordEntry {
@@ -254,7 +317,7 @@ fn clear_result(
 
 /// The cut of one call's long arguments and the record's detail, without editing anything
 /// (pure: the calls of a long conversation are cut on the pool, see [`micro`]).
-fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String)> {
+fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String, Option<Recall>)> {
     let chars: usize = b.texts.iter().map(|p| p.text().char_len()).sum();
     if chars <= cfg.max_tool_arg_chars {
         return None;
@@ -276,7 +339,29 @@ fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String)> {
         "arguments of {}: {chars} chars",
         b.name.as_deref().unwrap_or("?")
     );
-    Some((cut, detail))
+    if cfg.recall {
+        let r = Recall::of(args.into_owned());
+        return Some((with_recall_ref(cut, &r.id), detail, Some(r)));
+    }
+    Some((cut, detail, None))
+}
+
+/// `cut` (arguments or text with a cut marker) with `recall("id")` right after its first cut
+/// marker; inside a JSON string when the cut is one (the quotes escaped).
+pub fn with_recall_ref(mut cut: String, id: &str) -> String {
+    let Some(at) = super::shorten::cut_marker_end(&cut) else {
+        return cut;
+    };
+    let r = format!(" {} ", crate::recall::recall_ref(id));
+    let inside_json = crate::json::json_strings(&cut).is_some();
+    let r = if inside_json {
+        let lit = crate::json::json_string_literal(&r);
+        lit[1..lit.len() - 1].to_owned()
+    } else {
+        r
+    };
+    cut.insert_str(at, &r);
+    cut
 }
 
 /// Write a cut made by [`args_cut`] into block `k`. Returns the tokens saved.
@@ -389,7 +474,10 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
         })
     };
     for (&(si, k), cut) in calls.iter().zip(cuts) {
-        let Some(cut) = cut else { continue };
+        let Some((cut, detail, recalled)) = cut else {
+            continue;
+        };
+        let cut = (cut, detail);
         if !touched[si] {
             touched[si] = true;
             backup.push((si, slots[si].clone()));
@@ -398,6 +486,7 @@ pub fn micro(slots: &mut Vec<Slot<'_>>, cfg: &PlanConfig, counter: &dyn Count) -
             saved += s;
             pass.changed += 1;
             pass.record.push(entry);
+            pass.recalls.extend(recalled);
         }
     }
     // Cache-aware: an edit re-writes the provider's cache from the first edited message on;

@@ -136,6 +136,9 @@ pub struct PlanConfig {
     /// threshold): one prefix break buys room for the next calls (`cache_aware_cuts`).
     pub cache_aware_cuts: bool,
     pub offload_dir: Option<String>,
+    /// Placeholders, cut arguments and summaries name a recall id of their original
+    /// ([`crate::recall`]); the originals come back in the outcome's `recalls`.
+    pub recall: bool,
     pub selective_rules: Vec<(Item, Action, i64)>,
     pub summary_max_tokens: usize,
     /// The summary's cap after the growth bound (`summary_token_limit`): the body of a summary
@@ -174,6 +177,7 @@ impl Default for PlanConfig {
             micro_min_gain_ratio: 0.5,
             cache_aware_cuts: true,
             offload_dir: None,
+            recall: false,
             selective_rules: vec![
                 (Item::ToolResults, Action::Placeholder, 10),
                 (Item::Thinking, Action::Drop, 20),

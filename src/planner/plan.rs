@@ -9,6 +9,7 @@ use super::repair::repair;
 use super::repair_responses::repair as repair_responses;
 use super::{Mode, PlanConfig, SUMMARY_MARKER};
 use crate::cut::head_tail;
+use crate::formats::Rules;
 use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::artifacts::Trail;
@@ -96,6 +97,9 @@ pub struct Planned<'a> {
     pub(super) system_ours: Option<usize>,
     pub(super) strategy: Strategy,
     pub(super) offloads: Vec<Offload>,
+    pub(super) recalls: Vec<crate::recall::Recall>,
+    /// The replaced messages rendered whole (`recall`), built on first use.
+    pub(super) replaced_text: OnceLock<String>,
     pub(super) needs_summary: bool,
     /// The caller's summarizer is asked (false under cool-down: the rule summary is used).
     pub(super) llm: bool,
@@ -178,11 +182,9 @@ pub fn plan<'a>(
     let mut repairs = Vec::new();
     let slots: Vec<Slot<'a>> = if repairable {
         // Responses items have their own repair (`repair_responses.rs`).
-        let r = match conv.format {
-            Format::Responses => repair_responses(conv, tokens, pinned, cfg.framing, counter),
-            Format::OpenAi | Format::Anthropic | Format::Gemini => {
-                repair(conv, tokens, pinned, cfg.framing, counter)
-            }
+        let r = match crate::formats::rules(conv.format) {
+            Rules::Items(_) => repair_responses(conv, tokens, pinned, cfg.framing, counter),
+            Rules::MessageList(_) => repair(conv, tokens, pinned, cfg.framing, counter),
         };
         record.extend(r.record);
         repairs.extend(r.repairs);
@@ -221,6 +223,8 @@ pub fn plan<'a>(
         system_ours: None,
         strategy: Strategy::None,
         offloads: Vec::new(),
+        recalls: Vec::new(),
+        replaced_text: OnceLock::new(),
         needs_summary: false,
         llm: true,
         due: false,
@@ -246,6 +250,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Micro;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("micro", calibrated(now(&p), ratio)));
         }
     }
@@ -269,6 +274,7 @@ pub fn plan<'a>(
             p.strategy = Strategy::Selective;
             p.record.extend(pass.record);
             p.offloads.extend(pass.offloads);
+            p.recalls.extend(pass.recalls);
             p.phases.push(("selective", calibrated(now(&p), ratio)));
         }
     }

@@ -118,7 +118,7 @@ fn micro_clears_old_results_only() {
     assert!(validate(
         &out_views(&o),
         Format::OpenAi,
-        crate::validate::Profile::OpenAi
+        crate::validate::Profile::Format(Format::OpenAi)
     )
     .is_empty());
     assert!(o.slots[0].out.is_keep() && o.slots[1].out.is_keep());
@@ -167,7 +167,12 @@ fn summary_replaces_the_middle_and_fits() {
         cfg.soft
     );
     let views = out_views(&o);
-    assert!(validate(&views, Format::OpenAi, crate::validate::Profile::OpenAi).is_empty());
+    assert!(validate(
+        &views,
+        Format::OpenAi,
+        crate::validate::Profile::Format(Format::OpenAi)
+    )
+    .is_empty());
     assert!(is_summary_text(&o.summary.clone().unwrap()));
     // Head kept, tail kept, summary right after the head.
     assert!(o.slots[0].out.is_keep() && o.slots[1].out.is_keep());
@@ -203,7 +208,7 @@ fn repair_inserts_synthetic_results() {
     assert!(validate(
         &out_views(&o),
         Format::OpenAi,
-        crate::validate::Profile::OpenAi
+        crate::validate::Profile::Format(Format::OpenAi)
     )
     .is_empty());
     assert_eq!(o.slots.len(), 4);
@@ -250,7 +255,7 @@ fn selective_drops_thinking_but_not_in_the_pending_loop() {
     assert!(validate(
         &out_views(&o),
         Format::Anthropic,
-        crate::validate::Profile::Anthropic
+        crate::validate::Profile::Format(Format::Anthropic)
     )
     .is_empty());
 }
@@ -284,7 +289,12 @@ fn leading_instructions_stay_before_a_summary_replacing_an_earlier_one() {
             &o.slots[2].view.blocks[0].texts[0].text().to_utf8()
         ));
         let views = out_views(&o);
-        assert!(validate(&views, Format::OpenAi, crate::validate::Profile::OpenAi).is_empty());
+        assert!(validate(
+            &views,
+            Format::OpenAi,
+            crate::validate::Profile::Format(Format::OpenAi)
+        )
+        .is_empty());
     }
 }
 

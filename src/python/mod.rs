@@ -31,6 +31,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .map(|f| f.name())
         .collect();
     m.add("FORMATS", pyo3::types::PyTuple::new(m.py(), formats)?)?;
+    // The profiles' names (the formats', `strict`, `responses_stateless`), for `config.py`.
+    let profiles = crate::validate::Profile::names();
+    m.add("PROFILES", pyo3::types::PyTuple::new(m.py(), profiles)?)?;
     validate::register(m)?;
     tokens::register(m)?;
     state::register(m)?;

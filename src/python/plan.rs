@@ -3,6 +3,10 @@
 //! The caller's summarizer never enters Rust: `plan()` returns a `Plan` whose `request()` is
 //! what to summarise; `apply(text)` finishes. A Python counter (a callable tokenizer) is passed
 //! to each call that counts, never stored.
+//!
+//! Over 600 lines (about 640): the one boundary of the planner, `plan()`'s arguments read and
+//! checked into a `PlanConfig` and the `Plan` object's methods; the readers and writers it calls
+//! are `extract/` and `render/`.
 
 use super::counter::Counter;
 use super::errors::{config_error, plan_error};
@@ -67,6 +71,7 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         micro_min_gain_ratio: attr(cfg, "micro_min_gain_ratio")?,
         cache_aware_cuts: attr(cfg, "cache_aware_cuts")?,
         offload_dir: attr(cfg, "offload_dir")?,
+        recall: attr(cfg, "recall")?,
         selective_rules: rules,
         summary_max_tokens: attr(cfg, "summary_max_tokens")?,
         summary_cap: attr(cfg, "summary_token_limit")?,
@@ -327,6 +332,11 @@ pub(super) fn outcome_dict<'py>(
         d.set_item("compacted_count", outcome.compacted_count)?;
         d.set_item("repairs", outcome.repairs.clone())?;
         d.set_item("must_keep_missing", outcome.must_keep_missing.clone())?;
+        let recalls = PyDict::new(py);
+        for r in &outcome.recalls {
+            recalls.set_item(&r.id, &r.text)?;
+        }
+        d.set_item("recalls", recalls)?;
         let record = PyList::empty(py);
         for r in &outcome.record {
             let e = PyDict::new(py);

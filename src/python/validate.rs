@@ -26,7 +26,12 @@ fn parse_profile(py: Python<'_>, profile: Option<&str>) -> PyResult<Option<Profi
                     py,
                     "profile",
                     &format!(
-                        "unknown profile {p:?}; expected \"openai\", \"anthropic\", \"strict\", \"responses\", \"responses_stateless\" or \"gemini\""
+                        "unknown profile {p:?}; expected one of {}",
+                        Profile::names()
+                            .iter()
+                            .map(|n| format!("{n:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 )
             })

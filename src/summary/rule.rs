@@ -9,7 +9,8 @@
 //! section's heading says how many of its lines are shown. Deterministic: same messages, same
 //! text. One pass over the messages; tool output is read only for error lines and names.
 //!
-//! The file reads top down (about 630 lines, one concern): what a message asks or concludes
+//! The file reads top down (about 930 lines, over 600 for one concern: the rule summary's scan
+//! and its pick share `RuleScan`'s state; its tests are `rule/tests.rs`): what a message asks or concludes
 //! (`topic`, `conclusion`), the pass (`RuleScan::visit`, tools and shell commands classified
 //! by `tools.rs`), the candidate lines with their priorities (`RuleScan::items`), and the pick
 //! within `max_chars` (`assemble`).

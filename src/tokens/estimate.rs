@@ -1,5 +1,6 @@
 //! The default token estimate: a linear rule over runs of character classes, fitted to
-//! o200k_base and erring high.
+//! o200k_base and erring high. (Over 600 lines only with its inline test module: the code is
+//! about 570.)
 //!
 //! Design note.
 //!

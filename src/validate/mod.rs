@@ -19,6 +19,7 @@
 //! block order inside a message (`thinking_not_first`); the compactor keeps loops whole by
 //! construction: no cut inside the pending loop, and its thinking is never dropped.
 
+use crate::formats::Rules;
 use crate::message::{Block, BlockKind, Format, Message, Origin, Role};
 use crate::structure::result_region_end;
 use std::collections::{HashMap, HashSet};
@@ -47,10 +48,9 @@ fn id_text(id: Option<&str>) -> String {
 /// Check `messages` (in `format`) against `profile`.
 pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> Vec<Problem> {
     // The message-list formats share the rules below; Responses items have their own.
-    let gemini = match format {
-        Format::Responses => return crate::formats::responses::validate(messages, profile),
-        Format::Gemini => true,
-        Format::OpenAi | Format::Anthropic => false,
+    let own_check = match crate::formats::rules(format) {
+        Rules::Items(own) => return own(messages, profile),
+        Rules::MessageList(check) => check,
     };
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
@@ -147,8 +147,8 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
         crate::formats::anthropic_compaction::check(messages, &mut push);
     }
     pair_calls_and_results(messages, &mut push);
-    if gemini {
-        crate::formats::gemini::check(messages, &mut push);
+    if let Some(check) = own_check {
+        check(messages, &mut push);
     }
 
     if profile == Profile::Strict {
@@ -326,7 +326,7 @@ mod tests {
             Message::text(Role::User, "u"),
             call("b"),
         ];
-        assert!(rules(&msgs, Format::OpenAi, Profile::OpenAi).is_empty());
+        assert!(rules(&msgs, Format::OpenAi, Profile::Format(Format::OpenAi)).is_empty());
         assert_eq!(
             rules(&msgs, Format::OpenAi, Profile::Strict),
             vec![(5, rule::SYSTEM_NOT_FIRST)]
@@ -341,7 +341,7 @@ mod tests {
             Message::text(Role::User, "again"),
         ];
         assert_eq!(
-            rules(&msgs, Format::OpenAi, Profile::OpenAi),
+            rules(&msgs, Format::OpenAi, Profile::Format(Format::OpenAi)),
             vec![(2, rule::MISSING_TOOL_RESULT)]
         );
     }
@@ -362,7 +362,7 @@ mod tests {
             result("a"),
         ];
         assert_eq!(
-            rules(&msgs, Format::OpenAi, Profile::OpenAi),
+            rules(&msgs, Format::OpenAi, Profile::Format(Format::OpenAi)),
             vec![
                 (1, rule::ORPHAN_TOOL_RESULT),
                 (4, rule::DUPLICATE_TOOL_RESULT),
@@ -393,7 +393,7 @@ mod tests {
             Message::new(Role::User, vec![]),
         ];
         assert_eq!(
-            rules(&msgs, Format::Anthropic, Profile::Anthropic),
+            rules(&msgs, Format::Anthropic, Profile::Format(Format::Anthropic)),
             vec![
                 (0, rule::FIRST_NOT_USER),
                 (1, rule::INVALID_ROLE),
@@ -414,7 +414,7 @@ mod tests {
             Message::new(Role::User, vec![Block::text("hi"), no_text]),
             Message::text(Role::Other, "abracadabra"),
         ];
-        let problems = validate(&msgs, Format::OpenAi, Profile::OpenAi);
+        let problems = validate(&msgs, Format::OpenAi, Profile::Format(Format::OpenAi));
         assert_eq!(
             problems
                 .iter()

@@ -7,18 +7,16 @@
 use crate::message::Format;
 use std::fmt;
 
-/// Which provider's rules to check.
+/// Which provider's rules to check: a format's own (its name), or one of the two profiles that
+/// add rules to a format's (`strict`, `responses_stateless`). A new format is a new profile
+/// with no change here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Profile {
-    OpenAi,
-    Anthropic,
-    /// Gemini `contents` (see `crate::formats::gemini`).
-    Gemini,
+    /// The format's rules (`"openai"`, `"anthropic"`, `"responses"`, `"gemini"`, ...).
+    Format(Format),
     /// The format's rules plus strict user/assistant alternation and system messages only
     /// first (some local chat templates need both).
     Strict,
-    /// OpenAI Responses items (see `crate::formats::responses`).
-    Responses,
     /// Responses with `store=false`: no item references, reasoning with its encrypted content.
     ResponsesStateless,
 }
@@ -26,34 +24,32 @@ pub enum Profile {
 impl Profile {
     pub fn parse(s: &str) -> Option<Profile> {
         match s {
-            "openai" => Some(Profile::OpenAi),
-            "anthropic" => Some(Profile::Anthropic),
-            "gemini" => Some(Profile::Gemini),
             "strict" => Some(Profile::Strict),
-            "responses" => Some(Profile::Responses),
             "responses_stateless" => Some(Profile::ResponsesStateless),
-            _ => None,
+            _ => Format::parse(s).map(Profile::Format),
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Profile::OpenAi => "openai",
-            Profile::Anthropic => "anthropic",
-            Profile::Gemini => "gemini",
+            Profile::Format(format) => format.name(),
             Profile::Strict => "strict",
-            Profile::Responses => "responses",
             Profile::ResponsesStateless => "responses_stateless",
         }
     }
 
     pub fn for_format(format: Format) -> Profile {
-        match format {
-            Format::OpenAi => Profile::OpenAi,
-            Format::Anthropic => Profile::Anthropic,
-            Format::Responses => Profile::Responses,
-            Format::Gemini => Profile::Gemini,
-        }
+        Profile::Format(format)
+    }
+
+    /// Every profile's name, as `parse` takes them and `_core.PROFILES` lists them: the
+    /// formats' (`Format::ALL`), then `strict` and `responses_stateless`.
+    pub fn names() -> Vec<&'static str> {
+        Format::ALL
+            .iter()
+            .map(|f| f.name())
+            .chain(["strict", "responses_stateless"])
+            .collect()
     }
 }
 

@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "batch",
     "serve",
+    "mcp_server",
 )
 
 

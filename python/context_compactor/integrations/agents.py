@@ -43,6 +43,7 @@ from context_compactor import _core
 from context_compactor._session_args import compacting_session_arguments
 from context_compactor.compactor import ContextCompactor
 from context_compactor.errors import MessageTypeError
+from context_compactor.recall import DESCRIPTION, TOOL_NAME, Recall
 from context_compactor.session import Session
 
 if TYPE_CHECKING:
@@ -272,3 +273,14 @@ def input_filter(
         'Done: the test passes.'
     """
     return CompactingInputFilter(compactor, tools=tools)
+
+
+def recall_tool(recall: Recall, *, name: str = TOOL_NAME) -> Any:
+    """The ``recall`` tool (:mod:`context_compactor.recall`) as an Agents SDK ``FunctionTool``:
+    ``Agent(name=..., tools=[recall_tool(Recall(session))])``."""
+    from agents import function_tool
+
+    def run(id: str, start: int = 0, count: int | None = None, pattern: str | None = None) -> str:
+        return recall(id, start=start, count=count, pattern=pattern)
+
+    return function_tool(run, name_override=name, description_override=DESCRIPTION, strict_mode=False)

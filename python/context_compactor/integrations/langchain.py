@@ -45,6 +45,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from context_compactor.errors import MessageTypeError
+from context_compactor.recall import DESCRIPTION, TOOL_NAME, Recall
 
 if TYPE_CHECKING:
     from context_compactor.compactor import ContextCompactor
@@ -284,3 +285,19 @@ def langgraph_pre_model_hook(compactor: ContextCompactor) -> Callable[[dict[str,
         return {"llm_input_messages": list(messages)}
 
     return hook
+
+
+def recall_tool(recall: Recall, *, name: str = TOOL_NAME) -> Any:
+    """The ``recall`` tool (:mod:`context_compactor.recall`) as a LangChain ``StructuredTool``:
+    pass it to ``create_agent(tools=[...])`` or ``model.bind_tools([...])``.
+
+    Example:
+        tool = recall_tool(Recall(session))
+        agent = create_agent(model, tools=[tool, *my_tools], middleware=[ContextCompactorMiddleware(compactor)])
+    """
+    from langchain_core.tools import StructuredTool
+
+    def run(id: str, start: int = 0, count: int | None = None, pattern: str | None = None) -> str:
+        return recall(id, start=start, count=count, pattern=pattern)
+
+    return StructuredTool.from_function(func=run, name=name, description=DESCRIPTION)

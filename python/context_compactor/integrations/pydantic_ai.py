@@ -45,6 +45,7 @@ from pydantic_ai.messages import (
 
 from context_compactor._core import SUMMARY_MARKER
 from context_compactor.errors import ConfigError
+from context_compactor.recall import DESCRIPTION, TOOL_NAME, Recall
 
 if TYPE_CHECKING:
     from context_compactor.compactor import ContextCompactor
@@ -234,3 +235,14 @@ def history_processor(
         return list(compactor.compact(messages, pinned=pinned_indexes(messages)).messages)
 
     return process
+
+
+def recall_tool(recall: Recall, *, name: str = TOOL_NAME) -> Any:
+    """The ``recall`` tool (:mod:`context_compactor.recall`) as a pydantic-ai ``Tool``:
+    ``Agent(model, tools=[recall_tool(Recall(session))])``."""
+    from pydantic_ai import Tool
+
+    def run(id: str, start: int = 0, count: int | None = None, pattern: str | None = None) -> str:
+        return recall(id, start=start, count=count, pattern=pattern)
+
+    return Tool(run, name=name, description=DESCRIPTION, takes_ctx=False)

@@ -9,9 +9,11 @@ Requests name a summarizer allow-listed at start, never a URL.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from context_compactor import _core
 
 __all__ = [
     "AppendRequest",
@@ -36,7 +38,11 @@ __all__ = [
 ]
 
 HostId = str | int
-Format = Literal["openai", "anthropic", "responses"]
+if TYPE_CHECKING:
+    from context_compactor._core import _Format as Format
+else:
+    # Every format the core reads, from its one list (the schema's enum).
+    Format = Literal[_core.FORMATS]
 System = str | list[dict[str, Any]] | None
 
 
@@ -130,6 +136,8 @@ class CreateSession(_Strict):
 class SessionInfoResponse(BaseModel):
     session_id: str
     format: str
+    config: dict[str, Any] | None = Field(None, description="the config the session was created with")
+    summarizer: str | None = Field(None, description="the summarizer name the session was created with")
     message_count: int
     compactions: int
     check: CheckResponse

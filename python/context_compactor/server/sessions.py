@@ -5,13 +5,16 @@ One :class:`SessionStore` for the server (``--store``: a SQLite path, ``:memory:
 requests on it (Sessions are thread-safe). Every append is committed before its ids are
 returned, so an acknowledged message survives a ``kill -9`` of the server.
 
-A session's ``config`` and summarizer name live in this process (the store keeps system, tools
-and format); after a restart a session reopens with the server's defaults. ``--retention`` deletes
-sessions idle for longer than it (their originals and compactions with them).
+What a session was created with is in the store, so a restarted server reopens it as it was: the
+system prompt and tools (the store's own columns), and the format, ``config`` and summarizer name
+(the session's meta, :meth:`SessionStore.session_meta`: JSON the store does not read).
+``--retention`` deletes sessions idle for longer than it (their originals and compactions with
+them).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -62,14 +65,26 @@ class Sessions:
         self.compactors = compactors
         self.retention_s = retention_s
         self._open: dict[str, Session] = {}
-        self._settings: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
         self._touched: dict[str, float] = {}
         self._lock = threading.Lock()
         self._started = self._swept = time.time()
 
-    def _compactor(self, sid: str) -> ContextCompactor:
-        config, summarizer = self._settings.get(sid, (None, None))
-        return self.compactors.get(config, summarizer)
+    def meta(self, sid: str) -> dict[str, Any]:
+        """What the session was created with: ``format``, ``config`` and ``summarizer`` (each
+        ``None`` when not given), from the store."""
+        with self._lock:
+            cached = self._meta.get(sid)
+        if cached is not None:
+            return cached
+        text = self.store.session_meta(sid)
+        meta = {"format": None, "config": None, "summarizer": None, **(json.loads(text) if text else {})}
+        with self._lock:
+            self._meta[sid] = meta
+        return meta
+
+    def _compactor(self, meta: dict[str, Any]) -> ContextCompactor:
+        return self.compactors.get(meta["config"], meta["summarizer"])
 
     def create(self, body: CreateSession) -> Session:
         compactor = self.compactors.get(body.config, body.summarizer)  # refuses a bad config or name first
@@ -81,9 +96,11 @@ class Sessions:
         session = Session(
             sid, compactor=compactor, store=self.store, system=body.system, tools=body.tools, format=body.format
         )
+        meta = {"format": body.format, "config": body.config, "summarizer": body.summarizer}
+        self.store.set_session_meta(sid, json.dumps(meta, ensure_ascii=False))
         with self._lock:
             self._open[sid] = session
-            self._settings[sid] = (body.config, body.summarizer)
+            self._meta[sid] = meta
             self._touched[sid] = time.time()
         return session
 
@@ -96,7 +113,8 @@ class Sessions:
                 return session
         if sid not in self.store.session_ids():
             raise NotFound(f"no session {sid!r}")
-        session = Session(sid, compactor=self._compactor(sid), store=self.store)
+        meta = self.meta(sid)
+        session = Session(sid, compactor=self._compactor(meta), store=self.store, format=meta["format"])
         with self._lock:
             session = self._open.setdefault(sid, session)
             self._touched[sid] = time.time()
@@ -108,7 +126,7 @@ class Sessions:
     def delete(self, sid: str) -> bool:
         with self._lock:
             session = self._open.pop(sid, None)
-            self._settings.pop(sid, None)
+            self._meta.pop(sid, None)
             self._touched.pop(sid, None)
         if session is not None:
             session.close()
@@ -148,10 +166,13 @@ def _text(message: dict[str, Any]) -> str:
     return ""
 
 
-def _info(session: Session) -> dict[str, Any]:
+def _info(reg: Sessions, session: Session) -> dict[str, Any]:
+    meta = reg.meta(session.id)
     return {
         "session_id": session.id,
         "format": session.format,
+        "config": meta["config"],
+        "summarizer": meta["summarizer"],
         "message_count": len(session),
         "compactions": len(session.compactions()),
         "check": check_json(session.check()),
@@ -160,7 +181,8 @@ def _info(session: Session) -> dict[str, Any]:
 
 @router.post("", status_code=201, response_model=SessionInfoResponse, summary="Create (or reopen) a session")
 def create(body: CreateSession, request: Request) -> Any:
-    return JSONResponse(_info(_sessions(request).create(body)), status_code=201)
+    reg = _sessions(request)
+    return JSONResponse(_info(reg, reg.create(body)), status_code=201)
 
 
 @router.get("", response_model=SessionList, summary="Every session, with its context indicator")
@@ -169,7 +191,7 @@ def list_sessions(request: Request) -> Any:
     out = []
     for sid in reg.ids():
         try:
-            out.append(_info(reg.get(sid)))
+            out.append(_info(reg, reg.get(sid)))
         except (NotFound, StoreError):  # deleted meanwhile
             continue
     return JSONResponse({"sessions": out})
@@ -177,7 +199,8 @@ def list_sessions(request: Request) -> Any:
 
 @router.get("/{session_id}", response_model=SessionInfoResponse, summary="A session's state")
 def info(session_id: str, request: Request) -> Any:
-    return JSONResponse(_info(_sessions(request).get(session_id)))
+    reg = _sessions(request)
+    return JSONResponse(_info(reg, reg.get(session_id)))
 
 
 @router.delete("/{session_id}", status_code=204, summary="Delete a session and everything it holds")
