@@ -5,7 +5,7 @@
 //! section: a later compaction reads them back from the narrative, and a newer list or error
 //! replaces them).
 //!
-//! The last unresolved error is the last failing line of a tool result ([`failing_line`], or the
+//! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
 //! first line of a result marked `is_error`), unless a later run of the same command (the same
 //! tool and first words, or the same path) came back clean.
 
