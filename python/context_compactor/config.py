@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     # The profiles' names are declared once, in the stub (`_core.PROFILES` at run time).
     from context_compactor._core import _Profile
 
-__all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
+__all__ = ["DEFAULT_PRICES", "PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
 #: Every field's default, from the core (DESIGN's configuration table).
 _DEFAULTS: dict[str, Any] = _core.config_defaults()
@@ -72,6 +72,11 @@ def _rule(rule: Any) -> Any:
 DEFAULT_SELECTIVE_RULES: tuple[SelectiveRule, ...] = tuple(_rule(r) for r in _DEFAULTS["selective_rules"])
 
 Tokenizer = str | Callable[[str], int]
+
+#: The default prices of ``target_ratio="auto"``, dollars per million tokens (input, cached read,
+#: cache write, output), from the core: the eval's tables (``context_compactor.eval.cost.PRICES``),
+#: OpenAI gpt-5 (no charge for a cache write: the input price) and Anthropic Claude Sonnet 4.
+DEFAULT_PRICES: dict[str, tuple[float, float, float, float]] = _core.config_default_prices()
 
 
 def default_reserve(max_context_tokens: int) -> int:
@@ -118,7 +123,11 @@ class CompactionConfig:
     #: The hard threshold in tokens (compact before sending); ``None``: the budget.
     hard_threshold_tokens: int | None = _DEFAULTS["hard_threshold_tokens"]
     #: Where a compaction aims, as a share of the budget (capped at the soft threshold).
-    target_ratio: float = _DEFAULTS["target_ratio"]
+    #: ``"auto"``: per conversation, the target that minimises the predicted billed input per
+    #: model call over a compaction cycle, from the growth per call a :class:`ConversationState`
+    #: observed and :attr:`price_table` (0.2-0.7 of the budget, never below what keeps the recent
+    #: tail, the task, the ledger and the summary; 0.5 without a state); see ``docs/eval.md``.
+    target_ratio: float | Literal["auto"] = _DEFAULTS["target_ratio"]
     #: Leading non-system messages kept verbatim (the task). The kept head ends at an earlier
     #: summary: once the start was compacted, the messages after that summary are later ones and
     #: are summarised with it (one summary, events in order).
@@ -172,11 +181,11 @@ class CompactionConfig:
     #: ``"developer"`` for Responses.
     summary_role: Literal["user", "system", "developer"] = _DEFAULTS["summary_role"]
     #: The ledger's user words (the sentences of the user's own messages in every replaced span,
-    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 8)``, at
+    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 2)``, at
     #: least 64 (:attr:`user_words_token_limit`); 0 turns the section off.
     user_messages_budget_tokens: int | None = _DEFAULTS["user_messages_budget_tokens"]
     #: The ledger's preserved details and artifact trail, outside ``summary_max_tokens`` (which
-    #: caps the narrative). ``None``: ``min(1500, budget // 8)``, at least 64
+    #: caps the narrative). ``None``: ``min(1500, budget // 2)``, at least 64
     #: (:attr:`details_token_limit`); 0 turns the sections off.
     details_budget_tokens: int | None = _DEFAULTS["details_budget_tokens"]
     #: Longer spans are summarised in chunks, each updating the previous summary (so the
@@ -193,6 +202,19 @@ class CompactionConfig:
     #: Refuse a compaction that saves less, only below the hard threshold and not when it brings the
     #: context under the soft one.
     min_savings_ratio: float = _DEFAULTS["min_savings_ratio"]
+    #: The prices ``target_ratio="auto"`` weighs, in dollars per million tokens: ``(input, cached
+    #: read, cache write, output)``. ``None``: by the conversation's format, the eval's tables
+    #: (:data:`DEFAULT_PRICES`: OpenAI gpt-5 for Chat Completions, Responses and Gemini contents,
+    #: Anthropic Claude Sonnet 4 for Anthropic messages).
+    prices: tuple[float, float, float, float] | None = _DEFAULTS["prices"]
+    #: No compaction loops: after a compaction that could not get under the soft threshold
+    #: (``over_budget``, a refusal above it included), or that could not reach the target and
+    #: left less room than this under the soft threshold, ``check()``/``should_compact()`` with a
+    #: state, ``compact()`` with a state and a Session's ``prepare()`` hold the next compaction
+    #: until the context has grown by this many tokens (or crossed the hard threshold); each
+    #: retry would end the same way and break the provider's cached prefix. ``None``: the gap
+    #: between the soft and the hard threshold (:attr:`retry_growth`); 0: no hold.
+    retry_growth_tokens: int | None = _DEFAULTS["retry_growth_tokens"]
     #: After a summarizer failure, that many calls with a state skip the LLM: micro/selective, then the
     #: rule summary if they fall short.
     cooldown_calls: int = _DEFAULTS["cooldown_calls"]
@@ -231,6 +253,8 @@ class CompactionConfig:
             object.__setattr__(self, "protected_tools", tuple(sorted(self.protected_tools)))
         if isinstance(self.selective_rules, (list, tuple)):
             object.__setattr__(self, "selective_rules", tuple(_rule(r) for r in self.selective_rules))
+        if isinstance(self.prices, list):
+            object.__setattr__(self, "prices", tuple(self.prices))
         if self.offload_dir is not None and isinstance(self.offload_dir, os.PathLike):
             object.__setattr__(self, "offload_dir", os.fspath(self.offload_dir))
         # The core checks every field (ConfigError naming the first bad one) and works out the
@@ -269,8 +293,22 @@ class CompactionConfig:
 
     @property
     def target_tokens(self) -> int:
-        """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold."""
+        """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold
+        (with ``"auto"``: half the budget here; each compaction chooses its own)."""
         return self._limit(4)
+
+    def price_table(self, format: str) -> tuple[float, float, float, float]:
+        """The prices ``target_ratio="auto"`` weighs for a conversation of ``format``."""
+        if self.prices is not None:
+            return self.prices
+        return DEFAULT_PRICES["anthropic" if format == "anthropic" else "openai"]
+
+    @property
+    def retry_growth(self) -> int:
+        """After a compaction that ended over the soft threshold (or short of the target with
+        little room under it), the growth before the next one is due below the hard threshold:
+        ``retry_growth_tokens``, or the gap between the soft and the hard threshold."""
+        return self._limit(10)
 
     @property
     def task_token_limit(self) -> int:
@@ -280,13 +318,13 @@ class CompactionConfig:
     @property
     def user_words_token_limit(self) -> int:
         """The ledger's user words budget: ``user_messages_budget_tokens``, or
-        ``min(2000, budget // 8)`` (at least 64) when it is ``None``."""
+        ``min(2000, budget // 2)`` (at least 64) when it is ``None``."""
         return self._limit(6)
 
     @property
     def details_token_limit(self) -> int:
         """The ledger's details and trail budget: ``details_budget_tokens``, or
-        ``min(1500, budget // 8)`` (at least 64) when it is ``None``."""
+        ``min(1500, budget // 2)`` (at least 64) when it is ``None``."""
         return self._limit(7)
 
     @property

@@ -28,8 +28,19 @@ pub const MAX_INT: u64 = 1_000_000_000_000;
 /// The derived reserve is at most this (room for a long reply).
 pub const RESERVE_MAX: usize = 8_000;
 
+/// `target_ratio = "auto"` without an observed growth (and in the derived `target_tokens`): half
+/// the budget.
+pub const AUTO_FALLBACK: f64 = 0.5;
+
+/// The default prices of `target_ratio = "auto"`, dollars per million tokens (input, cached read,
+/// cache write, output): OpenAI gpt-5 (no charge for a cache write: the input price), used for
+/// Chat Completions, Responses and Gemini contents.
+pub const OPENAI_PRICES: [f64; 4] = [1.25, 0.125, 1.25, 10.0];
+/// The default prices for Anthropic messages: Claude Sonnet 4.
+pub const ANTHROPIC_PRICES: [f64; 4] = [3.0, 0.30, 3.75, 15.0];
+
 /// The field names, in the order Python's `CompactionConfig` declares them.
-pub const FIELDS: [&str; 40] = [
+pub const FIELDS: [&str; 42] = [
     "max_context_tokens",
     "reserve_tokens",
     "trigger_ratio",
@@ -60,6 +71,8 @@ pub const FIELDS: [&str; 40] = [
     "summarizer_timeout_s",
     "on_summarizer_error",
     "min_savings_ratio",
+    "prices",
+    "retry_growth_tokens",
     "cooldown_calls",
     "background",
     "tokenizer",
@@ -171,6 +184,36 @@ names_enum! {
     }
 }
 
+/// Where a compaction aims (`target_ratio`): a share of the budget, or `"auto"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TargetRatio {
+    /// A share of the budget in (0, 1].
+    Ratio(f64),
+    /// Per conversation, the target that minimises the predicted billed input per model call
+    /// over a compaction cycle (Python's `target_ratio="auto"`); where no choice is made (the
+    /// derived `target_tokens`, the Rust API today) half the budget ([`AUTO_FALLBACK`]).
+    Auto,
+}
+
+impl TargetRatio {
+    /// The share of the budget in force where no per-conversation choice is made.
+    pub fn ratio(self) -> f64 {
+        match self {
+            TargetRatio::Ratio(r) => r,
+            TargetRatio::Auto => AUTO_FALLBACK,
+        }
+    }
+}
+
+impl Serialize for TargetRatio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TargetRatio::Ratio(r) => s.serialize_f64(*r),
+            TargetRatio::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
 /// What selective compaction does to one type of item outside the recent window.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct SelectiveRule {
@@ -199,8 +242,9 @@ pub struct Config {
     pub soft_threshold_tokens: Option<usize>,
     /// The hard threshold in tokens; `None`: the budget.
     pub hard_threshold_tokens: Option<usize>,
-    /// Where a compaction aims, as a share of the budget (capped at the soft threshold).
-    pub target_ratio: f64,
+    /// Where a compaction aims, as a share of the budget (capped at the soft threshold), or
+    /// `"auto"`.
+    pub target_ratio: TargetRatio,
     /// Leading non-system messages kept verbatim (the task).
     pub keep_first_messages: usize,
     /// The task is shortened to this at most; `None`: `min(2000, budget / 4)`.
@@ -236,9 +280,9 @@ pub struct Config {
     pub summary_max_tokens: usize,
     /// Where the summary goes.
     pub summary_role: SummaryRole,
-    /// The ledger's user words; `None`: `min(2000, budget / 8)`, at least 64.
+    /// The ledger's user words; `None`: `min(2000, budget / 2)`, at least 64.
     pub user_messages_budget_tokens: Option<usize>,
-    /// The ledger's details and trail; `None`: `min(1500, budget / 8)`, at least 64.
+    /// The ledger's details and trail; `None`: `min(1500, budget / 2)`, at least 64.
     pub details_budget_tokens: Option<usize>,
     /// Longer spans are summarised in chunks; `None`: the hard threshold.
     pub summarizer_max_input_tokens: Option<usize>,
@@ -250,6 +294,14 @@ pub struct Config {
     pub on_summarizer_error: OnSummarizerError,
     /// Refuse a compaction that saves less.
     pub min_savings_ratio: f64,
+    /// The prices `target_ratio = "auto"` weighs, dollars per million tokens: `[input, cached
+    /// read, cache write, output]`; `None`: by the conversation's format ([`Config::price_table`]).
+    pub prices: Option<[f64; 4]>,
+    /// No compaction loops: after a compaction that ended over the soft threshold (or short of
+    /// the target with little room under it), the next one waits until the context grew by this
+    /// many tokens (or crossed the hard threshold); `None`: the gap between the soft and the hard
+    /// threshold ([`Config::retry_growth`]); 0: no hold.
+    pub retry_growth_tokens: Option<usize>,
     /// After a summarizer failure, that many calls with a state skip the LLM.
     pub cooldown_calls: usize,
     /// Start the summary from the soft threshold without blocking (hosts that can).
@@ -282,7 +334,7 @@ impl Default for Config {
             trigger_ratio: 0.8,
             soft_threshold_tokens: None,
             hard_threshold_tokens: None,
-            target_ratio: 0.5,
+            target_ratio: TargetRatio::Ratio(0.5),
             keep_first_messages: 1,
             task_max_tokens: None,
             keep_recent_messages: 6,
@@ -320,6 +372,8 @@ impl Default for Config {
             summarizer_timeout_s: 120.0,
             on_summarizer_error: OnSummarizerError::Fallback,
             min_savings_ratio: 0.1,
+            prices: None,
+            retry_growth_tokens: None,
             cooldown_calls: 3,
             background: false,
             tokenizer: TokenizerName::Approx,
@@ -390,9 +444,27 @@ impl Config {
         self.hard_threshold_tokens.unwrap_or_else(|| self.budget())
     }
 
-    /// Where a compaction aims: `target_ratio * budget`, never above the soft threshold.
+    /// Where a compaction aims: `target_ratio * budget`, never above the soft threshold (with
+    /// `"auto"`: half the budget; each compaction of the Python API chooses its own).
     pub fn target_tokens(&self) -> usize {
-        ((self.target_ratio * self.budget() as f64) as usize).min(self.soft_threshold())
+        ((self.target_ratio.ratio() * self.budget() as f64) as usize).min(self.soft_threshold())
+    }
+
+    /// The prices `target_ratio = "auto"` weighs for a conversation (`anthropic`: Anthropic
+    /// messages): `prices`, or the default table of the format.
+    pub fn price_table(&self, anthropic: bool) -> [f64; 4] {
+        match self.prices {
+            Some(p) => p,
+            None if anthropic => ANTHROPIC_PRICES,
+            None => OPENAI_PRICES,
+        }
+    }
+
+    /// The growth before a held compaction is due again below the hard threshold:
+    /// `retry_growth_tokens`, or the gap between the soft and the hard threshold.
+    pub fn retry_growth(&self) -> usize {
+        self.retry_growth_tokens
+            .unwrap_or_else(|| self.hard_threshold().saturating_sub(self.soft_threshold()))
     }
 
     /// The task is shortened to this at most.
@@ -404,13 +476,13 @@ impl Config {
     /// The ledger's user words budget.
     pub fn user_words_token_limit(&self) -> usize {
         self.user_messages_budget_tokens
-            .unwrap_or_else(|| 64usize.max(2_000usize.min(self.budget() / 8)))
+            .unwrap_or_else(|| 64usize.max(2_000usize.min(self.budget() / 2)))
     }
 
     /// The ledger's details and trail budget.
     pub fn details_token_limit(&self) -> usize {
         self.details_budget_tokens
-            .unwrap_or_else(|| 64usize.max(1_500usize.min(self.budget() / 8)))
+            .unwrap_or_else(|| 64usize.max(1_500usize.min(self.budget() / 2)))
     }
 
     /// The summary's cap: `summary_max_tokens`, at most `summary_target_share` of the target
@@ -466,6 +538,8 @@ impl Config {
             summarizer_max_input_tokens: self.summarizer_max_input_tokens,
             transcript_item_max_chars: self.transcript_item_max_chars,
             min_savings_ratio: self.min_savings_ratio,
+            retry_growth: self.retry_growth(),
+            held_until: None,
             repair: self.repair,
             profile: self.profile,
             framing: Framing {

@@ -5,8 +5,8 @@
 use super::presets;
 use super::raw::Raw;
 use super::{
-    Config, ConfigError, OnSummarizerError, SelectiveRule, SummaryRole, TokenizerName, FIELDS,
-    MAX_INT,
+    Config, ConfigError, OnSummarizerError, SelectiveRule, SummaryRole, TargetRatio, TokenizerName,
+    FIELDS, MAX_INT,
 };
 use crate::image::ImageModel;
 use crate::validate::Profile;
@@ -237,6 +237,39 @@ fn ratio_value(name: &str, v: &Raw, low_open: bool) -> Result<f64, ConfigError> 
     Ok(f)
 }
 
+/// The prices of `target_ratio = "auto"`: four numbers (not bools), finite, each >= 0.
+fn prices_value(v: &Raw) -> Result<[f64; 4], ConfigError> {
+    let parsed = match v {
+        Raw::List(items, _) if items.len() == 4 => items
+            .iter()
+            .map(|x| match (x, number(x)) {
+                (Raw::BigInt(_), _) => None,
+                (_, Some(f)) if f.is_finite() && f >= 0.0 => Some(f),
+                _ => None,
+            })
+            .collect::<Option<Vec<f64>>>(),
+        _ => None,
+    };
+    match parsed {
+        Some(p) => Ok([p[0], p[1], p[2], p[3]]),
+        None => {
+            // Python makes a list a tuple before it checks it: the message shows a tuple.
+            let shown = match v {
+                Raw::List(items, _) => Raw::List(items.clone(), true),
+                other => other.clone(),
+            };
+            Err(ConfigError::new(
+                "prices",
+                format!(
+                    "expected (input, cached_read, cache_write, output) in dollars per million \
+                     tokens, each >= 0, got {}",
+                    shown.repr()
+                ),
+            ))
+        }
+    }
+}
+
 /// The error of a selective rule that cannot be one.
 fn rule_error(what: String) -> ConfigError {
     ConfigError::new("selective_rules", what)
@@ -371,8 +404,14 @@ pub fn check_fields(given: &[(&str, &Raw)]) -> Result<Config, ConfigError> {
     if let Some(v) = f.ratio("trigger_ratio", true)? {
         c.trigger_ratio = v;
     }
-    if let Some(v) = f.ratio("target_ratio", true)? {
-        c.target_ratio = v;
+    match f.get("target_ratio") {
+        None => {}
+        Some(Raw::Str(s)) if s == "auto" => c.target_ratio = TargetRatio::Auto,
+        Some(v) => c.target_ratio = TargetRatio::Ratio(ratio_value("target_ratio", v, true)?),
+    }
+    match f.get("prices") {
+        None | Some(Raw::Null) => {}
+        Some(v) => c.prices = Some(prices_value(v)?),
     }
     if let Some(v) = f.ratio("micro_trigger_ratio", false)? {
         c.micro_trigger_ratio = v;
@@ -433,6 +472,7 @@ pub fn check_fields(given: &[(&str, &Raw)]) -> Result<Config, ConfigError> {
         }
     }
     int!(keep_recent_tokens, 0, optional);
+    int!(retry_growth_tokens, 0, optional);
     int!(user_messages_budget_tokens, 0, optional);
     int!(details_budget_tokens, 0, optional);
     int!(task_max_tokens, 16, optional);

@@ -4,13 +4,14 @@
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
 use super::last_block::shorten_last_block;
-use super::output::{Strategy, SummarySource};
+use super::output::{Change, Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
 use crate::structure::analyze;
+use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
-use crate::summary::ledger::{line_sentences, strip_fakes, Ledger};
+use crate::summary::ledger::{strip_fakes, Ledger};
 use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
@@ -129,6 +130,7 @@ impl<'a> Planned<'a> {
             details_budget: cfg.details_budget_tokens,
             ladder: None,
             task_words: Vec::new(),
+            bare: false,
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -202,7 +204,44 @@ impl<'a> Planned<'a> {
                 d = alt;
             }
         }
-        // Step 6, the last resort: ledger entries evicted in the stated order (sentences that
+        // Step 6: the narrative's length gives what it can before any ledger entry goes (DESIGN,
+        // invariant 5): the rule summary at a half and a quarter of the narrative's size, then
+        // none at all (the marker line and the ledger).
+        // A forced call with min_savings_ratio=0 must compact and never return more tokens than
+        // it got (invariant 8): the narrative gives way down to the size that does not grow it
+        // (with nothing new, the earlier one's size), also under the soft threshold.
+        let before = if self.forced && cfg.min_savings_ratio <= 0.0 {
+            raw_of(self.tokens_before, self.ratio)
+        } else {
+            usize::MAX
+        };
+        let limit = soft.min(before);
+        // When no narrative at all still leaves it over the soft threshold, the ledger must give
+        // too; if even its minimum cannot bring the context under (over_budget either way), the
+        // narrative stays unless the hard threshold needs it gone.
+        let hard = raw_of(cfg.hard, self.ratio);
+        if d.tokens() > limit {
+            if let Some(alt) = self.shorter_narrative(&d, limit, soft, counter) {
+                if alt.tokens() <= limit {
+                    cut = true;
+                    d = alt;
+                } else if d.tokens() > soft {
+                    let full = self.evict(&alt, soft, soft, counter);
+                    if full.tokens() <= soft {
+                        d = full;
+                        cut = true;
+                    } else if d.tokens() > hard.min(before) {
+                        if let Some(alt) =
+                            self.shorter_narrative(&d, hard.min(before), soft, counter)
+                        {
+                            d = alt;
+                            cut = true;
+                        }
+                    }
+                }
+            }
+        }
+        // Step 7, the last resort: ledger entries evicted in the stated order (sentences that
         // are not instructions, then facts, then instructions; prohibitions and safety rules
         // stay: the ledger's minimum), each listed in `must_keep_missing`. When even the
         // minimum leaves the context over the soft threshold (over_budget either way), only as
@@ -212,11 +251,67 @@ impl<'a> Planned<'a> {
             d = if full.tokens() <= soft {
                 full
             } else {
-                self.evict(&d, raw_of(cfg.hard, self.ratio), soft, counter)
+                self.evict(&d, hard, soft, counter)
             };
         }
         d.cut |= cut;
         self.finish(d, soft, counter)
+    }
+
+    /// `d` with a shorter narrative: the first of the rule summary at half and a quarter of the
+    /// narrative's characters and no narrative at all that brings it to `aim` or under (the
+    /// ladder's cuts re-run to `soft`), else the smallest (`None` when none is smaller than `d`).
+    fn shorter_narrative(
+        &self,
+        d: &Draft<'a>,
+        aim: usize,
+        soft: usize,
+        counter: &dyn Count,
+    ) -> Option<Draft<'a>> {
+        let chars = d.shape.body.chars().count();
+        let mut best: Option<Draft<'a>> = None;
+        // The narrative's characters at a half, a quarter, then none.
+        for size in [Some(chars / 2), Some(chars / 4), None] {
+            let shape = if let Some(max_chars) = size {
+                let body = rule_summary_chained(
+                    self.previous_summary.as_deref(),
+                    &self.replaced,
+                    self.language,
+                    max_chars,
+                );
+                if body.trim().is_empty() {
+                    continue;
+                }
+                Shape {
+                    body,
+                    ..d.shape.clone()
+                }
+            } else {
+                Shape {
+                    bare: true,
+                    ..d.shape.clone()
+                }
+            };
+            let mut alt = self.reassemble(&shape, d, counter);
+            self.fit(&mut alt, soft, counter);
+            if alt.tokens() >= best.as_ref().map_or(d.tokens(), Draft::tokens) {
+                continue;
+            }
+            let fits = alt.tokens() <= aim;
+            if alt.source == Some(SummarySource::Llm) {
+                alt.source = Some(SummarySource::Rule);
+                alt.strategy = Strategy::RuleSummary;
+                alt.fallback_reason = Some(
+                    "the summary did not fit the window: replaced by a shorter rule summary"
+                        .to_owned(),
+                );
+            }
+            best = Some(alt);
+            if fits {
+                break;
+            }
+        }
+        best
     }
 
     /// `d` with ledger entries evicted in the stated order until it is at or under `aim` (or
@@ -284,58 +379,90 @@ impl<'a> Planned<'a> {
     /// last legal block), each cut only when still over (also the whole ladder when there is
     /// nothing to summarise between the kept head and tail).
     fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
-        if d.tokens() > soft {
-            self.shorten_task_in(d, counter);
+        if d.tokens() <= soft {
+            return;
         }
+        // Down to the target, not just under the soft threshold: cutting the kept tail breaks
+        // the cached prefix from that message on, and cutting only to the threshold makes the
+        // next call cut again (a prefix break at every call).
+        let aim = if self.cfg.cache_aware_cuts {
+            raw_of(self.cfg.target, self.ratio).min(soft)
+        } else {
+            soft
+        };
+        // The task is shortened only when the result with it verbatim would be over the soft
+        // threshold, and then by the least amount (DESIGN, "The task"): the kept tail's cut
+        // first, on a copy; when that is not enough, the task gives what the tail could not.
+        let mut tail = d.clone();
+        self.shorten_tail(&mut tail, aim, counter);
+        if tail.tokens() <= soft || self.task.is_none() {
+            *d = tail;
+            return;
+        }
+        let gives = d.tokens().saturating_sub(tail.tokens());
+        self.shorten_task_in(d, soft + gives, counter);
         if d.tokens() > soft {
-            // Down to the target, not just under the soft threshold: cutting the kept tail
-            // breaks the cached prefix from that message on, and cutting only to the threshold
-            // makes the next call cut again (a prefix break at every call).
-            let aim = if self.cfg.cache_aware_cuts {
-                raw_of(self.cfg.target, self.ratio).min(soft)
-            } else {
-                soft
-            };
             self.shorten_tail(d, aim, counter);
         }
     }
 
-    /// The ladder's task step: the task slot of `d` cut to `task_max_tokens`.
-    fn shorten_task_in(&self, d: &mut Draft<'a>, counter: &dyn Count) {
+    /// The ladder's task step: the task slot of `d` cut by the least amount that brings `d` to
+    /// `goal`, never below `task_max_tokens` (DESIGN, "The task"). With a summary, the
+    /// instructions of the cut part that the cut task does not list join the ledger's user
+    /// words (the task's first, oldest of all): the summary is assembled again with them and
+    /// the task cut again by what is then over (a few rounds: what the ledger now carries
+    /// takes room the task gives). Its facts are written after the cut marker.
+    fn shorten_task_in(&self, d: &mut Draft<'a>, goal: usize, counter: &dyn Count) {
         let Some(src) = self.task.and_then(|t| self.slots[t].source()) else {
             return;
         };
-        let Some(at) = d.slots.iter().position(|s| s.source() == Some(src)) else {
+        let Some(mut at) = d.slots.iter().position(|s| s.source() == Some(src)) else {
             return;
         };
-        if let Some((_, entry)) = shorten_task(&mut d.slots, at, &self.cfg, counter) {
-            d.note(entry, Strategy::Truncation);
-            // The cut part's sentences join the ledger's user words (the task's first, oldest
-            // of all): the summary is assembled again with them and the task cut again.
-            if d.summary.is_some() && d.shape.task_words.is_empty() {
-                let shortened = d.slots[at].view.prose();
-                let original = self.slots[self.task.unwrap_or(at)].view.prose();
-                let words: Vec<String> = original
-                    .lines()
-                    .flat_map(line_sentences)
-                    .filter(|s| !shortened.contains(s))
-                    .map(str::to_owned)
-                    .collect();
-                if !words.is_empty() {
-                    let shape = Shape {
-                        task_words: words,
-                        ..d.shape.clone()
-                    };
-                    let mut alt = self.reassemble(&shape, d, counter);
-                    // The same assembly but for the ledger: its record is `d`'s (the task's cut
-                    // noted there already).
-                    alt.record = d.record.clone();
-                    if let Some(at) = alt.slots.iter().position(|s| s.source() == Some(src)) {
-                        let _ = shorten_task(&mut alt.slots, at, &self.cfg, counter);
-                    }
-                    *d = alt;
-                }
+        let excess = d.tokens().saturating_sub(goal);
+        let Some((_, entry)) = shorten_task(&mut d.slots, at, excess, &self.cfg, counter) else {
+            return;
+        };
+        d.note(entry, Strategy::Truncation);
+        if d.summary.is_none() || !d.shape.task_words.is_empty() {
+            return;
+        }
+        let original = self.slots[self.task.unwrap_or(at)].view.prose();
+        let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut words: Vec<String> = Vec::new();
+        for _ in 0..3 {
+            let shortened = collapse(&d.slots[at].view.prose());
+            let more: Vec<String> = user_instructions(&original)
+                .into_iter()
+                .map(|(_, s)| s)
+                .filter(|s| !shortened.contains(&collapse(s)) && !words.contains(s))
+                .collect();
+            if more.is_empty() {
+                return;
             }
+            words.extend(more);
+            // In the task's order.
+            words.sort_by_key(|w| original.find(w.as_str()).unwrap_or(usize::MAX));
+            let shape = Shape {
+                task_words: words.clone(),
+                ..d.shape.clone()
+            };
+            let mut alt = self.reassemble(&shape, d, counter);
+            // The same assembly but for the ledger: its record is `d`'s, the task's cut noted
+            // again with its new size.
+            alt.record = d.record.clone();
+            alt.record
+                .retain(|e| !(e.index == src && e.action == Change::Shortened));
+            let Some(at2) = alt.slots.iter().position(|s| s.source() == Some(src)) else {
+                return;
+            };
+            let excess = alt.tokens().saturating_sub(goal);
+            if let Some((_, entry)) = shorten_task(&mut alt.slots, at2, excess, &self.cfg, counter)
+            {
+                alt.note(entry, Strategy::Truncation);
+            }
+            *d = alt;
+            at = at2;
         }
     }
 

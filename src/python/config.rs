@@ -135,7 +135,7 @@ pub fn config_of(cfg: &Bound<'_, PyAny>) -> PyResult<Config> {
 /// Check a `CompactionConfig`'s fields; its derived values: reserve, budget, soft and hard
 /// thresholds, target, task, user words, details, summary and micro limits.
 #[pyfunction]
-fn config_check(cfg: &Bound<'_, PyAny>) -> PyResult<[usize; 10]> {
+fn config_check(cfg: &Bound<'_, PyAny>) -> PyResult<[usize; 11]> {
     let c = config_of(cfg)?;
     Ok([
         c.reserve(),
@@ -148,7 +148,20 @@ fn config_check(cfg: &Bound<'_, PyAny>) -> PyResult<[usize; 10]> {
         c.details_token_limit(),
         c.summary_token_limit(),
         c.micro_threshold(),
+        c.retry_growth(),
     ])
+}
+
+/// The default prices of ``target_ratio="auto"`` by format family: ``openai``, ``anthropic``.
+#[pyfunction]
+fn config_default_prices(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("openai", PyTuple::new(py, crate::config::OPENAI_PRICES)?)?;
+    out.set_item(
+        "anthropic",
+        PyTuple::new(py, crate::config::ANTHROPIC_PRICES)?,
+    )?;
+    Ok(out)
 }
 
 /// Every field's default (selective rules as mappings).
@@ -232,6 +245,7 @@ fn selective_rule_of(rule: &Bound<'_, PyAny>) -> PyResult<(String, String, i64)>
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_check, m)?)?;
     m.add_function(wrap_pyfunction!(config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(config_default_prices, m)?)?;
     m.add_function(wrap_pyfunction!(config_presets, m)?)?;
     m.add_function(wrap_pyfunction!(config_resolve, m)?)?;
     m.add_function(wrap_pyfunction!(default_reserve, m)?)?;
