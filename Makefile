@@ -123,6 +123,10 @@ rust-package: ## the crate for Rust users: cargo doc without warnings, and cargo
 bench-rust: ## the Rust API's check() and compact() on 10k corpus messages next to the Python API's, same input, same run
 	$(BIN)/python benches/bench_rust.py --size 10000 --repeat 5
 
+.PHONY: rust-parity
+rust-parity: ## the Rust API against the Python API on every corpus transcript at windows of 10% and 30% (CI runs the 10% window)
+	RUST_PARITY_FULL=1 $(BIN)/python -m pytest -q -p no:randomly tests/test_rust_parity.py
+
 .PHONY: fuzz-rust
 fuzz-rust: ## the Rust API's no-panic property tests at length (20,000 cases each: arbitrary JSON, mutated corpus messages)
 	PROPTEST_CASES=20000 cargo test --profile examples --lib api::fuzz_tests
