@@ -89,6 +89,10 @@ pub struct Check {
     pub micro_due: bool,
     /// The detected (or given) format.
     pub format: Format,
+    /// With a state: the context size the next compaction waits for, when it is held back (the
+    /// last one could not get under the soft threshold, `retry_growth_tokens`); `urgency` is
+    /// then `None` although the soft threshold is crossed. `None` otherwise.
+    pub held_until: Option<usize>,
 }
 
 impl Check {
@@ -250,19 +254,30 @@ impl Compactor {
         let mut conv = read(messages, opts, false)?;
         let (per, sys, tls) = self.count(&mut conv, messages, opts.state);
         let total = per.iter().sum::<usize>() + sys + tls;
-        let (current, calibration) = match opts.state {
+        let (current, calibration, hold_until) = match opts.state {
             Some(s) => {
                 let mut st = s.lock();
                 st.record_total(total, sys + tls);
-                (st.calibrate(total), st.ratio())
+                let current = st.calibrate(total);
+                st.note_size(current);
+                (current, st.ratio(), st.hold_until)
             }
-            None => (total, 1.0),
+            None => (total, 1.0, None),
         };
         let p = &self.settings.plan;
+        let mut held_until = None;
         let urgency = if current >= p.hard {
             Urgency::Hard
         } else if current >= p.soft {
-            Urgency::Soft
+            match hold_until {
+                // The last compaction could not get under the soft threshold: another now would
+                // end the same way (no compaction loops; `retry_growth_tokens`).
+                Some(h) if current < h => {
+                    held_until = Some(h);
+                    Urgency::None
+                }
+                _ => Urgency::Soft,
+            }
         } else {
             Urgency::None
         };
@@ -279,6 +294,7 @@ impl Compactor {
             message_count: per.len(),
             micro_due: current >= p.micro_threshold,
             format: conv.format,
+            held_until,
         })
     }
 
@@ -373,7 +389,7 @@ impl Compactor {
         opts: &Options<'_>,
         mode: Mode,
     ) -> Result<Plan, Error> {
-        let cfg = &self.settings.plan;
+        let mut cfg = self.settings.plan.clone();
         let n = messages.len();
         let mut pinned = vec![false; n];
         for &i in opts.pinned {
@@ -404,6 +420,16 @@ impl Compactor {
                 if cooldown {
                     g.cooldown_remaining -= 1;
                 }
+                // The context's size at this call (the growth per call), and the hold an earlier
+                // compaction left (`retry_growth_tokens`).
+                let raw = tokens.iter().sum::<usize>() + sys + tls;
+                let now = if ratio == 1.0 {
+                    raw
+                } else {
+                    (raw as f64 * ratio).ceil() as usize
+                };
+                g.note_size(now);
+                cfg.held_until = g.hold_until;
                 (ratio, cooldown)
             }
             None => (1.0, false),
@@ -415,7 +441,7 @@ impl Compactor {
             &tokens,
             sys + tls,
             &pinned,
-            cfg,
+            &cfg,
             mode,
             cooldown,
             ratio,

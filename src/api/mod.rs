@@ -51,3 +51,5 @@ impl<'de> serde::Deserialize<'de> for crate::Format {
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod hold_tests;

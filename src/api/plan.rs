@@ -415,6 +415,8 @@ impl Plan {
         let t = settings.tokenizer;
         let count = move |x: Text<'_>| t.count(x);
         let outcome = planned.apply(text, truncated, &count);
+        let (due, plan_cfg) = (planned.is_due(), planned.config().clone());
+        let (tokens_after, over_budget) = (outcome.tokens_after, outcome.over_budget);
         for o in &outcome.offloads {
             write_offload(&o.path, &o.text)?;
         }
@@ -513,8 +515,18 @@ impl Plan {
             result.messages.push(v);
         }
         if let Some(st) = &state {
+            let mut g = st.lock();
             if strategy != planner::Strategy::None {
-                st.lock().note_compaction(removed, summary);
+                g.note_compaction(removed, summary);
+            }
+            // A compaction that was due and still ends over the soft threshold, or short of the
+            // target with less room under the soft threshold than `retry_growth_tokens`, holds
+            // the next one back until the context grew by that much (as the Python API does).
+            if due {
+                let stuck = over_budget
+                    || (tokens_after > plan_cfg.target
+                        && tokens_after.saturating_add(plan_cfg.retry_growth) > plan_cfg.soft);
+                g.note_outcome(stuck, tokens_after, plan_cfg.retry_growth);
             }
         }
         let _ = usages;

@@ -68,6 +68,81 @@ impl ConversationState {
         self.lock().observe(usage, None).is_ok()
     }
 
+    /// [`observe_usage`](Self::observe_usage) from the provider's usage report as JSON: OpenAI's
+    /// `{"prompt_tokens": ...}` (Chat Completions), or `{"input_tokens": ...}` (Responses;
+    /// Anthropic, whose `cache_read_input_tokens` and `cache_creation_input_tokens` are added),
+    /// or a bare number. A report of another shape is a [`MessageError`](crate::MessageError)
+    /// naming the field `usage`.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, ConversationState, Options};
+    /// use serde_json::json;
+    ///
+    /// let state = ConversationState::new();
+    /// let messages = vec![json!({"role": "user", "content": "word ".repeat(400)})];
+    /// let check = Compactor::default().check(&messages, &Options::new().state(&state)).unwrap();
+    /// let n = check.raw_tokens;
+    /// let usage = json!({"input_tokens": n / 2, "cache_read_input_tokens": n, "cache_creation_input_tokens": n / 2});
+    /// assert!(state.observe_usage_report(&usage).unwrap());
+    /// assert!(state.calibration() > 1.9);
+    /// assert!(state.observe_usage_report(&json!({"tokens": 3})).is_err());
+    /// ```
+    pub fn observe_usage_report(&self, usage: &Value) -> Result<bool, crate::Error> {
+        let usage = parse_usage(usage)?;
+        Ok(self.lock().observe(usage, None).is_ok())
+    }
+
+    /// [`observe_usage_report`](Self::observe_usage_report) for the request made of these
+    /// `messages` (with the system prompt, tools and format of `opts`; its `state` is not read)
+    /// rather than the last one checked: a report that arrives after the next `check`, or one
+    /// measured before the latest compaction (then ignored: `Ok(false)`), is matched with the
+    /// messages it was measured on. They are counted with the tokenizer of this state's last
+    /// `check` (the default one before any).
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, ConversationState, Options};
+    /// use serde_json::json;
+    ///
+    /// let state = ConversationState::new();
+    /// let sent = vec![json!({"role": "user", "content": "word ".repeat(400)})];
+    /// let raw = Compactor::default().check(&sent, &Options::new().state(&state)).unwrap().raw_tokens;
+    /// let mut next = sent.clone();
+    /// next.push(json!({"role": "assistant", "content": "more ".repeat(400)}));
+    /// Compactor::default().check(&next, &Options::new().state(&state)).unwrap();
+    /// // The report of the first request, after the second check.
+    /// let usage = json!({"prompt_tokens": raw * 3 / 2});
+    /// assert!(state.observe_usage_on(&usage, &sent, &Options::new()).unwrap());
+    /// assert!((state.calibration() - 1.5).abs() < 0.01);
+    /// ```
+    pub fn observe_usage_on(
+        &self,
+        usage: &Value,
+        messages: &[Value],
+        opts: &crate::Options<'_>,
+    ) -> Result<bool, crate::Error> {
+        use crate::state::CounterKey;
+        use crate::tokens::counter::{system_tokens, tools_tokens, Framing};
+        use crate::tokens::counter::Tokenizer;
+        let usage = parse_usage(usage)?;
+        let mut conv = super::options::read(messages, opts, false)?;
+        for (m, v) in conv.messages.iter_mut().zip(messages) {
+            m.fingerprint = fingerprint(v);
+        }
+        let (key, framing) = self
+            .lock()
+            .counter_key()
+            .unwrap_or((CounterKey::Builtin(Tokenizer::Approx), Framing::default()));
+        let CounterKey::Builtin(t) = key else {
+            return Ok(false); // never with the Rust API: its counters are the built-in ones
+        };
+        let fps: Vec<u64> = conv.messages.iter().map(|m| m.fingerprint).collect();
+        let mut st = self.lock();
+        let raw = st.measure(t, framing, &conv.messages).iter().sum::<usize>()
+            + system_tokens(t, &conv.system, framing)
+            + tools_tokens(t, &conv.tools);
+        Ok(st.observe(usage, Some((raw, &fps))).is_ok())
+    }
+
     /// The learned ratio of real to counted tokens (1.0 until usage is observed).
     ///
     /// ```
@@ -104,6 +179,17 @@ impl ConversationState {
         self.lock().cooldown_remaining
     }
 
+    /// After a compaction that could not get under the soft threshold (`over_budget`, or short
+    /// of the target with little room under it): the context size below which no compaction is
+    /// due again, unless the hard threshold is crossed (`retry_growth_tokens`). `None`: no hold.
+    ///
+    /// ```
+    /// assert_eq!(context_compactor::ConversationState::new().hold_until(), None);
+    /// ```
+    pub fn hold_until(&self) -> Option<usize> {
+        self.lock().hold_until
+    }
+
     /// The summary of the latest compaction with this state.
     ///
     /// ```
@@ -123,6 +209,44 @@ impl ConversationState {
     pub fn reset(&self) {
         self.lock().reset();
     }
+}
+
+/// A provider's usage report: OpenAI's `prompt_tokens`, else `input_tokens` plus Anthropic's
+/// cache reads and writes, or a bare number (as the Python API reads a usage object or dict).
+fn parse_usage(usage: &Value) -> Result<Usage, crate::formats::value::ReadError> {
+    let bad = |reason: String| crate::formats::value::ReadError {
+        index: None,
+        field: "usage".into(),
+        reason,
+    };
+    let count = |v: &Value, name: &str| -> Result<usize, crate::formats::value::ReadError> {
+        v.as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| match v {
+                Value::Number(_) => bad("token counts must be >= 0".into()),
+                _ => bad(format!("{name} must be an int")),
+            })
+    };
+    if let Value::Number(_) = usage {
+        return count(usage, "usage").map(|prompt_tokens| Usage { prompt_tokens });
+    }
+    let get = |name: &str| match usage.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => count(v, name).map(Some),
+    };
+    if let Some(prompt_tokens) = get("prompt_tokens")? {
+        return Ok(Usage { prompt_tokens });
+    }
+    if let Some(input) = get("input_tokens")? {
+        let read = get("cache_read_input_tokens")?.unwrap_or(0);
+        let created = get("cache_creation_input_tokens")?.unwrap_or(0);
+        return Ok(Usage {
+            prompt_tokens: input.saturating_add(read).saturating_add(created),
+        });
+    }
+    Err(bad(
+        "expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)".into(),
+    ))
 }
 
 /// A content fingerprint of a JSON message (the count cache's key, see `crate::state`): equal
