@@ -76,6 +76,9 @@ from context_compactor.results import CompactResult, SummaryRequest, SummaryResp
 
 __all__ = ["Job", "with_previous"]
 
+#: The clock jobs and the growth forecast time themselves with (seconds; a test may replace it).
+clock = time.monotonic
+
 
 _MARKER = "[context-compactor summary]"
 _SENTINEL = "[context-compactor ledger v1]"
@@ -145,7 +148,10 @@ class Job:
         self.carried = carried
         self.result: CompactResult | None = None
         self.error: BaseException | None = None
-        self.started = time.monotonic()
+        self.started = clock()
+        #: When it finished (``clock()``), and how many summarizer calls it made.
+        self.finished: float | None = None
+        self.summarizer_calls = 0
         self._make_plan = make_plan
         self._summarizer = summarizer
         self._timeout = timeout
@@ -199,6 +205,7 @@ class Job:
                 if request is None or self._summarizer is None:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
+                self.summarizer_calls += 1
                 reply = call_sync(self._summarizer, request, deadline, self._wake)
                 placed = self._placed(plan, reply, usages)
                 if placed is not None:
@@ -218,6 +225,7 @@ class Job:
         except Exception as e:
             self.error = e
         finally:
+            self.finished = clock()
             self._done.set()
 
     async def arun(self) -> None:
@@ -239,6 +247,7 @@ class Job:
                 if request is None or self._summarizer is None:
                     self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
                     break
+                self.summarizer_calls += 1
                 reply = await call_async(self._summarizer, request, deadline)
                 if isinstance(reply, SummaryResponse) and reply.items is not None:
                     self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
@@ -260,6 +269,7 @@ class Job:
         except Exception as e:
             self.error = e
         finally:
+            self.finished = clock()
             self._done.set()
 
     def start_thread(self) -> None:
@@ -316,4 +326,4 @@ class Job:
     def __repr__(self) -> str:
         state = "cancelled" if self._cancelled else "failed" if self.error else "done" if self.done() else "running"
         kind = ", early" if self.early else ", upgrade" if self.upgrade is not None else ""
-        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
+        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {clock() - self.started:.2f} s)"
