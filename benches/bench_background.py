@@ -18,11 +18,13 @@ transcript takes the same time in both, for the same input size):
 
 Each transcript runs once per start policy, in worker processes (``--jobs``; the sleeps overlap):
 
-* ``calls`` (today's, the baseline): the growth forecast starts the summary early when the largest
-  recent growth per call times the calls the last jobs took (2 until measured) reaches the hard
-  threshold;
-* ``timed`` (the default): the calls left until the hard threshold (at the recent growth) times the
-  observed time per call, against the summarizer's observed latency; see ``docs/background.md``.
+* ``calls`` (the policy before issue 28, the baseline): the growth forecast starts the summary early
+  when the largest recent growth per call times the calls the last jobs took (2 until measured)
+  reaches the hard threshold, and a rule summary over the whole context at the hard threshold
+  cancels a running summary to start its own;
+* ``timed`` (the default): the calls left until the hard threshold (at the recent growth) against
+  the summarizer's observed latency over the observed time per call (+ 1, 3 until measured), and
+  one summary at a time; see ``docs/background.md``.
 
 ``--sync`` adds ``background=False`` as a third mode (its blocked times are the summary's latency).
 

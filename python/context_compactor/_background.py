@@ -23,7 +23,8 @@ The hard threshold never waits. Micro-compaction first, when it gets the context
 running job is rebased onto its in-place edits). Else the rule summary applies now: over the
 running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
 goes on), else over the whole context, after which a new job makes the LLM summary of that same
-snapshot (a running job is cancelled: its snapshot is part of the new one). Such a job carries the
+snapshot, unless a job is still running (one summarizer call at a time: its summary, of an older
+snapshot, arrives after the rule compaction and feeds the next one). Such a job carries the
 rule compaction it may *upgrade* (``Job.upgrade``): when its summary arrives and that compaction is
 still the head, the **late re-apply** saves a compaction over the rule compaction's output (its
 kept and edited rows reused, the rule summary's row recorded as replaced, ``upto_seq`` unchanged,

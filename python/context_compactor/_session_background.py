@@ -65,8 +65,10 @@ class BackgroundPolicy:
     the store's lock; :meth:`steps` is one ``prepare()``, for the sync and the async driver alike.
     """
 
-    #: When the growth forecast starts a summary early (see :meth:`_job_calls`): ``"timed"``, or
-    #: ``"calls"``, the policy before issue 28 (``make bench-background`` measures both).
+    #: ``"timed"``; ``"calls"`` is the policy before issue 28, kept for ``make bench-background``
+    #: to measure against in the same run: the forecast counts the calls the last jobs took (see
+    #: :meth:`_job_calls`) and a rule summary at the hard threshold cancels a running job to start
+    #: the LLM summary of its own snapshot.
     start_policy = "timed"
 
     def __init__(self, core: SessionCore) -> None:
@@ -372,10 +374,17 @@ class BackgroundPolicy:
 
     def _upgrade_job(self, snap: Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
         """After a rule summary at the hard threshold (``ruled``, saved from ``snap``): the LLM
-        summary of the same snapshot in the background, to replace it when it arrives. A job that
-        still runs is dropped (its snapshot is part of this one)."""
+        summary of the same snapshot in the background, to replace it when it arrives. Not while a
+        job still runs (one summarizer call at a time): that job's summary, of an older snapshot,
+        feeds the next compaction instead; a finished one waiting to be applied is dropped (its
+        snapshot is part of this one)."""
         c = self._core.compactor
         if c.summarizer is None or self._core.state.cooldown_remaining > 0:
+            return None
+        running = self.job is not None and not self.job.done() and not self.job.cancelled
+        if running and self.start_policy != "calls":
+            # One summary at a time: the running one (of an older snapshot) goes on; it arrives
+            # after this compaction and becomes the previous_summary of the next one.
             return None
         self.cancel()
         upgrade = _Upgrade(self._core.head, _prefix(snap, ruled), ruled)
