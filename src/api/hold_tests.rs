@@ -32,7 +32,8 @@ fn compactor() -> Compactor {
 #[test]
 fn an_over_budget_compaction_holds_the_next_until_the_context_grew() {
     let (c, state, system) = (compactor(), ConversationState::new(), system());
-    let mut msgs = vec![json!({"role": "user", "content": "Change my flight to Friday, keep the seat."})];
+    let mut msgs =
+        vec![json!({"role": "user", "content": "Change my flight to Friday, keep the seat."})];
     for i in 0..12 {
         msgs.extend(turn(i, 8));
     }
@@ -54,7 +55,11 @@ fn an_over_budget_compaction_holds_the_next_until_the_context_grew() {
     assert_eq!(c.check(&msgs, &fresh).unwrap().urgency, Urgency::Soft);
     let r = c.compact(msgs.clone(), &opts).unwrap();
     assert_eq!(r.strategy, Strategy::None);
-    assert!(r.reason.as_deref().unwrap_or("").starts_with("held:"), "{:?}", r.reason);
+    assert!(
+        r.reason.as_deref().unwrap_or("").starts_with("held:"),
+        "{:?}",
+        r.reason
+    );
     // Grown past the hold: due again.
     let mut msgs = r.messages;
     let mut i = 200;

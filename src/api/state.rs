@@ -121,8 +121,8 @@ impl ConversationState {
         opts: &crate::Options<'_>,
     ) -> Result<bool, crate::Error> {
         use crate::state::CounterKey;
-        use crate::tokens::counter::{system_tokens, tools_tokens, Framing};
         use crate::tokens::counter::Tokenizer;
+        use crate::tokens::counter::{system_tokens, tools_tokens, Framing};
         let usage = parse_usage(usage)?;
         let mut conv = super::options::read(messages, opts, false)?;
         for (m, v) in conv.messages.iter_mut().zip(messages) {
@@ -245,7 +245,8 @@ fn parse_usage(usage: &Value) -> Result<Usage, crate::formats::value::ReadError>
         });
     }
     Err(bad(
-        "expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)".into(),
+        "expected an int, or a usage with prompt_tokens (OpenAI) or input_tokens (Anthropic)"
+            .into(),
     ))
 }
 
