@@ -7,6 +7,7 @@ mod compactor;
 mod driver;
 mod error;
 mod hooks;
+mod observe;
 mod options;
 mod plan;
 mod problem;
