@@ -130,6 +130,7 @@ impl<'a> Planned<'a> {
             details_budget: cfg.details_budget_tokens,
             ladder: None,
             task_words: Vec::new(),
+            in_task: Vec::new(),
             bare: false,
         };
         let mut d = self.assemble(&shape, counter);
@@ -171,6 +172,10 @@ impl<'a> Planned<'a> {
         }
         // Steps 3 and 4: the task to task_max_tokens, then the kept tail's tool output.
         self.fit(&mut d, soft, counter);
+        // Where room counts, the ledger does not repeat what the kept task shows verbatim.
+        if d.tokens() > soft || !d.missing.is_empty() {
+            d = self.without_task_repeats(&d, soft, counter);
+        }
         // Step 5: the shorter truncation summary instead of the summary (the narrative's length).
         if d.tokens() > soft {
             // The rule summary at the truncation summary's size first: by priority it keeps the
@@ -264,6 +269,15 @@ impl<'a> Planned<'a> {
                 } else {
                     d
                 }
+            };
+        }
+        // The ladder's cuts changed the task: the words left out must still be shown by it.
+        if !d.shape.in_task.is_empty() {
+            let checked = self.without_task_repeats(&d, soft, counter);
+            d = if checked.tokens() > soft && checked.tokens() > d.tokens() {
+                self.evict(&checked, soft.max(d.tokens()), soft, counter)
+            } else {
+                checked
             };
         }
         d.cut |= cut;
@@ -390,7 +404,7 @@ impl<'a> Planned<'a> {
     /// The task, then the last block (the kept tail, which the shorter tail brought down to the
     /// last legal block), each cut only when still over (also the whole ladder when there is
     /// nothing to summarise between the kept head and tail).
-    fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+    pub(super) fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         if d.tokens() <= soft {
             return;
         }
