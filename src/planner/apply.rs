@@ -221,6 +221,12 @@ impl<'a> Planned<'a> {
             usize::MAX
         };
         let limit = soft.min(before);
+        // Keeping what does not fit is worth it only while the result saves something (a forced
+        // call with min_savings_ratio=0 may return what it got, never more).
+        let raw_before = raw_of(self.tokens_before, self.ratio);
+        let gains_nothing = |x: &Draft<'a>| {
+            x.tokens() > raw_before || (x.tokens() == raw_before && before == usize::MAX)
+        };
         // When no narrative at all still leaves it over the soft threshold, the ledger must give
         // too; if even its minimum cannot bring the context under (over_budget either way), the
         // narrative stays unless the hard threshold needs it gone.
@@ -238,9 +244,12 @@ impl<'a> Planned<'a> {
                     } else if d.tokens() > hard.min(before) {
                         // Only when that helps: with the system prompt and tools alone over
                         // the hard threshold, the narrative (and its facts) stays.
+                        // (It stays only while the result still saves something: a
+                        // compaction never returns what it got.)
                         let aim = hard.min(before);
                         if let Some(alt) = self.shorter_narrative(&d, aim, soft, counter) {
                             if alt.tokens() <= aim
+                                || gains_nothing(&d)
                                 || self.evict(&alt, aim, soft, counter).tokens() <= aim
                             {
                                 d = alt;
@@ -264,7 +273,7 @@ impl<'a> Planned<'a> {
                 // Over budget either way: entries go only when that brings it within the hard
                 // threshold (else they are kept for the next compaction).
                 let within = self.evict(&d, hard, soft, counter);
-                if within.tokens() <= hard {
+                if within.tokens() <= hard || gains_nothing(&d) {
                     within
                 } else {
                     d
