@@ -172,3 +172,25 @@ def test_the_ledger_does_not_repeat_what_the_kept_task_shows(corpus_dir: Path) -
         # The template's rules of the issue message are still there (in the kept task).
         assert "Then start trying to fix it." in task
         assert "Always check the code after you issue an edit to make sure that it reflects what you wanted" in task
+
+
+#: Forty distinct sentences: far more narrative than a small window holds.
+RAMBLE = " ".join(f"Step {i}: the agent read module {i} and noted its API." for i in range(40))
+
+
+def rambling(request: SummaryRequest) -> str:
+    return f"<summary>{RAMBLE}</summary>"
+
+
+def test_an_llm_narrative_too_long_is_cut_at_its_sentences_not_replaced() -> None:
+    """The narrative's length gives before any ledger entry (DESIGN, the ladder): an LLM's
+    narrative that does not fit beside the ledger is cut at its last sentence that fits, and
+    stays the LLM's (no fallback), marked truncated; the user's rules stay in the ledger."""
+    c = ContextCompactor(max_context_tokens=2_500, summarizer=rambling)
+    r = c.compact(conversation(), force=True)
+    assert r.summary is not None and not r.over_budget
+    assert (r.summary_source, r.strategy, r.fallback_reason) == ("llm", "summary", None), r
+    assert r.summary_truncated and RULE in ledger_of(r.summary) and WHEN in ledger_of(r.summary)
+    narrative = _narrative(r.summary)
+    assert narrative and narrative.endswith("API.") and RAMBLE.startswith(narrative), narrative
+    assert len(narrative) < len(RAMBLE)

@@ -305,9 +305,11 @@ impl<'a> Planned<'a> {
         self.finish(d, soft, counter)
     }
 
-    /// `d` with a shorter narrative: the first of the rule summary at half and a quarter of the
-    /// narrative's characters and no narrative at all that brings it to `aim` or under (the
-    /// ladder's cuts re-run to `soft`), else the smallest (`None` when none is smaller than `d`).
+    /// `d` with a shorter narrative: the first of the narrative at half and a quarter of its
+    /// characters and no narrative at all that brings it to `aim` or under (the ladder's cuts
+    /// re-run to `soft`), else the smallest (`None` when none is smaller than `d`). An LLM's
+    /// narrative is cut at its last sentence end that fits (at a word when none does): it stays
+    /// the LLM's, marked truncated; the rule summary is written again at the smaller size.
     fn shorter_narrative(
         &self,
         d: &Draft<'a>,
@@ -316,16 +318,24 @@ impl<'a> Planned<'a> {
         counter: &dyn Count,
     ) -> Option<Draft<'a>> {
         let chars = d.shape.body.chars().count();
+        let llm = d.source == Some(SummarySource::Llm);
         let mut best: Option<Draft<'a>> = None;
         // The narrative's characters at a half, a quarter, then none.
         for size in [Some(chars / 2), Some(chars / 4), None] {
+            let mut own = false;
             let shape = if let Some(max_chars) = size {
-                let body = rule_summary_chained(
-                    self.previous_summary.as_deref(),
-                    &self.replaced,
-                    self.language,
-                    max_chars,
-                );
+                let own_cut = llm
+                    .then(|| cap_to_tokens(&d.shape.body, max_chars, |s: &str| s.chars().count()).0)
+                    .filter(|t| !t.trim().is_empty());
+                own = own_cut.is_some();
+                let body = own_cut.unwrap_or_else(|| {
+                    rule_summary_chained(
+                        self.previous_summary.as_deref(),
+                        &self.replaced,
+                        self.language,
+                        max_chars,
+                    )
+                });
                 if body.trim().is_empty() {
                     continue;
                 }
@@ -345,7 +355,7 @@ impl<'a> Planned<'a> {
                 continue;
             }
             let fits = alt.tokens() <= aim;
-            if alt.source == Some(SummarySource::Llm) {
+            if alt.source == Some(SummarySource::Llm) && !own {
                 alt.source = Some(SummarySource::Rule);
                 alt.strategy = Strategy::RuleSummary;
                 alt.fallback_reason = Some(
