@@ -231,17 +231,6 @@ impl<'a> Planned<'a> {
         // too; if even its minimum cannot bring the context under (over_budget either way), the
         // narrative stays unless the hard threshold needs it gone.
         let hard = raw_of(cfg.hard, self.ratio);
-        // Nothing the compaction removes brings the context within the window: the system prompt,
-        // tools, instruction and pinned messages alone are over it. Only then do the narrative
-        // and the ledger's entries stay whatever the size (kept for a later compaction);
-        // otherwise the smaller context is returned, over the window by as little as it can be.
-        let fixed: usize = self
-            .slots
-            .iter()
-            .filter(|s| s.is_fixed())
-            .map(|s| s.tokens)
-            .sum();
-        let hopeless = self.extra + fixed > hard;
         if d.tokens() > limit {
             if let Some(alt) = self.shorter_narrative(&d, limit, soft, counter) {
                 if alt.tokens() <= limit {
@@ -261,7 +250,6 @@ impl<'a> Planned<'a> {
                         if let Some(alt) = self.shorter_narrative(&d, aim, soft, counter) {
                             if alt.tokens() <= aim
                                 || gains_nothing(&d)
-                                || !hopeless
                                 || self.evict(&alt, aim, soft, counter).tokens() <= aim
                             {
                                 d = alt;
@@ -285,7 +273,7 @@ impl<'a> Planned<'a> {
                 // Over budget either way: entries go only when that brings it within the hard
                 // threshold (else they are kept for the next compaction).
                 let within = self.evict(&d, hard, soft, counter);
-                if within.tokens() <= hard || gains_nothing(&d) || !hopeless {
+                if within.tokens() <= hard || gains_nothing(&d) {
                     within
                 } else {
                     d
