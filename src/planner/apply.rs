@@ -3,7 +3,7 @@
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
-use super::last_block::shorten_last_block;
+use super::last_block::shorten_last_block_recalled;
 use super::output::{Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
@@ -345,7 +345,14 @@ impl<'a> Planned<'a> {
     fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
         let from = d.tail_from;
         let excess = d.tokens().saturating_sub(aim);
-        let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
+        let (_, entries) = shorten_last_block_recalled(
+            &mut d.slots,
+            from,
+            excess,
+            &self.cfg,
+            counter,
+            &mut d.recalls,
+        );
         for e in entries {
             d.note(e, Strategy::Truncation);
         }

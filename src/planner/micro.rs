@@ -566,6 +566,14 @@ pub fn selective(
                                         if let Some(cut) =
                                             head_tail(&text, cfg.max_tool_arg_chars * 2)
                                         {
+                                            // A recall page is not stored again (the model
+                                            // calls recall for it).
+                                            let (cut, recalled) = if is_recall_tool(&name) {
+                                                (cut, None)
+                                            } else {
+                                                recalled_cut(cut, &text, cfg)
+                                            };
+                                            pass.recalls.extend(recalled);
                                             if slots[si].edit_block(bi, cut, cfg.framing, counter) {
                                                 record(
                                                     &mut pass,
@@ -677,8 +685,19 @@ fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count
     }
     if let Some(cut) = cut_keeping_facts(&text, limit / 2) {
         let chars = text.chars().count();
+        let (cut, recalled) = recalled_cut(cut, &text, cfg);
         if slot.edit_block(k, cut, cfg.framing, counter) {
             record(pass, slot, Change::TextCut, format!("{chars} chars"));
+            pass.recalls.extend(recalled);
         }
     }
+}
+
+/// With `recall`, `cut` (of `text`) naming its original after the cut marker, and the original.
+fn recalled_cut(cut: String, text: &str, cfg: &PlanConfig) -> (String, Option<Recall>) {
+    if !cfg.recall {
+        return (cut, None);
+    }
+    let r = Recall::of(text.to_owned());
+    (with_recall_ref(cut, &r.id), Some(r))
 }

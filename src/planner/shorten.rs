@@ -218,7 +218,9 @@ pub fn cut_marker_end(cut: &str) -> Option<usize> {
 }
 
 /// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
-/// tokens, never below `floor` tokens for the block. Returns the tokens saved.
+/// tokens, never below `floor` tokens for the block. Returns the tokens saved. With `recalls`
+/// (and `recall` on) the cut names its original, which is added there.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn cut_block(
     slot: &mut Slot<'_>,
     k: usize,
@@ -227,6 +229,7 @@ pub(super) fn cut_block(
     cfg: &PlanConfig,
     counter: &dyn Count,
     keep: Keep,
+    recalls: Option<&mut Vec<crate::recall::Recall>>,
 ) -> usize {
     let b = &slot.view.blocks[k];
     if b.images > 0 {
@@ -250,6 +253,9 @@ pub(super) fn cut_block(
         MIN_RESULT_CHARS
     };
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
+    // With `recall` the cut names its original right after the marker (counted with the cut).
+    let recalled =
+        (cfg.recall && recalls.is_some()).then(|| crate::recall::Recall::of(text.clone()));
     // Counting is not linear in characters: shrink until the cut text is within the goal. When
     // it never gets there (a task whose must-keep facts alone are longer than the goal), the
     // smallest cut found is used: a cut that falls short still saves what it can.
@@ -260,9 +266,12 @@ pub(super) fn cut_block(
             Keep::Facts => cut_keeping_facts_min(&text, max_chars, min_chars),
             Keep::Plain => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
         };
-        let Some(cut) = cut else {
+        let Some(mut cut) = cut else {
             break;
         };
+        if let Some(r) = &recalled {
+            cut = super::micro::with_recall_ref(cut, &r.id);
+        }
         let new = counter.count(Text::Utf8(&cut));
         let done = new <= goal || max_chars <= min_chars;
         if best.as_ref().is_none_or(|b| new < b.1) {
@@ -279,6 +288,9 @@ pub(super) fn cut_block(
     let before = slot.tokens;
     if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
         return 0;
+    }
+    if let (Some(r), Some(out)) = (recalled, recalls) {
+        out.push(r);
     }
     before.saturating_sub(slot.tokens)
 }
@@ -310,7 +322,7 @@ pub fn shorten_task(
         if need == 0 {
             break;
         }
-        let saved = cut_block(slot, k, need, 32, cfg, counter, Keep::Task);
+        let saved = cut_block(slot, k, need, 32, cfg, counter, Keep::Task, None);
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
