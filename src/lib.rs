@@ -1,22 +1,50 @@
-//! context-compactor: a pure-Rust core (formats, validation, token accounting, planning)
-//! with the Python boundary isolated in `python/` behind the `python` feature.
+#![doc = include_str!("../README-rust.md")]
+#![deny(missing_docs)]
 
+// The core's modules: public for the Python binding, the benches and the tests, hidden from the
+// documented API (whose items are re-exported below).
+#[doc(hidden)]
 pub mod cut;
+#[doc(hidden)]
 pub mod fingerprint;
+#[doc(hidden)]
 pub mod formats;
+#[doc(hidden)]
 pub mod image;
+#[doc(hidden)]
 pub mod inspect;
+#[doc(hidden)]
 pub mod json;
+#[doc(hidden)]
 pub mod message;
+#[doc(hidden)]
 pub mod parallel;
+#[doc(hidden)]
 pub mod planner;
+#[doc(hidden)]
 pub mod recall;
+#[doc(hidden)]
 pub mod state;
+#[doc(hidden)]
 pub mod structure;
+#[doc(hidden)]
 pub mod summary;
+#[doc(hidden)]
 pub mod text;
+#[doc(hidden)]
 pub mod tokens;
+#[doc(hidden)]
 pub mod validate;
+
+mod api;
+
+pub use api::{
+    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, ConfigError,
+    ConversationState, Encoding, Error, FailureKind, FormatMismatch, InvalidConversation,
+    MessageError, MessageOrigin, Options, Plan, Preview, Problem, RecordEntry, Reply, Strategy,
+    SummarizerError, SummarizerFailure, SummaryRequest, Urgency,
+};
+pub use message::Format;
 
 #[cfg(test)]
 mod testing;

@@ -161,8 +161,10 @@ def test_every_lost_canary_is_listed_in_must_keep_missing(smoke: tuple[CanaryRep
 
 
 @not_met(
-    "the ledger's user words are budgeted at budget // 8 (at a 30% window of a 4k-token conversation, "
-    "140 tokens): at round 5 the smoke keeps 50-65% at 20-30%, every loss listed"
+    "since the ledger gives only after the tail and the narrative (budgets budget // 2), the corpus keeps "
+    "91.5% at 30% and 86.2% at 20% at round 5 (was 70-78%), every loss listed; what is lost is in windows "
+    "the system prompt, tools and task nearly fill (marshmallow at 20%: 418 + 300 of a 1,058-token soft "
+    "threshold, 7 of 15 lost)"
 )
 def test_at_20_and_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
     report, _ = smoke

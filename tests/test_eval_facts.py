@@ -107,3 +107,19 @@ def test_base64_runs_and_data_uris_are_not_facts() -> None:
     # A long real path is no base64 run (it has "." and "_"), and neither is a word of 64 letters.
     long_path = "/srv/" + "/".join(f"dir_{i}" for i in range(12)) + "/module_name.py"
     assert facts_in_text(f"open {long_path} now") == [long_path]
+
+
+def test_template_strings_regexes_and_globs_are_not_facts() -> None:
+    """Code in the Codex rollout's patches: a URL built from variables, a regex quantifier and a
+    glob's tail named no file (the eval counted ``http://$``, ``/{2,}/g`` and ``/.ndjson/.json``
+    as facts the core was supposed to keep); the facts beside them stay."""
+    code = (
+        "console.log(`listening on http://${HOST}:${PORT}`)\n"
+        "s = s.replace(/\\\\/{2,}/g, '/')\n"
+        "filter for `/.codex/sessions/**/*.jsonl?/.ndjson/.json` in src/utils/dir-enum.ts"
+    )
+    assert facts_in_text(code) == ["/.codex/sessions", "src/utils/dir-enum.ts"]
+    assert facts_in_text("docs/{zh,en}/x.md at http://127.0.0.1:8000/") == [
+        "http://127.0.0.1:8000/",
+        "docs/{zh,en}/x.md",
+    ]

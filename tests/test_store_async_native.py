@@ -366,3 +366,23 @@ def test_aprepare_cancelled_at_any_moment_leaves_the_store_consistent(store_targ
     with Session("cancel", compactor=c, store=store_target) as s:
         assert len(s.history()) == 34
         assert {json.dumps(m, sort_keys=True) for m in s.history()} <= covered(s)
+
+
+def test_async_session_meta_is_read_back_by_the_sync_store(postgres_server: Any) -> None:
+    from context_compactor._postgres_async import AsyncPostgresStore
+
+    url = postgres_server.new_database()
+    meta = '{"format": "gemini", "config": null, "summarizer": "摘要"}'
+
+    async def main() -> None:
+        async with await AsyncPostgresStore.connect(url) as a:
+            await a.open_session("m", system=None, tools=None, format=None)
+            assert await a.session_meta("m") is None
+            await a.set_session_meta("m", meta)
+            assert await a.session_meta("m") == meta
+            with pytest.raises(StoreError, match="'gone'"):
+                await a.set_session_meta("gone", "{}")
+
+    asyncio.run(main())
+    with SessionStore(url) as store:
+        assert store.session_meta("m") == meta

@@ -238,7 +238,7 @@ class SessionStore(abc.ABC):
     Example:
         >>> store = SessionStore(":memory:")
         >>> store.schema_version
-        2
+        3
         >>> store.session_ids()
         []
     """

@@ -182,11 +182,11 @@ class CompactionConfig:
     #: ``"developer"`` for Responses.
     summary_role: Literal["user", "system", "developer"] = "user"
     #: The ledger's user words (the sentences of the user's own messages in every replaced span,
-    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 8)``, at
+    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 2)``, at
     #: least 64 (:attr:`user_words_token_limit`); 0 turns the section off.
     user_messages_budget_tokens: int | None = None
     #: The ledger's preserved details and artifact trail, outside ``summary_max_tokens`` (which
-    #: caps the narrative). ``None``: ``min(1500, budget // 8)``, at least 64
+    #: caps the narrative). ``None``: ``min(1500, budget // 2)``, at least 64
     #: (:attr:`details_token_limit`); 0 turns the sections off.
     details_budget_tokens: int | None = None
     #: Longer spans are summarised in chunks, each updating the previous summary (so the
@@ -405,18 +405,18 @@ class CompactionConfig:
     @property
     def user_words_token_limit(self) -> int:
         """The ledger's user words budget: ``user_messages_budget_tokens``, or
-        ``min(2000, budget // 8)`` (at least 64) when it is ``None``."""
+        ``min(2000, budget // 2)`` (at least 64) when it is ``None``."""
         if self.user_messages_budget_tokens is not None:
             return self.user_messages_budget_tokens
-        return max(64, min(2_000, self.budget // 8))
+        return max(64, min(2_000, self.budget // 2))
 
     @property
     def details_token_limit(self) -> int:
         """The ledger's details and trail budget: ``details_budget_tokens``, or
-        ``min(1500, budget // 8)`` (at least 64) when it is ``None``."""
+        ``min(1500, budget // 2)`` (at least 64) when it is ``None``."""
         if self.details_budget_tokens is not None:
             return self.details_budget_tokens
-        return max(64, min(1_500, self.budget // 8))
+        return max(64, min(1_500, self.budget // 2))
 
     @property
     def summary_token_limit(self) -> int:

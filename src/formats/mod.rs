@@ -9,6 +9,7 @@
 pub mod anthropic_compaction;
 pub mod gemini;
 pub mod responses;
+pub mod value;
 
 use crate::message::{Format, Message};
 use crate::validate::problem::{Problem, Profile};

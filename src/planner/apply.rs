@@ -129,6 +129,7 @@ impl<'a> Planned<'a> {
             details_budget: cfg.details_budget_tokens,
             ladder: None,
             task_words: Vec::new(),
+            bare: false,
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -202,7 +203,44 @@ impl<'a> Planned<'a> {
                 d = alt;
             }
         }
-        // Step 6, the last resort: ledger entries evicted in the stated order (sentences that
+        // Step 6: the narrative's length gives what it can before any ledger entry goes (DESIGN,
+        // invariant 5): the rule summary at a half and a quarter of the narrative's size, then
+        // none at all (the marker line and the ledger).
+        // A forced call with min_savings_ratio=0 must compact and never return more tokens than
+        // it got (invariant 8): the narrative gives way down to the size that does not grow it
+        // (with nothing new, the earlier one's size), also under the soft threshold.
+        let before = if self.forced && cfg.min_savings_ratio <= 0.0 {
+            raw_of(self.tokens_before, self.ratio)
+        } else {
+            usize::MAX
+        };
+        let limit = soft.min(before);
+        // When no narrative at all still leaves it over the soft threshold, the ledger must give
+        // too; if even its minimum cannot bring the context under (over_budget either way), the
+        // narrative stays unless the hard threshold needs it gone.
+        let hard = raw_of(cfg.hard, self.ratio);
+        if d.tokens() > limit {
+            if let Some(alt) = self.shorter_narrative(&d, limit, soft, counter) {
+                if alt.tokens() <= limit {
+                    cut = true;
+                    d = alt;
+                } else if d.tokens() > soft {
+                    let full = self.evict(&alt, soft, soft, counter);
+                    if full.tokens() <= soft {
+                        d = full;
+                        cut = true;
+                    } else if d.tokens() > hard.min(before) {
+                        if let Some(alt) =
+                            self.shorter_narrative(&d, hard.min(before), soft, counter)
+                        {
+                            d = alt;
+                            cut = true;
+                        }
+                    }
+                }
+            }
+        }
+        // Step 7, the last resort: ledger entries evicted in the stated order (sentences that
         // are not instructions, then facts, then instructions; prohibitions and safety rules
         // stay: the ledger's minimum), each listed in `must_keep_missing`. When even the
         // minimum leaves the context over the soft threshold (over_budget either way), only as
@@ -212,11 +250,67 @@ impl<'a> Planned<'a> {
             d = if full.tokens() <= soft {
                 full
             } else {
-                self.evict(&d, raw_of(cfg.hard, self.ratio), soft, counter)
+                self.evict(&d, hard, soft, counter)
             };
         }
         d.cut |= cut;
         self.finish(d, soft, counter)
+    }
+
+    /// `d` with a shorter narrative: the first of the rule summary at half and a quarter of the
+    /// narrative's characters and no narrative at all that brings it to `aim` or under (the
+    /// ladder's cuts re-run to `soft`), else the smallest (`None` when none is smaller than `d`).
+    fn shorter_narrative(
+        &self,
+        d: &Draft<'a>,
+        aim: usize,
+        soft: usize,
+        counter: &dyn Count,
+    ) -> Option<Draft<'a>> {
+        let chars = d.shape.body.chars().count();
+        let mut best: Option<Draft<'a>> = None;
+        // The narrative's characters at a half, a quarter, then none.
+        for size in [Some(chars / 2), Some(chars / 4), None] {
+            let shape = if let Some(max_chars) = size {
+                let body = rule_summary_chained(
+                    self.previous_summary.as_deref(),
+                    &self.replaced,
+                    self.language,
+                    max_chars,
+                );
+                if body.trim().is_empty() {
+                    continue;
+                }
+                Shape {
+                    body,
+                    ..d.shape.clone()
+                }
+            } else {
+                Shape {
+                    bare: true,
+                    ..d.shape.clone()
+                }
+            };
+            let mut alt = self.reassemble(&shape, d, counter);
+            self.fit(&mut alt, soft, counter);
+            if alt.tokens() >= best.as_ref().map_or(d.tokens(), Draft::tokens) {
+                continue;
+            }
+            let fits = alt.tokens() <= aim;
+            if alt.source == Some(SummarySource::Llm) {
+                alt.source = Some(SummarySource::Rule);
+                alt.strategy = Strategy::RuleSummary;
+                alt.fallback_reason = Some(
+                    "the summary did not fit the window: replaced by a shorter rule summary"
+                        .to_owned(),
+                );
+            }
+            best = Some(alt);
+            if fits {
+                break;
+            }
+        }
+        best
     }
 
     /// `d` with ledger entries evicted in the stated order until it is at or under `aim` (or

@@ -67,6 +67,9 @@ pub(super) struct Shape {
     /// The sentences of the task's cut part (when the ladder shortened it): the ledger's first
     /// user words.
     pub task_words: Vec<String>,
+    /// The narrative left out (the ladder's step before any ledger entry is evicted): the
+    /// summary is its marker line and the ledger.
+    pub bare: bool,
 }
 
 /// An assembled output on its way through the ladder.
@@ -130,6 +133,7 @@ impl<'a> Draft<'a> {
                 details_budget: 0,
                 ladder: None,
                 task_words: Vec::new(),
+                bare: false,
             },
             recalls: Vec::new(),
         }
@@ -203,8 +207,12 @@ impl<'a> Planned<'a> {
         // summary too (DESIGN: facts of everything a compaction removes or cuts).
         let late = views(&self.slots, &shape.late);
         let head = views(&self.slots, &shape.head_dropped);
-        let mut body = shape.body.clone();
-        if !late.is_empty() {
+        let mut body = if shape.bare {
+            String::new()
+        } else {
+            shape.body.clone()
+        };
+        if !late.is_empty() && !shape.bare {
             body.push_str("\n\n");
             body.push_str(&truncation_summary(
                 &late,

@@ -32,6 +32,19 @@ pub struct SummaryRequest {
 }
 
 impl<'a> Planned<'a> {
+    /// The input indices of the messages the summary replaces, ascending (the Rust API's
+    /// `Plan::replaced`).
+    pub fn span_sources(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .span
+            .iter()
+            .filter_map(|&k| self.slots.get(k).and_then(|s| s.source()))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Say what the separate system prompt is and its raw tokens (counted in `extra`), so a
     /// `summary_role="system"` summary is counted as part of it, exactly as returned. Without
     /// this call the planner assumes there is none.

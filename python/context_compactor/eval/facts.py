@@ -24,7 +24,8 @@ Text of a message (where facts are looked for)
 Facts (must-keep), found in those texts
     URL        ``(https?|ftp|wss?|file)://`` followed by ASCII URL characters (letters, digits and
                ``-._~:/?#@!$&*+,;=%``; parentheses, brackets, quotes, spaces and every non-ASCII
-               character end it), trailing ``.,;:!?*`` stripped.
+               character end it), trailing ``.,;:!?*`` stripped, with a letter or digit after
+               the ``://`` (``http://${HOST}`` in a template string is not one).
     Error      an identifier ``[A-Z][A-Za-z0-9_]*`` ending in ``Error``, ``Exception`` or
                ``Warning`` (Python's warnings are exception classes too) with
                something before the suffix (``ValueError``, ``HTTPError``; not bare ``Error``),
@@ -37,9 +38,11 @@ Facts (must-keep), found in those texts
                of ``file.py:12``, ``=`` and backslashes all delimit it), trailing dots and leading
                dashes, a glued flag (``-I/opt/x`` -> ``/opt/x``) and a leading ``.../`` stripped,
                not followed by ``(`` (``response.json()`` is a call), not glued after ``$``,
-               ``)``, ``}``, ``]`` or ``@`` (``$HOME/x.py``, ``$(pwd)/x``, ``${ROOT}/build/x``,
-               the import alias ``@/hooks/types``: the part after it is a fragment, not a path).
-               A brace expansion's group with a comma is part of the run (``docs/{zh,en}/x.md``):
+               ``)``, ``}``, ``]``, ``@``, ``*`` or ``?`` (``$HOME/x.py``, ``$(pwd)/x``,
+               ``${ROOT}/build/x``, the import alias ``@/hooks/types``, a glob's
+               ``**/*.jsonl?/.ndjson``: the part after it is a fragment, not a path).
+               A brace expansion's group with a comma and a letter is part of the run
+               (``docs/{zh,en}/x.md``; a regex's ``/{2,}/g`` is not one):
                such a run is a path, stored as written, when its first expansion
                (``docs/zh/x.md``) is one — the expansions are not in the text, and ``/x.md``
                alone is not a path the text names. It is a path
@@ -149,10 +152,11 @@ ERROR_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?:Error|Exception|Wa
 TRACEBACK = "Traceback (most recent call last):"
 EXC_LINE_RE = re.compile(r"([A-Za-z_][\w.]*)(?::|$)")
 #: A run of path characters; a brace expansion's group (``{zh,en}``: a comma inside) is part of it.
-PATH_TOKEN_RE = re.compile(r"(?:[A-Za-z0-9_./~\-]|\{[A-Za-z0-9_./~\-]*,[A-Za-z0-9_./~,\-]*\})+")
+PATH_TOKEN_RE = re.compile(r"(?:[A-Za-z0-9_./~\-]|\{(?=[^{}]*[A-Za-z])[A-Za-z0-9_./~\-]*,[A-Za-z0-9_./~,\-]*\})+")
 BRACE_GROUP_RE = re.compile(r"\{([^{},]*),[^{}]*\}")
 BARE_FILE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.([A-Za-z0-9]+)")
 LETTER_RE = re.compile(r"[A-Za-z]")
+LETTER_OR_DIGIT_RE = re.compile(r"[A-Za-z0-9]")
 SED_RE = re.compile(r"\d*s")  # "1s/old/new/": a sed command, not a path
 FLAG_RE = re.compile(r"-[A-Za-z]/")  # "-I/opt/include": a flag glued to a path
 
@@ -164,7 +168,9 @@ def urls(text: str) -> list[str]:
     out = []
     for m in URL_RE.finditer(text):
         u = m.group().rstrip(".,;:!?*")
-        if len(u) > u.index("://") + 3:
+        # A host (or a file URL's path) with a letter or digit: ``http://${HOST}:${PORT}`` in a
+        # template string is no URL the text names.
+        if LETTER_OR_DIGIT_RE.search(u[u.index("://") + 3 :]):
             out.append(u)
     return out
 
@@ -253,10 +259,11 @@ def paths(text: str) -> list[str]:
     for m in PATH_TOKEN_RE.finditer(text):
         if text[m.end() : m.end() + 1] == "(":
             continue
-        if m.start() > 0 and text[m.start() - 1] in "$)}]@":
+        if m.start() > 0 and text[m.start() - 1] in "$)}]@?*":
             # "$HOME/x.py", "$(pwd)/x", "${ROOT}/build/x": a path spelled with a variable; the
             # part after it is a fragment, not a path. So is "/hooks/types" of the import alias
-            # "@/hooks/types" (no file is at /hooks).
+            # "@/hooks/types" (no file is at /hooks), and what follows a glob's or a regex's
+            # "*" or "?" ("sessions/**/*.jsonl?/.ndjson/.json").
             continue
         token = normalize_path_token(m.group())
         if "{" in token:

@@ -1,0 +1,58 @@
+//! Runs the Rust API over a batch of jobs for `tests/test_rust_parity.py`, which compares the
+//! output with the Python API's on the same messages.
+//!
+//! Input (argv[1], JSON): a list of jobs `{"messages", "system"?, "tools"?, "format"?,
+//! "max_context_tokens", "summary"?}` (`summary`: a fixed text every summarizer call returns;
+//! absent: the rule summary). Output (stdout, JSON): one result per job, or `{"error": text}`.
+
+use context_compactor::{Compactor, Format, Options, SummarizerFailure};
+use serde_json::{json, Value};
+
+fn run(job: &Value) -> Value {
+    let messages = job["messages"].as_array().cloned().unwrap_or_default();
+    let tools = job["tools"].as_array().cloned().unwrap_or_default();
+    let system = job.get("system").filter(|s| !s.is_null());
+    let window = job["max_context_tokens"].as_u64().unwrap_or(128_000) as usize;
+    let compactor = Compactor::with_window(window);
+    let mut opts = Options::new().tools(&tools);
+    if let Some(s) = system {
+        opts = opts.system(s);
+    }
+    if let Some(f) = job["format"].as_str().and_then(Format::parse) {
+        opts = opts.format(f);
+    }
+    let check = match compactor.check(&messages, &opts) {
+        Ok(c) => c,
+        Err(e) => return json!({"error": e.to_string()}),
+    };
+    let result = match job["summary"].as_str() {
+        None => compactor.compact(messages, &opts),
+        Some(text) => compactor.compact_with(messages, &opts, |_| Ok::<_, SummarizerFailure>(text)),
+    };
+    match result {
+        Err(e) => json!({"error": e.to_string()}),
+        Ok(r) => json!({
+            "check": {"urgency": check.urgency, "current_tokens": check.current_tokens, "format": check.format},
+            "messages": r.messages,
+            "system": r.system,
+            "summary": r.summary,
+            "strategy": r.strategy.as_str(),
+            "summary_source": r.summary_source,
+            "tokens_before": r.tokens_before,
+            "tokens_after": r.tokens_after,
+            "over_budget": r.over_budget,
+            "retained_count": r.retained_count,
+            "origins": r.origins.iter().map(|o| json!([o.as_str(), o.source()])).collect::<Vec<_>>(),
+            "record": r.record.iter().map(|e| json!({"index": e.index, "action": e.action, "detail": e.detail})).collect::<Vec<_>>(),
+            "repairs": r.repairs,
+        }),
+    }
+}
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: parity JOBS.json");
+    let text = std::fs::read_to_string(&path).expect("readable jobs file");
+    let jobs: Vec<Value> = serde_json::from_str(&text).expect("a JSON list of jobs");
+    let out: Vec<Value> = jobs.iter().map(run).collect();
+    println!("{}", serde_json::to_string(&out).expect("JSON"));
+}

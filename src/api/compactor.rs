@@ -1,0 +1,434 @@
+//! `Compactor`: the immutable, thread-safe entry point of the Rust API, and `Check`.
+
+use super::error::{ConfigError, Error, InvalidConversation};
+use super::hooks::{AfterHook, BeforeHook};
+use super::options::{read, Options};
+use super::plan::Plan;
+use super::settings::Settings;
+use super::state::{fingerprint, ConversationState};
+use super::system;
+use crate::message::{Conversation, FormatHints};
+use crate::planner::{self, Mode};
+use crate::state::CounterKey;
+use crate::text::Text;
+use crate::tokens::counter::{message_tokens, system_tokens, tools_tokens};
+use crate::Format;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How close a conversation is to its window.
+///
+/// ```
+/// use context_compactor::Urgency;
+/// assert!(Urgency::Hard > Urgency::Soft);
+/// assert_eq!(Urgency::Soft.as_str(), "soft");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Urgency {
+    /// Below the soft threshold.
+    None,
+    /// From the soft threshold: compact now or at the end of the turn.
+    Soft,
+    /// From the hard threshold: compact before sending.
+    Hard,
+}
+
+impl Urgency {
+    /// `"none"`, `"soft"` or `"hard"`.
+    ///
+    /// ```
+    /// assert_eq!(context_compactor::Urgency::None.as_str(), "none");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Urgency::None => "none",
+            Urgency::Soft => "soft",
+            Urgency::Hard => "hard",
+        }
+    }
+}
+
+/// Where a conversation stands against its window ([`Compactor::check`]).
+///
+/// ```
+/// use context_compactor::{Compactor, Options, Urgency};
+/// let check = Compactor::default()
+///     .check(&[serde_json::json!({"role": "user", "content": "hello"})], &Options::new())
+///     .unwrap();
+/// assert_eq!(check.urgency, Urgency::None);
+/// assert!(!check.should_compact);
+/// assert_eq!(check.threshold, 96_000);
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Check {
+    /// `urgency != Urgency::None`.
+    pub should_compact: bool,
+    /// How close the conversation is to its window.
+    pub urgency: Urgency,
+    /// The request's tokens (calibrated when the state learned a ratio).
+    pub current_tokens: usize,
+    /// The soft threshold.
+    pub threshold: usize,
+    /// The hard threshold.
+    pub hard_threshold: usize,
+    /// `max_context_tokens - reserve` (over it is over the window).
+    pub budget: usize,
+    /// Where a compaction would aim.
+    pub target_tokens: usize,
+    /// The count before calibration.
+    pub raw_tokens: usize,
+    /// The ratio applied (1.0 without a state or before any usage was observed).
+    pub calibration: f64,
+    /// Number of messages.
+    pub message_count: usize,
+    /// Whether automatic micro-compaction would run.
+    pub micro_due: bool,
+    /// The detected (or given) format.
+    pub format: Format,
+}
+
+impl Check {
+    /// `current_tokens / budget`.
+    ///
+    /// ```
+    /// # use context_compactor::{Compactor, Options};
+    /// # let check = Compactor::default().check(&[serde_json::json!({"role": "user", "content": "hi"})], &Options::new()).unwrap();
+    /// assert!(check.usage_ratio() < 0.01);
+    /// ```
+    pub fn usage_ratio(&self) -> f64 {
+        if self.budget == 0 {
+            0.0
+        } else {
+            self.current_tokens as f64 / self.budget as f64
+        }
+    }
+}
+
+/// Keeps a conversation inside the model's window. Immutable and `Send + Sync`: share one
+/// (behind an `Arc`, or clone it: clones share the configuration) across threads; what a
+/// conversation remembers between calls lives in a [`ConversationState`].
+///
+/// ```
+/// use context_compactor::{Compactor, Options};
+/// use serde_json::json;
+///
+/// let compactor = Compactor::default();
+/// let messages = vec![json!({"role": "user", "content": "hello"})];
+/// let check = compactor.check(&messages, &Options::new()).unwrap();
+/// if check.should_compact {
+///     let result = compactor.compact(messages, &Options::new()).unwrap();
+///     # let _ = result;
+/// }
+/// ```
+#[derive(Clone, Default)]
+pub struct Compactor {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) before: Option<Arc<BeforeHook>>,
+    pub(crate) after: Option<Arc<AfterHook>>,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = &self.settings.plan;
+        f.debug_struct("Compactor")
+            .field("budget", &self.settings.budget)
+            .field("soft", &p.soft)
+            .field("hard", &p.hard)
+            .field("tokenizer", &self.settings.tokenizer.name())
+            .field("on_before_compact", &self.before.is_some())
+            .field("on_compacted", &self.after.is_some())
+            .finish()
+    }
+}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Compactor>();
+    send_sync::<ConversationState>();
+    send_sync::<Plan>();
+};
+
+impl Compactor {
+    pub(crate) fn from_settings(settings: Settings) -> Self {
+        Compactor {
+            settings: Arc::new(settings),
+            before: None,
+            after: None,
+        }
+    }
+
+    /// A compactor with the default configuration for a window of `max_context_tokens`.
+    #[doc(hidden)]
+    pub fn with_window(max_context_tokens: usize) -> Self {
+        let reserve = (max_context_tokens / 4).min(8_000);
+        Self::from_settings(Settings::for_budget(max_context_tokens - reserve))
+    }
+
+    /// Call `hook` with a [`Preview`](crate::Preview) before each compaction (after planning,
+    /// before the summarizer): it may veto it, give the summary itself, or report memories it
+    /// flushed (a memory store's extraction of the messages about to be replaced).
+    ///
+    /// ```
+    /// use context_compactor::Compactor;
+    /// let compactor = Compactor::default().on_before_compact(|preview| {
+    ///     let old = preview.replaced_messages().count();
+    ///     preview.flushed(old);
+    /// });
+    /// # let _ = compactor;
+    /// ```
+    pub fn on_before_compact(
+        mut self,
+        hook: impl Fn(&mut super::hooks::Preview<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.before = Some(Arc::new(hook));
+        self
+    }
+
+    /// Call `hook` with each result after a compaction.
+    ///
+    /// ```
+    /// use context_compactor::Compactor;
+    /// let compactor = Compactor::default().on_compacted(|result| {
+    ///     eprintln!("compacted: {} -> {} tokens", result.tokens_before, result.tokens_after);
+    /// });
+    /// # let _ = compactor;
+    /// ```
+    pub fn on_compacted(
+        mut self,
+        hook: impl Fn(&super::CompactResult) + Send + Sync + 'static,
+    ) -> Self {
+        self.after = Some(Arc::new(hook));
+        self
+    }
+
+    /// Count the request and compare it with the thresholds. Never an error for provider-invalid
+    /// (but well-typed) input. With a state, only messages not counted before are counted, and
+    /// the calibration it learned is applied.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Options};
+    /// let messages = [serde_json::json!({"role": "user", "content": "你好，世界"})];
+    /// let check = Compactor::default().check(&messages, &Options::new()).unwrap();
+    /// assert!(check.current_tokens > 0);
+    /// ```
+    pub fn check(&self, messages: &[Value], opts: &Options<'_>) -> Result<Check, Error> {
+        let mut conv = read(messages, opts, false)?;
+        let (per, sys, tls) = self.count(&mut conv, messages, opts.state);
+        let total = per.iter().sum::<usize>() + sys + tls;
+        let (current, calibration) = match opts.state {
+            Some(s) => {
+                let mut st = s.lock();
+                st.record_total(total, sys + tls);
+                (st.calibrate(total), st.ratio())
+            }
+            None => (total, 1.0),
+        };
+        let p = &self.settings.plan;
+        let urgency = if current >= p.hard {
+            Urgency::Hard
+        } else if current >= p.soft {
+            Urgency::Soft
+        } else {
+            Urgency::None
+        };
+        Ok(Check {
+            should_compact: urgency != Urgency::None,
+            urgency,
+            current_tokens: current,
+            threshold: p.soft,
+            hard_threshold: p.hard,
+            budget: self.settings.budget,
+            target_tokens: p.target,
+            raw_tokens: total,
+            calibration,
+            message_count: per.len(),
+            micro_due: current >= p.micro_threshold,
+            format: conv.format,
+        })
+    }
+
+    /// Each message's tokens, and the system prompt's and the tools' (through the state's
+    /// cache when there is one).
+    pub(crate) fn count(
+        &self,
+        conv: &mut Conversation<'_>,
+        messages: &[Value],
+        state: Option<&ConversationState>,
+    ) -> (Vec<usize>, usize, usize) {
+        let t = self.settings.tokenizer;
+        let framing = self.settings.plan.framing;
+        let sys = system_tokens(t, &conv.system, framing);
+        let tls = tools_tokens(t, &conv.tools);
+        let msgs = &mut conv.messages;
+        let Some(state) = state else {
+            let idx: Vec<usize> = (0..msgs.len()).collect();
+            let weight = text_bytes(msgs);
+            let msgs = &*msgs;
+            let per = crate::parallel::map(&idx, weight, |&i| message_tokens(t, &msgs[i], framing));
+            return (per, sys, tls);
+        };
+        for (m, v) in msgs.iter_mut().zip(messages) {
+            m.fingerprint = fingerprint(v);
+        }
+        let key = CounterKey::Builtin(t);
+        let fps: Vec<u64> = msgs.iter().map(|m| m.fingerprint).collect();
+        let cached = state.lock().lookup(key, framing, &fps);
+        let missing: Vec<usize> = (0..msgs.len()).filter(|&i| cached[i].is_none()).collect();
+        let msgs = &*msgs;
+        let weight = text_bytes(msgs);
+        let fresh =
+            crate::parallel::map(&missing, weight, |&i| message_tokens(t, &msgs[i], framing));
+        let stored: Vec<(u64, usize, u8)> = missing
+            .iter()
+            .zip(&fresh)
+            .map(|(&i, &n)| (fps[i], n, FormatHints::of(&msgs[i]).bits()))
+            .collect();
+        state.lock().store(key, framing, &stored, msgs.len());
+        let mut per: Vec<usize> = cached
+            .into_iter()
+            .map(|c| c.map_or(0, |(n, _)| n))
+            .collect();
+        for (&i, n) in missing.iter().zip(fresh) {
+            per[i] = n;
+        }
+        (per, sys, tls)
+    }
+
+    /// Plan a compaction without calling any LLM (bring your own call): repairs invalid input,
+    /// runs micro-compaction and the selective rules, chooses a legal cut, and returns the
+    /// [`Plan`] whose `request()` is what to summarise. The messages are moved into the plan
+    /// (and kept ones moved on into the result).
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Options, Reply};
+    /// let messages = vec![serde_json::json!({"role": "user", "content": "hi"})];
+    /// let plan = Compactor::default().plan(messages, &Options::new()).unwrap();
+    /// let reply = plan.request().map(|r| Reply::from(format!("<summary>{} messages</summary>", r.replaced_count)));
+    /// let result = plan.apply(reply).unwrap();
+    /// assert!(!result.compacted());
+    /// ```
+    pub fn plan(&self, messages: Vec<Value>, opts: &Options<'_>) -> Result<Plan, Error> {
+        self.plan_mode(
+            messages,
+            opts,
+            if opts.force { Mode::Force } else { Mode::Auto },
+        )
+    }
+
+    /// Micro-compaction only, whatever the thresholds: tool results older than the last
+    /// `keep_recent_tool_results` become placeholders and older long arguments are cut. No LLM.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Options};
+    /// let messages = vec![serde_json::json!({"role": "user", "content": "hi"})];
+    /// let result = Compactor::default().micro_compact(messages, &Options::new()).unwrap();
+    /// assert_eq!(result.messages.len(), 1);
+    /// ```
+    pub fn micro_compact(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+    ) -> Result<super::CompactResult, Error> {
+        self.plan_mode(messages, opts, Mode::Micro)?.apply(None)
+    }
+
+    fn plan_mode(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+        mode: Mode,
+    ) -> Result<Plan, Error> {
+        let cfg = &self.settings.plan;
+        let n = messages.len();
+        let mut pinned = vec![false; n];
+        for &i in opts.pinned {
+            match pinned.get_mut(i) {
+                Some(p) => *p = true,
+                None => {
+                    return Err(ConfigError::new(
+                        "pinned",
+                        format!("index {i} is out of range for {n} messages"),
+                    )
+                    .into())
+                }
+            }
+        }
+        // SAFETY (for `Plan::from_parts` below): `conv` and `planned` borrow only the string
+        // contents of `messages`, whose heap buffers stay where they are when the vector moves.
+        let msgs: &[Value] = &messages;
+        let msgs: &'static [Value] =
+            unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
+        let mut conv = read(msgs, opts, true)?;
+        let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
+        let (ratio, cooldown) = match opts.state {
+            Some(s) => {
+                let mut g = s.lock();
+                g.record_total(tokens.iter().sum::<usize>() + sys + tls, sys + tls);
+                let ratio = if g.observations() > 0 { g.ratio() } else { 1.0 };
+                let cooldown = mode != Mode::Micro && g.cooldown_remaining > 0;
+                if cooldown {
+                    g.cooldown_remaining -= 1;
+                }
+                (ratio, cooldown)
+            }
+            None => (1.0, false),
+        };
+        let t = self.settings.tokenizer;
+        let count = move |x: Text<'_>| t.count(x);
+        let mut planned = planner::plan(
+            &conv,
+            &tokens,
+            sys + tls,
+            &pinned,
+            cfg,
+            mode,
+            cooldown,
+            ratio,
+            opts.instructions.map(str::to_owned),
+            &count,
+        )
+        .map_err(|e| match e {
+            planner::PlanError::Invalid(problems) => Error::Invalid(InvalidConversation {
+                text: planner::PlanError::Invalid(problems.clone()).to_string(),
+                problems: problems
+                    .into_iter()
+                    .map(super::problem::Problem::of)
+                    .collect(),
+            }),
+        })?;
+        let system = opts.system.filter(|s| !s.is_null()).cloned();
+        planned.set_system_prompt(system::prompt(system.as_ref(), &conv), sys);
+        if let Some((text, block)) = system.as_ref().and_then(system::summary_of) {
+            let tokens = if block.is_some() {
+                t.count(Text::Utf8(&text))
+            } else {
+                0
+            };
+            planned.set_system_summary(&text, tokens);
+        }
+        // SAFETY: see above; `msgs` is not used after this.
+        Ok(unsafe {
+            Plan::from_parts(
+                planned,
+                conv,
+                messages,
+                system,
+                opts.state.cloned(),
+                self.settings.clone(),
+            )
+        })
+    }
+}
+
+/// Bytes of text of the messages, to size parallel work.
+fn text_bytes(messages: &[crate::message::Message<'_>]) -> usize {
+    messages
+        .iter()
+        .flat_map(|m| m.blocks.iter())
+        .flat_map(|b| b.texts.iter())
+        .map(|p| p.text().to_utf8().len())
+        .sum()
+}

@@ -1,0 +1,481 @@
+//! Read messages given as `serde_json::Value`s into the core's view (the Rust API's reader; the
+//! Python binding's is `python/extract/`, which this one mirrors field for field so that both
+//! APIs see the same conversation: the parity test compares them on the corpus).
+//!
+//! Strings are borrowed from the values, never copied; nothing is written to them. A value of
+//! the wrong JSON type is a [`ReadError`] naming the message index and the field path; values
+//! the provider would reject but that are well-typed are left for validation to report. Chat
+//! Completions and Anthropic messages are read here, their content blocks in `read_blocks.rs`,
+//! Responses items in `read_responses.rs` and Gemini contents in `read_gemini.rs`.
+
+use super::loc::{type_name, Loc, ReadError};
+use crate::message::Role;
+use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
+use crate::text::Text;
+use serde_json::{Map, Value};
+
+/// Nesting deeper than this inside one block is refused.
+pub(super) const MAX_DEPTH: usize = 64;
+
+type Res<T> = Result<T, ReadError>;
+
+/// `obj[key]`, `None` when absent or `null` (as the Python reader treats `None`).
+pub(super) fn get<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+/// Python's truthiness of a JSON value.
+pub(super) fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// The shapes of the messages read under a forced format (see [`Reader::misfit`]).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shapes {
+    pub(super) gemini: bool,
+    pub(super) other: bool,
+}
+
+/// Builds views of JSON messages.
+#[derive(Default)]
+pub struct Reader {
+    pub(super) hints: FormatHints,
+    /// Tool results being read inside one another.
+    pub(super) result_depth: usize,
+    /// The format the caller forced.
+    pub(super) format: Option<Format>,
+    pub(super) shapes: Shapes,
+}
+
+/// Why a forced format does not fit the messages: the format they are detected as, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misfit {
+    /// The format the messages are read as without forcing one.
+    pub detected: Format,
+    /// What the forced format's reader would drop.
+    pub why: String,
+}
+
+/// A conversation read from JSON, or why it could not be.
+pub enum ReadOutcome<'a> {
+    /// The view.
+    Read(Conversation<'a>),
+    /// The forced format does not fit the messages.
+    Misfit(Format, Misfit),
+}
+
+impl Reader {
+    pub(super) fn text<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<Text<'a>> {
+        match v {
+            Value::String(s) => Ok(Text::Utf8(s)),
+            other => Err(loc.err(format!("expected str, got {}", type_name(other)))),
+        }
+    }
+
+    pub(super) fn opt_str(
+        &self,
+        obj: &Map<String, Value>,
+        key: &str,
+        loc: &Loc<'_>,
+    ) -> Res<Option<String>> {
+        match get(obj, key) {
+            None => Ok(None),
+            Some(v) => Ok(Some(self.text(v, &loc.child(key))?.to_utf8().into_owned())),
+        }
+    }
+
+    pub(super) fn object<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a Map<String, Value>> {
+        match v {
+            Value::Object(o) => Ok(o),
+            other => Err(loc.err(format!(
+                "expected a mapping or an SDK object, got {}",
+                type_name(other)
+            ))),
+        }
+    }
+
+    pub(super) fn sequence<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a [Value]> {
+        match v {
+            Value::Array(a) => Ok(a),
+            other => Err(loc.err(format!("expected a list, got {}", type_name(other)))),
+        }
+    }
+
+    /// Read a whole request: the messages (format detected unless `format` is given), the
+    /// separate system prompt and the tool definitions. `refuse_misfit`: a forced format that
+    /// does not fit the messages is refused ([`ReadOutcome::Misfit`]).
+    pub fn conversation<'a>(
+        mut self,
+        messages: &'a [Value],
+        format: Option<Format>,
+        system: Option<&'a Value>,
+        tools: Option<&'a [Value]>,
+        refuse_misfit: bool,
+    ) -> Res<ReadOutcome<'a>> {
+        self.format = format;
+        let mut msgs = Vec::with_capacity(messages.len());
+        for (i, m) in messages.iter().enumerate() {
+            msgs.push(self.message(m, i)?);
+        }
+        if let Some(forced) = format.filter(|_| refuse_misfit) {
+            if let Some(m) = self.misfit(forced, messages) {
+                return Ok(ReadOutcome::Misfit(forced, m));
+            }
+        }
+        let format = format.unwrap_or_else(|| self.hints.detect());
+        match format {
+            Format::Gemini => crate::formats::gemini::pair_ids(&mut msgs),
+            Format::OpenAi | Format::Anthropic | Format::Responses => {}
+        }
+        let mut conv = Conversation::new(format, msgs);
+        if let Some(s) = system.filter(|s| !s.is_null()) {
+            conv.system = match format {
+                Format::Gemini => self.gemini_system(s)?,
+                Format::OpenAi | Format::Anthropic | Format::Responses => self.system(s)?,
+            };
+        }
+        if let Some(t) = tools {
+            conv.tools = self.tools(t)?;
+        }
+        Ok(ReadOutcome::Read(conv))
+    }
+
+    /// See `python/extract/mod.rs`'s `misfit`: Gemini reads `parts` and the others `content`.
+    fn misfit(&self, forced: Format, messages: &[Value]) -> Option<Misfit> {
+        let (dropped, why) = match forced {
+            Format::Gemini => (
+                self.shapes.other,
+                "Gemini contents are read from `parts`, and these messages have `content`"
+                    .to_owned(),
+            ),
+            Format::OpenAi | Format::Anthropic | Format::Responses => (
+                self.shapes.gemini,
+                format!(
+                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
+                ),
+            ),
+        };
+        if !dropped {
+            return None;
+        }
+        let detected = match Reader::default().conversation(messages, None, None, None, false) {
+            Ok(ReadOutcome::Read(c)) => c.format,
+            Ok(ReadOutcome::Misfit(..)) | Err(_) => forced,
+        };
+        (detected != forced).then_some(Misfit { detected, why })
+    }
+
+    /// Read one message.
+    pub fn message<'a>(&mut self, v: &'a Value, index: usize) -> Res<Message<'a>> {
+        let loc = Loc::root(Some(index), "");
+        let obj = self.object(v, &Loc::root(Some(index), "message"))?;
+        if self.is_gemini(obj) {
+            return self.gemini_message(obj, index);
+        }
+        if let Some(Value::String(ty)) = get(obj, "type") {
+            if ty != "message" {
+                return self.responses_item(obj, ty, index).map_err(|mut e| {
+                    e.reason = format!("{} (format \"responses\": a {ty} item)", e.reason);
+                    e
+                });
+            }
+        }
+        let saw_responses = std::mem::take(&mut self.hints.responses);
+        let m = self.chat_message(obj, &loc);
+        let mine = std::mem::replace(&mut self.hints.responses, saw_responses);
+        self.hints.responses |= mine;
+        let mut m = m?;
+        m.responses = mine;
+        Ok(m)
+    }
+
+    /// A message with a role (Chat Completions, Anthropic, a Responses `message` item).
+    fn chat_message<'a>(&mut self, obj: &'a Map<String, Value>, loc: &Loc<'_>) -> Res<Message<'a>> {
+        let role = match get(obj, "role") {
+            Some(r) => Role::parse(&self.text(r, &loc.child("role"))?.to_utf8()),
+            None => return Err(loc.child("role").err("missing role")),
+        };
+        if matches!(
+            role,
+            Role::Tool | Role::Function | Role::System | Role::Developer
+        ) {
+            self.hints.openai = true;
+        }
+        let mut blocks = Vec::new();
+        let content = get(obj, "content");
+        let mut empty = match content {
+            None => true,
+            Some(Value::String(s)) => s.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(o)) => o.is_empty(),
+            Some(_) => false,
+        };
+        match role {
+            Role::Tool | Role::Function => {
+                let mut b = Block::new(BlockKind::ToolResult);
+                b.origin = Origin::Whole;
+                if role == Role::Tool {
+                    b.id = self.opt_str(obj, "tool_call_id", loc)?;
+                } else {
+                    b.name = self.opt_str(obj, "name", loc)?;
+                }
+                if let Some(c) = content {
+                    self.result_content(c, &mut b, &loc.child("content"))?;
+                }
+                blocks.push(b);
+            }
+            _ => {
+                if let Some(c) = content {
+                    self.content(c, &mut blocks, &loc.child("content"))?;
+                }
+            }
+        }
+        if role == Role::Assistant {
+            if let Some(r) = get(obj, "refusal") {
+                let t = self.text(r, &loc.child("refusal"))?;
+                let mut b = Block::new(BlockKind::Refusal);
+                b.origin = Origin::Refusal;
+                b.texts.push(Piece::Borrowed(t));
+                blocks.push(b);
+                empty = false;
+            }
+        }
+        if let Some(calls) = get(obj, "tool_calls") {
+            let loc = loc.child("tool_calls");
+            let items = self.sequence(calls, &loc)?;
+            if !items.is_empty() {
+                self.hints.openai = true;
+                empty = false;
+            }
+            for (k, call) in items.iter().enumerate() {
+                let mut b = self.tool_call(call, &loc.item(k))?;
+                b.origin = Origin::Call(k);
+                blocks.push(b);
+            }
+        }
+        if let Some(fc) = get(obj, "function_call") {
+            self.hints.openai = true;
+            empty = false;
+            let loc = loc.child("function_call");
+            let f = self.object(fc, &loc)?;
+            let mut b = Block::new(BlockKind::ToolCall);
+            b.origin = Origin::FunctionCall;
+            b.name = self.opt_str(f, "name", &loc)?;
+            if let Some(a) = get(f, "arguments") {
+                b.texts
+                    .push(Piece::Borrowed(self.text(a, &loc.child("arguments"))?));
+            }
+            blocks.push(b);
+        }
+        let mut m = Message::new(role, blocks);
+        m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
+        Ok(m)
+    }
+
+    /// An OpenAI `tool_calls[k]` entry (`function` calls carry `arguments`, `custom` ones
+    /// `input`).
+    fn tool_call<'a>(&mut self, call: &'a Value, loc: &Loc<'_>) -> Res<Block<'a>> {
+        let obj = self.object(call, loc)?;
+        let mut b = Block::new(BlockKind::ToolCall);
+        b.id = self.opt_str(obj, "id", loc)?;
+        let (fname, akey, f) = match get(obj, "function") {
+            Some(f) => ("function", "arguments", f),
+            None => match get(obj, "custom") {
+                Some(c) => ("custom", "input", c),
+                None => return Err(loc.child("function").err("missing function")),
+            },
+        };
+        let floc = loc.child(fname);
+        let f = self.object(f, &floc)?;
+        b.name = self.opt_str(f, "name", &floc)?;
+        if let Some(a) = get(f, akey) {
+            b.texts
+                .push(Piece::Borrowed(self.text(a, &floc.child(akey))?));
+        }
+        Ok(b)
+    }
+
+    /// Every string value inside `v` but the values of `type` keys (blocks of unknown type).
+    pub(super) fn strings<'a>(
+        &self,
+        v: &'a Value,
+        out: &mut Vec<Piece<'a>>,
+        loc: &Loc<'_>,
+        depth: usize,
+    ) -> Res<()> {
+        if depth > MAX_DEPTH {
+            return Err(loc.err("nested too deeply (or cyclic)"));
+        }
+        match v {
+            Value::String(s) => out.push(Piece::Borrowed(Text::Utf8(s))),
+            Value::Object(o) => {
+                for (k, item) in o {
+                    if k == "type" {
+                        continue;
+                    }
+                    self.strings(item, out, &loc.child(k), depth + 1)?;
+                }
+            }
+            Value::Array(a) => {
+                for (k, item) in a.iter().enumerate() {
+                    self.strings(item, out, &loc.item(k), depth + 1)?;
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Compact JSON of a value (an Anthropic `tool_use.input`, a tool definition), written as
+    /// the Python reader writes it (numbers as Python's `repr`), for counting.
+    pub(super) fn json(&self, v: &Value, out: &mut String, loc: &Loc<'_>, depth: usize) -> Res<()> {
+        if depth > MAX_DEPTH {
+            return Err(loc.err("nested too deeply (or cyclic)"));
+        }
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => push_number(n, out),
+            Value::String(s) => crate::json::push_json_string(Text::Utf8(s), out),
+            Value::Object(o) => {
+                out.push('{');
+                for (k, (key, item)) in o.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    crate::json::push_json_string(Text::Utf8(key), out);
+                    out.push(':');
+                    self.json(item, out, &loc.child(key), depth + 1)?;
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (k, item) in a.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    self.json(item, out, &loc.item(k), depth + 1)?;
+                }
+                out.push(']');
+            }
+        }
+        Ok(())
+    }
+
+    /// The separate system prompt: a string, or a list of text blocks.
+    fn system<'a>(&mut self, v: &'a Value) -> Res<Vec<Piece<'a>>> {
+        let loc = Loc::root(None, "system");
+        let mut blocks = Vec::new();
+        self.content(v, &mut blocks, &loc)?;
+        Ok(blocks.into_iter().flat_map(|b| b.texts).collect())
+    }
+
+    /// Tool definitions, each as compact JSON.
+    fn tools<'a>(&self, v: &'a [Value]) -> Res<Vec<Piece<'a>>> {
+        let loc = Loc::root(None, "tools");
+        let mut out = Vec::with_capacity(v.len());
+        for (k, t) in v.iter().enumerate() {
+            let mut json = String::new();
+            self.json(t, &mut json, &loc.item(k), 0)?;
+            out.push(Piece::Owned(json));
+        }
+        Ok(out)
+    }
+}
+
+/// A JSON number as Python's `repr` writes the value `json.loads` makes of it: integers as they
+/// are, floats in the shortest form that reads back (`1.0`, `1e-05`, `1e+16`).
+pub(super) fn push_number(n: &serde_json::Number, out: &mut String) {
+    if n.is_i64() || n.is_u64() {
+        out.push_str(&n.to_string());
+        return;
+    }
+    let Some(f) = n.as_f64() else {
+        out.push_str(&n.to_string());
+        return;
+    };
+    out.push_str(&py_float_repr(f));
+}
+
+/// Python's `repr(float)`.
+pub(super) fn py_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    // Rust's `{:e}` writes the shortest round-tripping digits, as Python's repr does.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if (-4..16).contains(&exp) {
+        // Fixed notation with at least one digit after the point.
+        let point = exp + 1;
+        let mut s = String::from(sign);
+        if point <= 0 {
+            s.push_str("0.");
+            s.extend(std::iter::repeat_n('0', point.unsigned_abs() as usize));
+            s.push_str(&digits);
+        } else {
+            let p = point as usize;
+            if digits.len() <= p {
+                s.push_str(&digits);
+                s.extend(std::iter::repeat_n('0', p - digits.len()));
+                s.push_str(".0");
+            } else {
+                s.push_str(&digits[..p]);
+                s.push('.');
+                s.push_str(&digits[p..]);
+            }
+        }
+        s
+    } else {
+        let mut s = String::from(sign);
+        s.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        s.push('e');
+        s.push(if exp < 0 { '-' } else { '+' });
+        s.push_str(&format!("{:02}", exp.abs()));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::py_float_repr;
+
+    #[test]
+    fn floats_as_python_writes_them() {
+        for (f, want) in [
+            (1.0, "1.0"),
+            (0.5, "0.5"),
+            (-2.25, "-2.25"),
+            (1e16, "1e+16"),
+            (1.5e-5, "1.5e-05"),
+            (0.0001, "0.0001"),
+            (123456789.0, "123456789.0"),
+            (1e15, "1000000000000000.0"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+        ] {
+            assert_eq!(py_float_repr(f), want, "{f}");
+        }
+    }
+}

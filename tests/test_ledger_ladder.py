@@ -1,0 +1,106 @@
+"""Where the ledger sits on the budget ladder (DESIGN, invariants 5 and 8): its entries are evicted
+only after the kept tail and the narrative's length have given what they can, and a forced
+compaction of a context a compaction returned always compacts, carries every ledger entry and
+never returns more tokens than it got, with the rule summary or a summarizer that writes too much."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_compactor import SUMMARY_MARKER, CompactionConfig, ContextCompactor, SummaryRequest
+from context_compactor.eval.adversarial import adversarial_summarizer
+from context_compactor.eval.canaries import canaries_for, plant
+from context_compactor.eval.facts import haystack
+from context_compactor.io import load
+from test_ledger import RULE, SENTINEL, WHEN, conversation, ledger_of
+
+#: SWE-agent and Claude Code runs whose windows at 20% leave the ledger little room (a 418-token
+#: system prompt and a 300-token task in a 1,763-token window), and an OpenHands one.
+FILES = [
+    "openai/swe-agent__marshmallow-1867__function_calling_replace_from_source.json",
+    "openai/mini-swe-agent__test_github_issue.json",
+    "claude-code/cc_08_60e52c3d41_2.jsonl",
+    "openai/openhands__basic_gui_mode.json",
+]
+
+
+def verbose(request: SummaryRequest) -> str:
+    """A summarizer that writes far more than it is asked for, every time."""
+    return "<summary>" + "The agent kept working on the modules and read many files. " * 200 + "</summary>"
+
+
+def _narrative(summary: str) -> str:
+    """The text between the marker's line and the ledger's sentinel."""
+    body = summary.split("\n", 1)[1] if "\n" in summary else ""
+    return body[: body.index(SENTINEL)].strip()
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_ledger_gives_only_after_the_narrative(corpus_dir: Path, name: str) -> None:
+    """With the budgets out of the way (only the ladder evicts), a compaction that evicted any of
+    the user's words left no narrative: the narrative's length gave all it had first."""
+    t = load(corpus_dir / name)
+    planted, canaries = plant(t, canaries_for(name, 0))
+    total = ContextCompactor().counter.count_messages(
+        planted.messages, system=planted.system, tools=planted.tools, format=planted.format
+    )
+    for share in (0.2, 0.3):
+        cfg = CompactionConfig(
+            max_context_tokens=max(1500, int(total * share)),
+            min_savings_ratio=0,
+            user_messages_budget_tokens=100_000,
+            details_budget_tokens=100_000,
+        )
+        r = ContextCompactor(cfg).compact(
+            planted.messages, system=planted.system, tools=planted.tools, format=planted.format, force=True
+        )
+        assert r.summary is not None and r.summary.startswith(SUMMARY_MARKER)
+        text = haystack(list(r.messages), r.system)
+        lost = [c for c in canaries if c.text not in text]
+        assert all(any(c.token in m for m in r.must_keep_missing) for c in lost), (share, lost)
+        if lost:
+            assert _narrative(r.summary) == "", (name, share, r.summary[:300])
+
+
+def _chain(compactor: ContextCompactor, messages: list[Any], rounds: int) -> list[Any]:
+    first = compactor.compact(messages, force=True)
+    results = [first]
+    ctx = list(first.messages)
+    for _ in range(rounds):
+        r = compactor.compact(ctx, force=True)
+        results.append(r)
+        ctx = list(r.messages)
+    return results
+
+
+@pytest.mark.parametrize("summarizer", [None, adversarial_summarizer, verbose], ids=["rule", "adversarial", "verbose"])
+@pytest.mark.parametrize("window", [1_500, 2_500, 8_000])
+def test_a_forced_recompaction_always_compacts_keeps_the_ledger_and_never_grows(summarizer: Any, window: int) -> None:
+    """Invariant 8: compacting C again (forced, ``min_savings_ratio=0``, nothing new) keeps every
+    ledger entry of C, only the narrative may change, and never returns more tokens than it got;
+    it is a compaction (a summary), not ``strategy="none"``."""
+    c = ContextCompactor(max_context_tokens=window, min_savings_ratio=0, summarizer=summarizer)
+    results = _chain(c, conversation(), 4)
+    assert RULE in ledger_of(results[0].summary) and WHEN in ledger_of(results[0].summary)
+    for before, r in pairwise(results):
+        assert r.strategy != "none", (r.strategy, r.reason)
+        assert r.summary is not None and r.tokens_after <= r.tokens_before, (r.tokens_before, r.tokens_after)
+        # Every entry of C's ledger is carried; a fact the rewritten narrative no longer names
+        # joins the details (the adversarial summarizer drops every other one).
+        assert set(ledger_of(before.summary).splitlines()) <= set(ledger_of(r.summary).splitlines())
+        if summarizer is None:
+            assert ledger_of(r.summary) == ledger_of(before.summary)
+        assert not r.must_keep_missing
+
+
+def test_a_summary_too_long_for_a_small_window_gives_way_before_the_users_words() -> None:
+    """A summarizer whose narrative is twenty times what fits: the narrative is cut (said), the
+    user's rule stays verbatim and nothing is evicted."""
+    r = ContextCompactor(max_context_tokens=1_500, summarizer=verbose).compact(conversation(), force=True)
+    assert RULE in ledger_of(r.summary) and WHEN in ledger_of(r.summary) and not r.must_keep_missing
+    assert r.tokens_after <= CompactionConfig(max_context_tokens=1_500).soft_threshold
+    assert r.summary_truncated
