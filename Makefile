@@ -28,6 +28,10 @@ find_python = $(firstword $(shell \
 	  [ -x "$$p" ] && "$$p" -c '' 2>/dev/null && echo "$$p"; done))
 PY_FOR = $(or $(call find_python,$(1)),$(error CPython $(1) not found: neither python$(1) on PATH nor pyenv's $(1).x))
 WHEEL_VENV = target/venv-py$(VERSION)
+# pytest on every core (pytest-xdist): a test file stays on one worker (its module fixtures, the corpus
+# sweeps, are built once); PYTEST_WORKERS=0 runs in this process (a debugger, -x, print output).
+PYTEST_WORKERS ?= auto
+PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 .PHONY: help
 help: ## list the targets
@@ -72,7 +76,7 @@ build: ## build the extension in release mode into .venv (editable)
 .PHONY: test
 test: ## cargo test (the core, no Python) and pytest against the release build
 	cargo test -q
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_XDIST)
 
 .PHONY: lint
 lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict over the package, and stubtest (the .pyi must match the module)
@@ -109,6 +113,14 @@ bench-batch: ## batch --workers 2 vs 1 over the corpus x100 (median of 3; fails 
 .PHONY: store-stress
 store-stress: ## the stores' full durability runs on SQLite and PostgreSQL: 30 SIGKILLs; 4 processes x 500 appends
 	CC_STORE_KILLS=30 CC_STORE_APPENDS=500 $(BIN)/python -m pytest -q tests/test_store_durability.py
+
+.PHONY: bench-rust
+bench-rust: ## the Rust API's check() and compact() on 10k corpus messages next to the Python API's, same input, same run
+	$(BIN)/python benches/bench_rust.py --size 10000 --repeat 5
+
+.PHONY: fuzz-rust
+fuzz-rust: ## the Rust API's no-panic property tests at length (20,000 cases each: arbitrary JSON, mutated corpus messages)
+	PROPTEST_CASES=20000 cargo test --profile examples --lib api::fuzz_tests
 
 .PHONY: fuzz
 fuzz: ## long property-based run (hypothesis profile "fuzz": many examples, random seeds)
@@ -170,7 +182,7 @@ test-wheel: ## the suite against the release wheel for CPython VERSION (3.11), i
 	@# The suite must import the installed wheel, not the source tree.
 	cd / && $(abspath $(WHEEL_VENV))/bin/python -c 'import context_compactor as c, sys; \
 	  assert "site-packages" in c._core.__file__, c._core.__file__; print(sys.version.split()[0], c.__version__, c._core.__file__)'
-	VIRTUAL_ENV=$(abspath $(WHEEL_VENV)) $(WHEEL_VENV)/bin/python -m pytest -q
+	VIRTUAL_ENV=$(abspath $(WHEEL_VENV)) $(WHEEL_VENV)/bin/python -m pytest -q $(PYTEST_XDIST)
 
 .PHONY: test-py
 test-py: test-wheel ## the same on another CPython: make test-py VERSION=3.13 (found on PATH or under pyenv)

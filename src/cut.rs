@@ -63,12 +63,12 @@ fn split_budget(len: usize, max_chars: usize) -> (usize, usize) {
 
 /// Snaps a head to end after a newline, and a tail to start after one, when one is near the
 /// cut (within a fifth of the side), so cut output keeps whole lines.
-fn snap_lines(head: &mut String, tail: &mut String) -> usize {
+fn snap_lines(head: &mut String, tail: &mut String, min_head: usize) -> usize {
     let mut dropped = 0;
     let h = head.chars().count();
     if let Some(i) = head.rfind('\n') {
         let after = head[i + 1..].chars().count();
-        if after > 0 && after * 5 <= h {
+        if after > 0 && after * 5 <= h && h - after >= min_head {
             dropped += after;
             head.truncate(i + 1);
         }
@@ -111,8 +111,32 @@ pub fn head_tail_text(text: Text<'_>, max_chars: usize) -> Option<String> {
     cut_parts(text, len, max_chars)
 }
 
+/// [`head_tail_text`] that keeps the text's opening first: the head gets the first
+/// `opening` characters of what fits (all of it when less fits), and the rest is shared
+/// between head and tail as usual. The task is cut this way (DESIGN, "The task"): its
+/// opening states what to do.
+pub fn head_tail_opening(text: Text<'_>, max_chars: usize, opening: usize) -> Option<String> {
+    let len = text.char_len();
+    if len <= max_chars {
+        return None;
+    }
+    let (h, t) = split_budget(len, max_chars);
+    let keep = h + t;
+    let first = opening.min(keep);
+    let rest = keep - first;
+    let head = first + (rest - rest / 2);
+    cut_parts_at(text, len, head, keep - head, first)
+}
+
 fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
     let (h, t) = split_budget(len, max_chars);
+    cut_parts_at(text, len, h, t, 0)
+}
+
+/// `text` as its first `h` and last `t` characters around a cut marker. `opening`: the head is
+/// snapped to a line end only where that keeps at least this many characters (the opening the
+/// caller asked for stays whole).
+fn cut_parts_at(text: Text<'_>, len: usize, h: usize, t: usize, opening: usize) -> Option<String> {
     if h + t >= len {
         return None;
     }
@@ -139,7 +163,7 @@ fn cut_parts(text: Text<'_>, len: usize, max_chars: usize) -> Option<String> {
             Text::Ucs4(&w[len - t..]).chars().collect(),
         ),
     };
-    let omitted = len - h - t + snap_lines(&mut head, &mut tail);
+    let omitted = len - h - t + snap_lines(&mut head, &mut tail, opening);
     let marker = cut_marker(omitted);
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
     out.push_str(&head);

@@ -1,4 +1,4 @@
-//! JSON strings: finding the string literals of a JSON text ([`json_strings`]) and writing one
+//! JSON strings: finding the string literals of a JSON text (`json_strings`) and writing one
 //! ([`push_json_string`], the crate's one writer of JSON string literals).
 //!
 //! Design note. The writer is hand-written, not `serde_json`, for three reasons: a count must
@@ -6,7 +6,7 @@
 //! escapes where the Python boundary's writer (which counts an Anthropic `tool_use.input`
 //! object's strings) writes `\u0008`/`\u000c`, so both go through this one function; the source
 //! is often a PEP 393 [`Text`] in place, not a `&str`; and [`crate::cut`] measures cuts by the
-//! same escape table ([`json_escaped_chars`]). The scanner finds literals by bytes after a
+//! same escape table (`json_escaped_chars`). The scanner finds literals by bytes after a
 //! no-allocation validity check (`serde::de::IgnoredAny`), so a cut keeps keys, their order and
 //! numbers byte for byte (`serde_json::Value` reorders keys without `preserve_order`).
 

@@ -117,7 +117,18 @@ pub struct State {
     pub cooldown_remaining: u32,
     /// The last summary text this conversation was compacted with.
     pub last_summary: Option<String>,
+    /// After a compaction that ended over the soft threshold (`over_budget`, a refusal above it
+    /// included) or short of the target with little room under it: no compaction is due again
+    /// below this many (calibrated) tokens, unless the hard threshold is crossed. Without it an
+    /// agent compacted again at every call.
+    pub hold_until: Option<usize>,
+    /// The context's (calibrated) size at each of the last measurements since the latest
+    /// compaction, oldest first: the growth per call ([`State::growth_per_call`]).
+    sizes: Vec<usize>,
 }
+
+/// Measurements kept for the growth per call.
+const GROWTH_WINDOW: usize = 8;
 
 impl Default for State {
     fn default() -> Self {
@@ -135,6 +146,8 @@ impl Default for State {
             observations: 0,
             cooldown_remaining: 0,
             last_summary: None,
+            hold_until: None,
+            sizes: Vec::new(),
         }
     }
 }
@@ -350,6 +363,46 @@ impl State {
         }
     }
 
+    /// A compaction that was due ended: `stuck` when it is still over the soft threshold
+    /// (`over_budget`), then no compaction is due again until the context reaches
+    /// `tokens_after + growth` ([`State::held`]); else the hold is lifted.
+    pub fn note_outcome(&mut self, stuck: bool, tokens_after: usize, growth: usize) {
+        self.hold_until = (stuck && growth > 0).then(|| tokens_after.saturating_add(growth));
+        self.sizes.clear();
+        self.sizes.push(tokens_after);
+    }
+
+    /// Whether a compaction of a context of `tokens` (calibrated) is held back: an earlier one
+    /// could not get under the soft threshold and the context has not grown enough since, nor
+    /// reached `hard`.
+    pub fn held(&self, tokens: usize, hard: usize) -> bool {
+        tokens < hard && self.hold_until.is_some_and(|h| tokens < h)
+    }
+
+    /// Remember the (calibrated) size of the context at a check: the growth per call is read
+    /// from the last few. A size below the previous one (messages removed by the caller) starts
+    /// the window again.
+    pub fn note_size(&mut self, tokens: usize) {
+        if self.sizes.last().is_some_and(|&last| tokens < last) {
+            self.sizes.clear();
+        }
+        if self.sizes.last() == Some(&tokens) {
+            return; // the same context measured twice (check, then compact)
+        }
+        if self.sizes.len() == GROWTH_WINDOW {
+            self.sizes.remove(0);
+        }
+        self.sizes.push(tokens);
+    }
+
+    /// The mean growth of the context per call over the last measurements (calibrated tokens),
+    /// `None` before two measurements.
+    pub fn growth_per_call(&self) -> Option<f64> {
+        let (first, last) = (self.sizes.first()?, self.sizes.last()?);
+        let n = self.sizes.len();
+        (n >= 2).then(|| (last - first) as f64 / (n - 1) as f64)
+    }
+
     /// Number of compactions noted.
     pub fn compactions(&self) -> u64 {
         self.epoch
@@ -430,6 +483,29 @@ mod tests {
             &c,
         );
         assert_eq!(s.last_counted, 4);
+    }
+
+    #[test]
+    fn the_hold_and_the_growth_per_call() {
+        let mut s = State::default();
+        assert_eq!(s.growth_per_call(), None);
+        for t in [1000, 1000, 1300, 1600] {
+            s.note_size(t); // the same size twice is one call
+        }
+        assert_eq!(s.growth_per_call(), Some(300.0));
+        s.note_outcome(true, 900, 500);
+        assert_eq!(s.hold_until, Some(1400));
+        assert!(s.held(1399, 5000) && !s.held(1400, 5000) && !s.held(1399, 1399));
+        assert_eq!(s.growth_per_call(), None); // a new cycle
+        s.note_outcome(false, 800, 500);
+        assert_eq!(s.hold_until, None);
+        s.note_outcome(true, 800, 0); // retry_growth_tokens = 0: no hold
+        assert_eq!(s.hold_until, None);
+        // A smaller context (messages removed) starts the window again.
+        for t in [2000, 2500, 1000, 1100] {
+            s.note_size(t);
+        }
+        assert_eq!(s.growth_per_call(), Some(100.0));
     }
 
     #[test]

@@ -44,9 +44,10 @@ Validity (second opinion next to ``validate_messages``)
 The task
     The first ``user`` message of the input. Present when the output holds that object, or when
     ``result.record`` names it ``shortened`` and the output's first user message carries the cut
-    marker ``…[N chars omitted]…``, holds every fact of the task and counts at most
-    ``task_max_tokens`` (+ ``TASK_SLACK`` for the marker, + the tokens of the task's facts, which
-    must stay even when they alone do not fit) with the library's counter. Along a chain
+    marker ``…[N chars omitted]…``, holds every fact of the task, keeps its opening verbatim
+    first, counts at least ``task_max_tokens`` (a floor, less ``TASK_SLACK``), and the result
+    with the task put back verbatim would be over the soft threshold (it is cut only when it
+    must be). Along a chain
     of compactions the task is the object the previous check found (the original or its shortened
     form, even when that lost facts); once gone, later compactions of that chain are not blamed
     for it again.
@@ -84,8 +85,11 @@ from context_compactor.eval.facts import (
     haystack,
     is_summary,
     string_values,
+    text_of,
 )
 
+#: Characters of the task's opening a cut keeps verbatim first (DESIGN, "The task").
+TASK_OPENING_CHARS = 300
 #: Tokens a shortened task may exceed ``task_max_tokens`` by (the cut marker and rounding).
 TASK_SLACK = 24
 #: Tokens a shortened or cleared tool result is assumed to keep at least (marker or placeholder).
@@ -342,10 +346,35 @@ def task_problem(
     if lost:
         return f"shortened task lost facts {lost[:5]}", first
     # Its facts must stay even when they alone do not fit in task_max_tokens.
-    limit = task_max_tokens(cfg) + TASK_SLACK + sum(counter.count(f) + 2 for f in cache.facts(task))
     size = message_tokens(counter, first, fmt)
-    if size > limit:
-        return f"shortened task has {size} tokens, over task_max_tokens {task_max_tokens(cfg)} (+facts) {limit}", first
+    # Shortened only when the result with the task verbatim would be over the soft threshold
+    # (DESIGN, "The task"): put the original back and count (the system summary as returned).
+    soft = getattr(cfg, "soft_threshold", None)
+    if soft is not None and not result.over_budget:
+        verbatim = result.tokens_after - size + message_tokens(counter, task, fmt)
+        if verbatim <= soft:
+            why = f"task shortened ({size} tokens), but with it verbatim the result is {verbatim} <= soft {soft}"
+            return why, first
+    # Cut by the least amount: never below task_max_tokens (a floor, not a target).
+    # (Cuts are made in characters and counted in tokens: a cut lands within a few percent.)
+    limit = min(message_tokens(counter, task, fmt), task_max_tokens(cfg))
+    floor = int(limit * 0.95) - TASK_SLACK
+    if size < floor:
+        return f"shortened task has {size} tokens, under the floor task_max_tokens={task_max_tokens(cfg)}", first
+    # Its opening stays verbatim first: the first 300 characters (or all the cut keeps of it).
+    # What comes before the marker is the task's opening, verbatim; a shorter opening than
+    # TASK_OPENING_CHARS means the cut had no room for more, so it kept no tail either.
+    original, prose = text_of(task), text_of(first)
+    head = CUT_MARKER.split(prose, maxsplit=1)[0]
+    if not original.startswith(head):
+        return f"shortened task does not start with its opening: {head[:60]!r}", first
+    tail = original.rstrip()[-20:]
+    # Along a chain the task may be one an earlier compaction cut: its opening is what comes
+    # before its own marker (a cut again keeps that, and cannot keep more).
+    opening = min(TASK_OPENING_CHARS, len(CUT_MARKER.split(original, maxsplit=1)[0]))
+    short_opening = len(head) < 0.9 * opening and len(original) > 2 * TASK_OPENING_CHARS
+    if short_opening and prose.rstrip().endswith(tail):
+        return f"shortened task kept its tail but only {len(head)} characters of its opening", first
     return None, first
 
 

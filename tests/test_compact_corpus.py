@@ -23,6 +23,9 @@ from context_compactor import (
 )
 from context_compactor.io import load
 
+# The fallback reason when an LLM narrative does not fit beside the ledger (src/planner/apply.rs).
+NARRATIVE_GAVE_WAY = "the summary did not fit the window: replaced by a shorter rule summary"
+
 CANNED = (
     "<analysis>The user asked for a fix; tools were run.</analysis>\n"
     "<summary>\n1. Goal: the user's task as stated at the start.\n"
@@ -123,6 +126,11 @@ def test_window_30_percent(fmt: str, path: Path, summary: str | None) -> None:
         assert result.summary.startswith(SUMMARY_MARKER)
         if summary is None:
             assert result.strategy in ("rule_summary", "truncation")
+        elif result.strategy == "rule_summary":
+            # The ledger's entries give way only after the narrative (DESIGN, the ledger): an LLM
+            # narrative that does not fit beside them is replaced by a shorter rule summary, and
+            # the result says so.
+            assert result.fallback_reason == NARRATIVE_GAVE_WAY
         else:
             assert result.strategy in ("summary", "truncation")
 
@@ -246,6 +254,7 @@ def test_whole_path_with_a_plausible_summarizer(fmt: str, path: Path) -> None:
     result = compactor.compact(messages, system=system, format=fmt)
     assert_invariants(messages, before, system, fmt, compactor, result)
     if result.summary is not None:
-        assert result.fallback_reason is None
+        # None, or the narrative gave way to the ledger (a shorter rule summary; the ledger kept).
+        assert result.fallback_reason in (None, NARRATIVE_GAVE_WAY)
         text = output_text(result)
         assert all(f in text for f in result.must_keep if f not in result.must_keep_missing)

@@ -44,7 +44,7 @@ def test_cells_never_run_together_and_names_are_whole() -> None:
     head = _cells(lines[0])
     left = {start for start, _, _ in head[:2]}  # transcript, policy: left-aligned
     right = {end for _, end, _ in head[2:]}  # figures: right-aligned under their heading
-    after = ("cost vs", "must-keep facts", "skipped")  # lines of prose after the tables
+    after = ("cost vs", "must-keep facts", "skipped", "transcripts where", "mean target")  # prose after the tables
     table = [line for line in lines[1:] if line and line != "overall" and not line.startswith(after)]
     assert len(table) == 8
     for line in table:

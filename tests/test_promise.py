@@ -120,7 +120,10 @@ def test_the_task_is_shortened_never_removed() -> None:
     assert [e.action for e in r.record if e.index == 1] == ["shortened"]
     kept = r.messages[1]["content"]
     assert kept.startswith("Fix the failing test in /srv/app/billing/tax.py") and "chars omitted" in kept
-    assert c.counter.count(kept) <= c.config.task_token_limit + 40
+    # By the least amount (DESIGN, "The task"): task_max_tokens is a floor, not a target; the
+    # result ends just under the soft threshold rather than far below it.
+    assert c.counter.count(kept) >= c.config.task_token_limit
+    assert r.tokens_after >= 0.85 * c.config.soft_threshold
     assert "https://example.com/bug/7" in kept
 
 

@@ -164,10 +164,23 @@ def test_oracle_flags_a_dropped_task_and_its_lost_facts() -> None:
 def test_oracle_accepts_a_marked_shortened_task_with_its_facts() -> None:
     task = {"role": "user", "content": "fix src/app.py " + "x" * 4000 + " then ValueError"}
     short = {"role": "user", "content": "fix src/app.py xx…[3990 chars omitted]…xx then ValueError"}
-    ok = check([task], fake_result([short], (RecordEntry(0, "shortened"),)))
+    # A window where the task verbatim does not fit (soft 100), with a floor the cut respects.
+    tight = {"soft_threshold": 100, "task_max_tokens": 16}
+    ok = check([task], fake_result([short], (RecordEntry(0, "shortened"),)), **tight)
     assert "task_missing" not in ok.problems, ok.problems
     bad = {"role": "user", "content": "fix src/app.py xx…[3990 chars omitted]…xx then"}
-    assert "task_missing" in check([task], fake_result([bad], (RecordEntry(0, "shortened"),))).problems
+    assert "task_missing" in check([task], fake_result([bad], (RecordEntry(0, "shortened"),)), **tight).problems
+
+
+def test_oracle_flags_a_task_cut_that_was_not_needed_or_went_below_the_floor() -> None:
+    task = {"role": "user", "content": "fix src/app.py " + "x" * 4000 + " then ValueError"}
+    short = {"role": "user", "content": "fix src/app.py xx…[3990 chars omitted]…xx then ValueError"}
+    # With the task verbatim the result (~1,000 tokens) is under a soft threshold of 1,500.
+    roomy = check([task], fake_result([short], (RecordEntry(0, "shortened"),)), soft_threshold=1500, budget=2000)
+    assert any("verbatim" in p for p in roomy.problems["task_missing"]), roomy.problems
+    # Needed, but cut below task_max_tokens.
+    deep = check([task], fake_result([short], (RecordEntry(0, "shortened"),)), soft_threshold=100, task_max_tokens=200)
+    assert any("floor" in p for p in deep.problems["task_missing"]), deep.problems
 
 
 def test_oracle_flags_counts_and_unflagged_overflow() -> None:

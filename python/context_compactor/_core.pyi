@@ -238,6 +238,18 @@ class ConversationState:
     def cooldown_remaining(self) -> int: ...
     @property
     def last_summary(self) -> str | None: ...
+    @property
+    def hold_until(self) -> int | None:
+        """After a compaction that could not get under the soft threshold (``over_budget``): the
+        context size below which no compaction is due again, unless the hard threshold is
+        crossed; ``None`` when nothing is held."""
+    @property
+    def growth_per_call(self) -> float | None:
+        """The context's mean growth per model call (tokens) over the last checks since the
+        latest compaction; ``None`` before two."""
+    def note_context(self, tokens: int) -> None:
+        """Note the context's size (tokens, calibrated) at a model call: ``check()`` and ``plan()``
+        with this state do it; the growth per call is read from these."""
     def reset(self) -> None:
         """Forget everything (cache, calibration, cool-down, last summary)."""
 

@@ -201,6 +201,9 @@ class SessionCore:
         #: The snapshot the last foreground compaction (begin) started from.
         self.last_snap: Snapshot | None = None
         self.reload = False  # the in-memory context lost step: read all of it on the next refresh
+        #: The result of the last foreground compaction attempt of a prepare(), saved or not (a
+        #: refusal included), ``None`` when none was due: what ``replay`` reports per call.
+        self.attempt: CompactResult | None = None
 
     @property
     def system(self) -> Any:
@@ -375,6 +378,12 @@ class SessionCore:
         urgency: Urgency = (
             "hard" if current >= cfg.hard_threshold else "soft" if current >= cfg.soft_threshold else "none"
         )
+        # The last compaction could not get under the soft threshold: none is due again until
+        # the context grew by retry_growth_tokens (no compaction loops).
+        hold = state.hold_until
+        held = hold if urgency == "soft" and hold is not None and current < hold else None
+        if held is not None:
+            urgency = "none"
         return CompactionCheck(
             should_compact=urgency != "none",
             urgency=urgency,
@@ -388,6 +397,7 @@ class SessionCore:
             message_count=len(self.msgs),
             micro_due=current >= cfg.micro_threshold,
             format=self.fmt,
+            held_until=held,
         )
 
     def begin(self, force: bool) -> Snapshot | None:
@@ -400,6 +410,9 @@ class SessionCore:
         """(Under the lock, after a refresh.) :meth:`_begin`'s decision."""
         check = self.make_check()
         self.last_check = check
+        self.attempt = None
+        # A model call: the growth per call (the hold, target_ratio="auto") is read from these.
+        self.state.note_context(check.current_tokens)
         must = self.must_answer(check)
         if not self.msgs and not must:
             return None
@@ -429,7 +442,8 @@ class SessionCore:
         planner said, the result says ``over_budget`` then, and the record saves it so. After
         another connection's compaction won the race, try again only when the context it left is
         still over the hard threshold or the budget (``None`` is never the answer there)."""
-        saved = self.commit(snap, self.budgeted(result))
+        self.attempt = result = self.budgeted(result)
+        saved = self.commit(snap, result)
         with self.store.locked():
             self.refresh()
             must = self.must_answer(self.make_check())

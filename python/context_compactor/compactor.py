@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor import telemetry as _otel
+from context_compactor._auto_target import AutoTarget, choose_target
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
@@ -128,6 +130,10 @@ class CompactionCheck:
         message_count: Number of messages.
         micro_due: Whether automatic micro-compaction would run (``micro_trigger_ratio``).
         format: The detected (or given) format.
+        held_until: Over the soft threshold but held (``urgency`` is ``"none"``): the last
+            compaction with this state could not get under the soft threshold, so none is due
+            until the context reaches this many tokens (``retry_growth_tokens`` more) or the hard
+            threshold. ``None`` when nothing is held.
     """
 
     should_compact: bool
@@ -142,6 +148,7 @@ class CompactionCheck:
     message_count: int
     micro_due: bool
     format: str
+    held_until: int | None = None
 
     @property
     def usage_ratio(self) -> float:
@@ -269,16 +276,35 @@ class ContextCompactor(BatchMethods):
         learned from :meth:`ConversationState.observe_usage` is applied.
         """
         counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
-        calibration = state.calibration if state is not None else 1.0
-        return self._verdict(counts.calibrated_total, counts.total, calibration, counts.message_count, counts.format)
+        if state is None:
+            return self._verdict(counts.calibrated_total, counts.total, 1.0, counts.message_count, counts.format)
+        current = counts.calibrated_total
+        state.note_context(current)
+        return self._verdict(
+            current, counts.total, state.calibration, counts.message_count, counts.format, state.hold_until
+        )
 
-    def _verdict(self, current: int, raw: int, calibration: float, message_count: int, format: str) -> CompactionCheck:
-        """The :class:`CompactionCheck` of a request of ``current`` (calibrated) tokens."""
+    def _verdict(
+        self,
+        current: int,
+        raw: int,
+        calibration: float,
+        message_count: int,
+        format: str,
+        hold_until: int | None = None,
+    ) -> CompactionCheck:
+        """The :class:`CompactionCheck` of a request of ``current`` (calibrated) tokens;
+        ``hold_until``: the state's hold (:attr:`ConversationState.hold_until`)."""
         soft, hard, budget, target, micro = self._limits
+        held = None
         if current >= hard:
             urgency: Urgency = "hard"
         elif current >= soft:
             urgency = "soft"
+            if hold_until is not None and current < hold_until:
+                # The last compaction could not get under the soft threshold: another now would
+                # end the same way (no compaction loops; ``retry_growth_tokens``).
+                urgency, held = "none", hold_until
         else:
             urgency = "none"
         # Built by filling the instance dict: check() runs on every agent step, and the frozen
@@ -298,6 +324,7 @@ class ContextCompactor(BatchMethods):
             message_count=message_count,
             micro_due=current >= micro,
             format=format,
+            held_until=held,
         )
         return result
 
@@ -353,9 +380,13 @@ class ContextCompactor(BatchMethods):
         ``(index, message) -> bool``; pinned messages (and their whole tool block) are kept.
         """
         check_recall(self._config.recall, self._config.offload_dir)
+        config, auto = self._config, None
+        if config.target_ratio == "auto":
+            auto = self.auto_target(messages, system=system, tools=tools, format=format, state=state)
+            config = config.replace(target_ratio=auto.ratio)
         core = _core.plan(
             messages,
-            config=self._config,
+            config=config,
             system=system,
             tools=tools,
             format=format,
@@ -364,7 +395,53 @@ class ContextCompactor(BatchMethods):
             instructions=instructions,
             state=state,
         )
-        return CompactionPlan(core, self._config.tokenizer)
+        return CompactionPlan(
+            core, self._config.tokenizer, target_ratio=auto.ratio if auto else float(config.target_ratio)
+        )
+
+    def auto_target(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        format: str | None = None,
+        state: _core.ConversationState | None = None,
+    ) -> AutoTarget:
+        """The target ``target_ratio="auto"`` chooses for these messages now (whatever the
+        configured ``target_ratio``): the one that minimises the predicted billed input per model
+        call over a compaction cycle, from the growth per call ``state`` observed, the
+        :meth:`CompactionConfig.price_table` of the conversation's format and whether a summarizer
+        is set, bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
+        task, the ledger and the summary. Without an observed growth: half the budget."""
+        cfg = self._config
+        growth = state.growth_per_call if state is not None else None
+        counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
+        scale = state.calibration if state is not None and state.observations else 1.0
+        per = counts.messages
+        head = sum(min(n, cfg.task_token_limit) for n in per[: cfg.keep_first_messages])
+        tail = 0
+        for kept, n in enumerate(reversed(per[cfg.keep_first_messages :])):
+            if kept >= cfg.keep_recent_messages and tail >= (cfg.keep_recent_tokens or 0):
+                break
+            tail += n
+        fixed = counts.system + counts.tools
+        share = cfg.summary_target_share
+        summary = (
+            cfg.summary_max_tokens if not share else max(256, min(cfg.summary_max_tokens, int(cfg.budget * share)))
+        )
+        floor = fixed + head + tail + summary + cfg.user_words_token_limit + cfg.details_token_limit
+        return choose_target(
+            budget=cfg.budget,
+            soft=cfg.soft_threshold,
+            fixed=math.ceil(fixed * scale),
+            floor=math.ceil(floor * scale),
+            growth=growth,
+            prices=cfg.price_table(counts.format),
+            llm=self.summarizer is not None,
+            summary_share=share,
+            summary_max_tokens=cfg.summary_max_tokens,
+        )
 
     def micro_compact(
         self,

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from context_compactor import _core
+from context_compactor._auto_target import AUTO_FALLBACK
 from context_compactor.errors import ConfigError
 
 if TYPE_CHECKING:
     # The profiles' names are declared once, in the stub (`_core.PROFILES` at run time).
     from context_compactor._core import _Profile
 
-__all__ = ["PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
+__all__ = ["DEFAULT_PRICES", "PRESETS", "CompactionConfig", "SelectiveRule", "default_reserve"]
 
 #: The largest value an integer setting may take (a trillion tokens).
 MAX_INT = 10**12
@@ -79,6 +80,14 @@ DEFAULT_SELECTIVE_RULES: tuple[SelectiveRule, ...] = (
 )
 
 Tokenizer = str | Callable[[str], int]
+
+#: The default prices of ``target_ratio="auto"``, dollars per million tokens (input, cached read,
+#: cache write, output): the eval's tables (``context_compactor.eval.cost.PRICES``), OpenAI gpt-5
+#: (no charge for a cache write: the input price) and Anthropic Claude Sonnet 4.
+DEFAULT_PRICES: dict[str, tuple[float, float, float, float]] = {
+    "openai": (1.25, 0.125, 1.25, 10.0),
+    "anthropic": (3.0, 0.30, 3.75, 15.0),
+}
 
 #: The derived reserve is at most this (DESIGN's config table: room for a long reply).
 RESERVE_MAX = 8_000
@@ -128,7 +137,11 @@ class CompactionConfig:
     #: The hard threshold in tokens (compact before sending); ``None``: the budget.
     hard_threshold_tokens: int | None = None
     #: Where a compaction aims, as a share of the budget (capped at the soft threshold).
-    target_ratio: float = 0.5
+    #: ``"auto"``: per conversation, the target that minimises the predicted billed input per
+    #: model call over a compaction cycle, from the growth per call a :class:`ConversationState`
+    #: observed and :attr:`price_table` (0.2-0.7 of the budget, never below what keeps the recent
+    #: tail, the task, the ledger and the summary; 0.5 without a state); see ``docs/eval.md``.
+    target_ratio: float | Literal["auto"] = 0.5
     #: Leading non-system messages kept verbatim (the task). The kept head ends at an earlier
     #: summary: once the start was compacted, the messages after that summary are later ones and
     #: are summarised with it (one summary, events in order).
@@ -203,6 +216,19 @@ class CompactionConfig:
     #: Refuse a compaction that saves less, only below the hard threshold and not when it brings the
     #: context under the soft one.
     min_savings_ratio: float = 0.1
+    #: The prices ``target_ratio="auto"`` weighs, in dollars per million tokens: ``(input, cached
+    #: read, cache write, output)``. ``None``: by the conversation's format, the eval's tables
+    #: (:data:`DEFAULT_PRICES`: OpenAI gpt-5 for Chat Completions, Responses and Gemini contents,
+    #: Anthropic Claude Sonnet 4 for Anthropic messages).
+    prices: tuple[float, float, float, float] | None = None
+    #: No compaction loops: after a compaction that could not get under the soft threshold
+    #: (``over_budget``, a refusal above it included), or that could not reach the target and
+    #: left less room than this under the soft threshold, ``check()``/``should_compact()`` with a
+    #: state, ``compact()`` with a state and a Session's ``prepare()`` hold the next compaction
+    #: until the context has grown by this many tokens (or crossed the hard threshold); each
+    #: retry would end the same way and break the provider's cached prefix. ``None``: the gap
+    #: between the soft and the hard threshold (:attr:`retry_growth`); 0: no hold.
+    retry_growth_tokens: int | None = None
     #: After a summarizer failure, that many calls with a state skip the LLM: micro/selective, then the
     #: rule summary if they fall short.
     cooldown_calls: int = 3
@@ -241,6 +267,8 @@ class CompactionConfig:
             object.__setattr__(self, "protected_tools", tuple(sorted(self.protected_tools)))
         if isinstance(self.selective_rules, list):
             object.__setattr__(self, "selective_rules", tuple(self.selective_rules))
+        if isinstance(self.prices, list):
+            object.__setattr__(self, "prices", tuple(self.prices))
         if self.offload_dir is not None and isinstance(self.offload_dir, os.PathLike):
             object.__setattr__(self, "offload_dir", os.fspath(self.offload_dir))
         self._validate()
@@ -281,7 +309,22 @@ class CompactionConfig:
                 "reserve_tokens",
             )
         ratio("trigger_ratio")
-        ratio("target_ratio")
+        if self.target_ratio != "auto":
+            ratio("target_ratio")
+        if self.prices is not None:
+            p = self.prices
+            if (
+                not isinstance(p, tuple)
+                or len(p) != 4
+                or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in p
+                )
+            ):
+                raise ConfigError(
+                    f"prices: expected (input, cached_read, cache_write, output) in dollars per million "
+                    f"tokens, each >= 0, got {p!r}",
+                    "prices",
+                )
         ratio("micro_trigger_ratio", low_open=False)
         ratio("min_savings_ratio", low_open=False)
         if self.summary_target_share is not None:
@@ -317,6 +360,7 @@ class CompactionConfig:
                 )
             _core.image_tokens(1, 1, model=self.image_model)  # ConfigError for a model no document covers
         integer("keep_recent_tokens", optional=True)
+        integer("retry_growth_tokens", optional=True)
         integer("user_messages_budget_tokens", optional=True)
         integer("details_budget_tokens", optional=True)
         integer("task_max_tokens", minimum=16, optional=True)
@@ -392,8 +436,25 @@ class CompactionConfig:
 
     @property
     def target_tokens(self) -> int:
-        """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold."""
-        return min(int(self.target_ratio * self.budget), self.soft_threshold)
+        """Where a compaction aims: ``target_ratio * budget``, never above the soft threshold
+        (with ``"auto"``: half the budget here; each compaction chooses its own)."""
+        ratio = AUTO_FALLBACK if self.target_ratio == "auto" else self.target_ratio
+        return min(int(ratio * self.budget), self.soft_threshold)
+
+    def price_table(self, format: str) -> tuple[float, float, float, float]:
+        """The prices ``target_ratio="auto"`` weighs for a conversation of ``format``."""
+        if self.prices is not None:
+            return self.prices
+        return DEFAULT_PRICES["anthropic" if format == "anthropic" else "openai"]
+
+    @property
+    def retry_growth(self) -> int:
+        """After a compaction that ended over the soft threshold (or short of the target with
+        little room under it), the growth before the next one is due below the hard threshold:
+        ``retry_growth_tokens``, or the gap between the soft and the hard threshold."""
+        if self.retry_growth_tokens is not None:
+            return self.retry_growth_tokens
+        return self.hard_threshold - self.soft_threshold
 
     @property
     def task_token_limit(self) -> int:

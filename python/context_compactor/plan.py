@@ -60,12 +60,15 @@ class CompactionPlan:
         >>> messages = result.messages
     """
 
-    __slots__ = ("_core_plan", "_request", "_tokenizer")
+    __slots__ = ("_core_plan", "_request", "_tokenizer", "target_ratio")
 
-    def __init__(self, core_plan: _core.Plan, tokenizer: Any) -> None:
+    def __init__(self, core_plan: _core.Plan, tokenizer: Any, *, target_ratio: float | None = None) -> None:
         self._core_plan = core_plan
         self._tokenizer = tokenizer
         self._request: SummaryRequest | object | None = _UNSET
+        #: The target the compaction aims at, as a share of the budget (with
+        #: ``target_ratio="auto"``, the one chosen for this conversation now).
+        self.target_ratio = target_ratio
 
     @property
     def request(self) -> SummaryRequest | None:
@@ -98,7 +101,7 @@ class CompactionPlan:
         text = summary.text if isinstance(summary, SummaryResponse) else summary
         if not isinstance(text, str):
             raise SummarizerError(f"advance expects the summary text, got {type(text).__name__}")
-        return CompactionPlan(self._core_plan.advance(text), self._tokenizer)
+        return CompactionPlan(self._core_plan.advance(text), self._tokenizer, target_ratio=self.target_ratio)
 
     def apply(self, summary: str | SummaryResponse | None = None, **extra: Any) -> CompactResult:
         """Finish the compaction.
@@ -119,6 +122,8 @@ class CompactionPlan:
         if summary is not None and not isinstance(summary, str):
             raise SummarizerError(f"apply expects a str, SummaryResponse or None, got {type(summary).__name__}")
         d = self._core_plan.apply(summary, truncated, self._tokenizer)
+        if self.target_ratio is not None:
+            extra.setdefault("target_ratio", self.target_ratio)
         return result_of(d, **extra)
 
     def __repr__(self) -> str:

@@ -121,6 +121,8 @@ class ReplayCall:
         ids: The Session's row ids of the context's messages (a summary row included).
         tokens: Tokens of the context (the compactor's count).
         result: The compaction that ran just before, when one did.
+        attempt: The compaction that was due just before, whether it changed the context or not
+            (a refusal, a compaction that ended ``over_budget``); ``None`` when none was due.
     """
 
     turn: int
@@ -131,6 +133,7 @@ class ReplayCall:
     ids: list[int]
     tokens: int
     result: CompactResult | None
+    attempt: CompactResult | None = None
 
 
 @dataclass
@@ -447,6 +450,7 @@ def replay(
                             ids=ids,
                             tokens=check.current_tokens,
                             result=result if compacted else None,
+                            attempt=session._core.attempt,
                         )
                     )
                 previous = (ids, system)

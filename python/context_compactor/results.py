@@ -171,6 +171,9 @@ class CompactResult:
         summary_usage: The usage each summarizer call reported (``SummaryResponse.usage``), in order.
         recalls: With ``recall=True``: the original text of each recall id the messages name
             (``{id: text}``); a :class:`Session` stores them, ``offload_dir`` holds them as files.
+        target_ratio: The target the compaction aimed at, as a share of the budget (with
+            ``target_ratio="auto"``, the one chosen for this conversation); ``None`` when no
+            plan was made.
     """
 
     messages: list[Any]
@@ -198,6 +201,7 @@ class CompactResult:
     summary_usage: tuple[Any, ...] = ()
     origins: tuple[tuple[str, int | None], ...] = ()
     recalls: Mapping[str, str] = field(default_factory=dict)
+    target_ratio: float | None = None
 
     def __repr__(self) -> str:
         # Short on purpose: the messages (thousands, in a long run) are in ``.messages``.

@@ -176,8 +176,21 @@ fn replace_node(v: &mut Value, k: &mut usize, with: &Value) -> bool {
     }
 }
 
+/// 32 cases a property, or `PROPTEST_CASES`.
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn arbitrary_json_never_panics(

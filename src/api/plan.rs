@@ -8,7 +8,7 @@
 //! takes the plan by value, finishes with the view, drops it, and only then moves the kept
 //! messages out into the result.
 
-use super::result::{CompactResult, MessageOrigin, RecordEntry, Strategy};
+use super::result::{CompactResult, MessageOrigin, RecordEntry};
 use super::settings::Settings;
 use super::state::ConversationState;
 use super::system;
@@ -468,7 +468,7 @@ impl Plan {
             system: system_out,
             summary: outcome.summary.clone(),
             summary_source: outcome.summary_source.map(planner::SummarySource::as_str),
-            strategy: Strategy::of(outcome.strategy),
+            strategy: outcome.strategy,
             tokens_before: outcome.tokens_before,
             tokens_after: outcome.tokens_after,
             original_count: outcome.original_count,

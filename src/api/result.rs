@@ -74,61 +74,7 @@ impl MessageOrigin {
     }
 }
 
-/// The strongest step a compaction applied, ranked `None < Micro < Selective < Truncation <
-/// RuleSummary < Summary` (`phases` and `record` show the rest).
-///
-/// ```
-/// use context_compactor::Strategy;
-/// assert!(Strategy::Summary > Strategy::Micro);
-/// assert_eq!(Strategy::RuleSummary.as_str(), "rule_summary");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[non_exhaustive]
-pub enum Strategy {
-    /// Nothing was compacted.
-    #[default]
-    None,
-    /// Old tool output became placeholders; long arguments were cut.
-    Micro,
-    /// The selective rules ran (thinking of finished turns, images, long old texts).
-    Selective,
-    /// Messages were dropped or shortened to fit, without a summary.
-    Truncation,
-    /// The built-in rule summary (no summarizer, a fallback, or cool-down).
-    RuleSummary,
-    /// The summarizer wrote the summary.
-    Summary,
-}
-
-impl Strategy {
-    /// The Python API's name (`"none"`, `"micro"`, ..., `"summary"`).
-    ///
-    /// ```
-    /// assert_eq!(context_compactor::Strategy::None.as_str(), "none");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::None => "none",
-            Strategy::Micro => "micro",
-            Strategy::Selective => "selective",
-            Strategy::Truncation => "truncation",
-            Strategy::RuleSummary => "rule_summary",
-            Strategy::Summary => "summary",
-        }
-    }
-
-    pub(crate) fn of(s: crate::planner::Strategy) -> Self {
-        use crate::planner::Strategy as S;
-        match s {
-            S::None => Strategy::None,
-            S::Micro => Strategy::Micro,
-            S::Selective => Strategy::Selective,
-            S::Truncation => Strategy::Truncation,
-            S::RuleSummary => Strategy::RuleSummary,
-            S::Summary => Strategy::Summary,
-        }
-    }
-}
+pub use crate::planner::Strategy;
 
 /// What a compaction did to one input message (nothing is lost silently).
 ///

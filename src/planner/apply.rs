@@ -4,13 +4,14 @@
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
 use super::last_block::shorten_last_block_recalled;
-use super::output::{Strategy, SummarySource};
+use super::output::{Change, Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
 use crate::structure::analyze;
+use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
-use crate::summary::ledger::{line_sentences, strip_fakes, Ledger};
+use crate::summary::ledger::{strip_fakes, Ledger};
 use crate::summary::reply::{cap_to_tokens, extract_summary};
 use crate::summary::{rule_summary_chained, truncation_summary};
 use crate::text::Text;
@@ -378,58 +379,90 @@ impl<'a> Planned<'a> {
     /// last legal block), each cut only when still over (also the whole ladder when there is
     /// nothing to summarise between the kept head and tail).
     fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
-        if d.tokens() > soft {
-            self.shorten_task_in(d, counter);
+        if d.tokens() <= soft {
+            return;
         }
+        // Down to the target, not just under the soft threshold: cutting the kept tail breaks
+        // the cached prefix from that message on, and cutting only to the threshold makes the
+        // next call cut again (a prefix break at every call).
+        let aim = if self.cfg.cache_aware_cuts {
+            raw_of(self.cfg.target, self.ratio).min(soft)
+        } else {
+            soft
+        };
+        // The task is shortened only when the result with it verbatim would be over the soft
+        // threshold, and then by the least amount (DESIGN, "The task"): the kept tail's cut
+        // first, on a copy; when that is not enough, the task gives what the tail could not.
+        let mut tail = d.clone();
+        self.shorten_tail(&mut tail, aim, counter);
+        if tail.tokens() <= soft || self.task.is_none() {
+            *d = tail;
+            return;
+        }
+        let gives = d.tokens().saturating_sub(tail.tokens());
+        self.shorten_task_in(d, soft + gives, counter);
         if d.tokens() > soft {
-            // Down to the target, not just under the soft threshold: cutting the kept tail
-            // breaks the cached prefix from that message on, and cutting only to the threshold
-            // makes the next call cut again (a prefix break at every call).
-            let aim = if self.cfg.cache_aware_cuts {
-                raw_of(self.cfg.target, self.ratio).min(soft)
-            } else {
-                soft
-            };
             self.shorten_tail(d, aim, counter);
         }
     }
 
-    /// The ladder's task step: the task slot of `d` cut to `task_max_tokens`.
-    fn shorten_task_in(&self, d: &mut Draft<'a>, counter: &dyn Count) {
+    /// The ladder's task step: the task slot of `d` cut by the least amount that brings `d` to
+    /// `goal`, never below `task_max_tokens` (DESIGN, "The task"). With a summary, the
+    /// instructions of the cut part that the cut task does not list join the ledger's user
+    /// words (the task's first, oldest of all): the summary is assembled again with them and
+    /// the task cut again by what is then over (a few rounds: what the ledger now carries
+    /// takes room the task gives). Its facts are written after the cut marker.
+    fn shorten_task_in(&self, d: &mut Draft<'a>, goal: usize, counter: &dyn Count) {
         let Some(src) = self.task.and_then(|t| self.slots[t].source()) else {
             return;
         };
-        let Some(at) = d.slots.iter().position(|s| s.source() == Some(src)) else {
+        let Some(mut at) = d.slots.iter().position(|s| s.source() == Some(src)) else {
             return;
         };
-        if let Some((_, entry)) = shorten_task(&mut d.slots, at, &self.cfg, counter) {
-            d.note(entry, Strategy::Truncation);
-            // The cut part's sentences join the ledger's user words (the task's first, oldest
-            // of all): the summary is assembled again with them and the task cut again.
-            if d.summary.is_some() && d.shape.task_words.is_empty() {
-                let shortened = d.slots[at].view.prose();
-                let original = self.slots[self.task.unwrap_or(at)].view.prose();
-                let words: Vec<String> = original
-                    .lines()
-                    .flat_map(line_sentences)
-                    .filter(|s| !shortened.contains(s))
-                    .map(str::to_owned)
-                    .collect();
-                if !words.is_empty() {
-                    let shape = Shape {
-                        task_words: words,
-                        ..d.shape.clone()
-                    };
-                    let mut alt = self.reassemble(&shape, d, counter);
-                    // The same assembly but for the ledger: its record is `d`'s (the task's cut
-                    // noted there already).
-                    alt.record = d.record.clone();
-                    if let Some(at) = alt.slots.iter().position(|s| s.source() == Some(src)) {
-                        let _ = shorten_task(&mut alt.slots, at, &self.cfg, counter);
-                    }
-                    *d = alt;
-                }
+        let excess = d.tokens().saturating_sub(goal);
+        let Some((_, entry)) = shorten_task(&mut d.slots, at, excess, &self.cfg, counter) else {
+            return;
+        };
+        d.note(entry, Strategy::Truncation);
+        if d.summary.is_none() || !d.shape.task_words.is_empty() {
+            return;
+        }
+        let original = self.slots[self.task.unwrap_or(at)].view.prose();
+        let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut words: Vec<String> = Vec::new();
+        for _ in 0..3 {
+            let shortened = collapse(&d.slots[at].view.prose());
+            let more: Vec<String> = user_instructions(&original)
+                .into_iter()
+                .map(|(_, s)| s)
+                .filter(|s| !shortened.contains(&collapse(s)) && !words.contains(s))
+                .collect();
+            if more.is_empty() {
+                return;
             }
+            words.extend(more);
+            // In the task's order.
+            words.sort_by_key(|w| original.find(w.as_str()).unwrap_or(usize::MAX));
+            let shape = Shape {
+                task_words: words.clone(),
+                ..d.shape.clone()
+            };
+            let mut alt = self.reassemble(&shape, d, counter);
+            // The same assembly but for the ledger: its record is `d`'s, the task's cut noted
+            // again with its new size.
+            alt.record = d.record.clone();
+            alt.record
+                .retain(|e| !(e.index == src && e.action == Change::Shortened));
+            let Some(at2) = alt.slots.iter().position(|s| s.source() == Some(src)) else {
+                return;
+            };
+            let excess = alt.tokens().saturating_sub(goal);
+            if let Some((_, entry)) = shorten_task(&mut alt.slots, at2, excess, &self.cfg, counter)
+            {
+                alt.note(entry, Strategy::Truncation);
+            }
+            *d = alt;
+            at = at2;
         }
     }
 

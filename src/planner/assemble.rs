@@ -221,7 +221,7 @@ impl<'a> Planned<'a> {
                 cfg.summary_max_tokens,
             ));
         }
-        let body = strip_fakes(&body);
+        let mut body = strip_fakes(&body);
         // The ledger: what the earlier summaries carried and the span's entries, then those of
         // what the ladder removed besides the span (DESIGN: facts of everything a compaction
         // removes or cuts; the user's words of every replaced part, in order).
@@ -289,6 +289,22 @@ impl<'a> Planned<'a> {
         }
         let ledger_costs = ledger.costs(&count);
         let missing = evicted.all();
+        // Continuation: the open to-do items and the last unresolved error stay, in the kept
+        // tail or after the narrative, whatever the narrative's cap left out. Added after the
+        // facts were checked against the narrative: a fact these lines show is carried by the
+        // ledger still (the lines go when the list or the error changes).
+        let mut cont = self.continuation.clone();
+        cont.visit(&late);
+        let after = self.slots[shape.tail_start.min(self.slots.len())..]
+            .iter()
+            .map(|s| &s.view);
+        // A twentieth of the budget (in chars, about 4 a token), at most summary_max_tokens.
+        let room = (cfg.hard / 20).clamp(64, cfg.summary_max_tokens.max(64)) * 4;
+        let carried = cont.missing(&body, after, self.language, room);
+        // Part of the narrative: gone when the ladder emptied the narrative to fit.
+        if !carried.is_empty() && !body.trim().is_empty() {
+            body = format!("{}\n\n{carried}", body.trim_end());
+        }
         // With `recall` the summary names the id of what it replaced (as it was before this
         // compaction's passes; what the ladder removed besides the span follows it).
         let recall = cfg.recall.then(|| {

@@ -14,7 +14,7 @@ use super::shorten::{cut_keeping_facts, with_cut_facts};
 use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
 use crate::cut::{cut_json_args, head_tail, is_cut, PLACEHOLDER_PREFIX};
-use crate::message::{Block, BlockKind, Role};
+use crate::message::{Block, BlockKind, Message, Role};
 use crate::recall::{is_recall_tool, with_ref, Recall};
 use crate::structure::{analyze, Structure};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -44,6 +44,14 @@ pub fn frozen(slots: &[Slot<'_>], cfg: &PlanConfig) -> Vec<bool> {
     // The item after a Responses reasoning item goes back exactly as the model wrote it.
     for i in 1..n {
         frozen[i] |= crate::formats::responses::is_reasoning(&slots[i - 1].view);
+    }
+    // What the agent needs next stays whole: the latest to-do list call and the result of the
+    // last unresolved error (with its call).
+    let views: Vec<&Message<'_>> = slots.iter().map(|s| &s.view).collect();
+    // A long failing output is not kept whole: a twentieth of the budget at most (in chars).
+    let max_chars = (cfg.hard / 20).max(200) * 4;
+    for i in crate::summary::continuation::live_messages(&views, max_chars) {
+        frozen[i] = true;
     }
     let (head_end, tail_start) = head_and_tail_in(slots, &st, cfg);
     for f in &mut frozen[..head_end] {

@@ -153,6 +153,12 @@ pub struct PlanConfig {
     pub summarizer_max_input_tokens: Option<usize>,
     pub transcript_item_max_chars: usize,
     pub min_savings_ratio: f64,
+    /// After a compaction that ended over the soft threshold, the growth (calibrated tokens)
+    /// before the next one is due below the hard threshold (`retry_growth_tokens`; 0: none).
+    pub retry_growth: usize,
+    /// The state's hold: below this many (calibrated) tokens and the hard threshold, an
+    /// automatic compaction is not due (an earlier one could not get under the soft threshold).
+    pub held_until: Option<usize>,
     pub repair: bool,
     pub profile: Option<Profile>,
     pub framing: Framing,
@@ -193,6 +199,8 @@ impl Default for PlanConfig {
             summarizer_max_input_tokens: None,
             transcript_item_max_chars: 2_000,
             min_savings_ratio: 0.1,
+            retry_growth: 0,
+            held_until: None,
             repair: true,
             profile: None,
             framing: Framing::default(),

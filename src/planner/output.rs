@@ -110,24 +110,39 @@ impl Change {
     }
 }
 
-/// The strongest step a compaction applied (DESIGN: `none < micro < selective < truncation <
-/// rule_summary < summary`); `phases` and the record show the rest.
+/// The strongest step a compaction applied, ranked `None < Micro < Selective < Truncation <
+/// RuleSummary < Summary` (DESIGN; `phases` and `record` show the rest). Public as
+/// `context_compactor::Strategy`.
+///
+/// ```
+/// use context_compactor::Strategy;
+/// assert!(Strategy::Summary > Strategy::Micro);
+/// assert_eq!(Strategy::RuleSummary.as_str(), "rule_summary");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[non_exhaustive]
 pub enum Strategy {
+    /// Nothing was compacted.
     #[default]
     None,
+    /// Old tool output became placeholders; long arguments were cut.
     Micro,
+    /// The selective rules ran (thinking of finished turns, images, long old texts).
     Selective,
-    /// Messages dropped or shortened to fit, without a summary.
+    /// Messages were dropped or shortened to fit, without a summary.
     Truncation,
     /// The built-in rule summary (no summarizer, a fallback, or cool-down).
     RuleSummary,
-    /// The caller's summarizer wrote the summary.
+    /// The summarizer wrote the summary.
     Summary,
 }
 
 impl Strategy {
-    /// The name the Python API shows (`CompactResult.strategy`).
+    /// The Python API's name (`CompactResult.strategy`: `"none"`, `"micro"`, ..., `"summary"`).
+    ///
+    /// ```
+    /// assert_eq!(context_compactor::Strategy::None.as_str(), "none");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::None => "none",

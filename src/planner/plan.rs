@@ -13,6 +13,7 @@ use crate::formats::Rules;
 use crate::message::{Conversation, Format, Message, Role};
 use crate::structure::analyze;
 use crate::summary::artifacts::Trail;
+use crate::summary::continuation::Continuation;
 use crate::summary::facts::must_keep_facts;
 use crate::summary::language::{detect_language, Language};
 use crate::summary::ledger::{self, Ledger};
@@ -63,6 +64,9 @@ pub struct Planned<'a> {
     pub(super) span: Vec<usize>,
     /// Instruction and pinned slots inside the span: kept, right after the summary.
     pub(super) kept_in_span: Vec<usize>,
+    /// The open to-do items and the last unresolved error of the span (and of the earlier
+    /// summaries it replaces): kept in the narrative when the kept tail does not show them.
+    pub(super) continuation: Continuation,
     /// The earlier summaries' narratives (their ledgers left out: `carried`).
     pub(super) previous_summary: Option<String>,
     /// The ledger read back from the earlier summaries the span replaces, with the span's own
@@ -202,6 +206,7 @@ pub fn plan<'a>(
         tail_start: 0,
         span: Vec::new(),
         kept_in_span: Vec::new(),
+        continuation: Continuation::default(),
         previous_summary: None,
         ledger: Ledger::default(),
         carried: Ledger::default(),
@@ -240,7 +245,13 @@ pub fn plan<'a>(
         p.phases.push(("repair", calibrated(now(&p), ratio)));
     }
 
-    let due = mode == Mode::Force || now(&p) >= soft;
+    // Held: the last compaction could not get under the soft threshold and the context has not
+    // grown by `retry_growth_tokens` since (nor reached the hard threshold): compacting again
+    // now would end the same way, breaking the cached prefix at every call.
+    let held = mode == Mode::Auto
+        && tokens_before < cfg.hard
+        && cfg.held_until.is_some_and(|h| tokens_before < h);
+    let due = mode == Mode::Force || (now(&p) >= soft && !held);
     p.due = due && mode != Mode::Micro;
     p.forced = mode == Mode::Force;
     let run_micro = mode != Mode::Auto || now(&p) >= micro_threshold;
@@ -258,6 +269,15 @@ pub fn plan<'a>(
         if p.strategy == Strategy::None {
             p.reason = Some(if due || mode == Mode::Micro {
                 "micro-compaction found nothing worth clearing".to_owned()
+            } else if held {
+                format!(
+                    "held: the last compaction could not get under the soft threshold with room \
+                     to spare (retry_growth_tokens); the next is due at {} tokens or the hard \
+                     threshold {} ({} now)",
+                    cfg.held_until.unwrap_or(0),
+                    cfg.hard,
+                    tokens_before
+                )
             } else {
                 format!(
                     "below the soft threshold ({} < {})",
@@ -437,6 +457,12 @@ fn select_span(p: &mut Planned<'_>, target: usize) {
         let text = p.slots[t].view.prose();
         head_tail(&text, cfg.transcript_item_max_chars).unwrap_or(text)
     });
+    let mut continuation = Continuation::default();
+    if let Some(prev) = &previous {
+        continuation.seed(prev);
+    }
+    continuation.visit(&replaced_views);
+    p.continuation = continuation;
     p.replaced = replaced_views;
     p.previous_summary = previous;
     p.tail_start = tail_start.max(head_end);
@@ -472,6 +498,16 @@ pub(super) struct Transcript {
 }
 
 impl Planned<'_> {
+    /// A compaction was due (not `micro_compact()`, not below the soft threshold, not held).
+    pub fn is_due(&self) -> bool {
+        self.due
+    }
+
+    /// The configuration it was planned with.
+    pub fn config(&self) -> &PlanConfig {
+        &self.cfg
+    }
+
     /// The transcript, built on first use with `counter` (the configured tokenizer).
     pub(super) fn transcript(&self, counter: &dyn Count) -> &Transcript {
         self.transcript.get_or_init(|| {

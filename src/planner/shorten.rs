@@ -13,8 +13,8 @@
 use super::draft::{block_tokens, Count, Slot};
 use super::output::{Change, RecordEntry};
 use super::PlanConfig;
-use crate::cut::head_tail_text;
 use crate::cut::PLACEHOLDER_PREFIX;
+use crate::cut::{head_tail_opening, head_tail_text};
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::facts::{fact_present, must_keep_facts};
@@ -23,6 +23,11 @@ use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
 const MIN_CHARS: usize = 160;
+/// Characters of the task's opening a cut keeps verbatim first (DESIGN, "The task").
+pub const TASK_OPENING_CHARS: usize = 300;
+/// Characters a cut task keeps at least when its allowance holds them: its opening, the cut
+/// marker and a little of its tail.
+const TASK_MIN_CHARS: usize = TASK_OPENING_CHARS + 40;
 /// Characters a cut tool result or assistant text of the last block keeps at least: the last
 /// resort before `over_budget`, where the marker (how much was cut) and a few characters each
 /// side are all that fits (a CJK character is about a token: 160 would keep 160 tokens).
@@ -43,21 +48,52 @@ pub(super) enum Keep {
 /// written right after the cut marker (a text cut before is cut again, its facts kept the same
 /// way). `None` when it is already that short.
 pub fn cut_keeping_facts(text: &str, max_chars: usize) -> Option<String> {
-    cut_keeping_facts_min(text, max_chars, MIN_CHARS)
+    cut_keeping_facts_min(text, max_chars, MIN_CHARS, 0)
 }
 
-/// [`cut_keeping_facts`] keeping at least `min_chars` characters of text.
-fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Option<String> {
-    let facts = must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)));
+/// [`cut_keeping_facts`] keeping at least `min_chars` characters of text, and the first
+/// `opening` characters of it before anything else (0: head and tail alike).
+fn cut_keeping_facts_min(
+    text: &str,
+    max_chars: usize,
+    min_chars: usize,
+    opening: usize,
+) -> Option<String> {
+    cut_with_facts(text, &text_facts(text), max_chars, min_chars, opening)
+}
+
+/// The must-keep facts of `text` (found once for the several cuts tried of one text).
+fn text_facts(text: &str) -> Vec<String> {
+    must_keep_facts(std::slice::from_ref(&Message::text(Role::User, text)))
+}
+
+/// [`cut_keeping_facts_min`] with the `facts` of `text` already found.
+fn cut_with_facts(
+    text: &str,
+    facts: &[String],
+    max_chars: usize,
+    min_chars: usize,
+    opening: usize,
+) -> Option<String> {
     // The list takes room from the text, and less text may lose more facts: grow the list until
     // it names every fact the cut it leaves room for lost (at most one round per fact).
     let mut lost = vec![false; facts.len()];
     loop {
         let list = mentions(facts.iter().zip(&lost).filter(|(_, &l)| l).map(|(f, _)| f));
+        // The opening comes before the list (DESIGN, "The task"): all of it the allowance holds.
         let room = max_chars
             .saturating_sub(list.chars().count())
-            .max(min_chars);
-        let cut = head_tail_text(Text::Utf8(text), room)?;
+            .max(min_chars)
+            .max(if opening > 0 {
+                TASK_MIN_CHARS.min(max_chars)
+            } else {
+                0
+            });
+        let cut = if opening > 0 {
+            head_tail_opening(Text::Utf8(text), room, opening)?
+        } else {
+            head_tail_text(Text::Utf8(text), room)?
+        };
         let mut more = false;
         for (f, l) in facts.iter().zip(lost.iter_mut()) {
             if !*l && !fact_present(&cut, f) {
@@ -80,81 +116,104 @@ fn cut_keeping_facts_min(text: &str, max_chars: usize, min_chars: usize) -> Opti
     }
 }
 
-/// [`cut_keeping_facts`] for the task: the user's instructions ([`user_instructions`]) the cut removed are also
-/// written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `): "never
-/// modify the tests" must not go with the middle of a long task.
-pub fn cut_task_keeping_constraints(text: &str, max_chars: usize) -> Option<String> {
-    // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
-    // 不要, 必须 …: [`is_marked_rule`]) are always listed (as the keyword list was); the other instructions (conditions, preferences,
-    // goals, then plain requests; shortest first, the most that fit) only within the room the
-    // cut leaves above MIN_CHARS of text, so a task full of imperative steps stays within
-    // task_max_tokens. They are listed in their order. (The ledger carries the task's cut
-    // instructions whole; this list keeps the task readable on its own.)
-    let all = user_instructions(text);
-    let rank = |k: InstructionKind, s: &str| match (k, is_marked_rule(s)) {
-        (InstructionKind::Safety, _) | (InstructionKind::Prohibition, true) => 0,
-        (_, true) => 1,
-        (InstructionKind::Requirement, false) => 3,
-        _ => 2,
-    };
-    let room = max_chars.saturating_sub(MIN_CHARS + 40);
-    let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by_key(|&i| (rank(all[i].0, &all[i].1), all[i].1.chars().count(), i));
-    let mut taken = vec![false; all.len()];
-    let mut used = 0;
-    for i in order {
-        let n = all[i].1.chars().count() + 1;
-        if rank(all[i].0, &all[i].1) <= 1 || used + n <= room {
-            used += n;
-            taken[i] = true;
+/// A task's text with its instructions and must-keep facts found once, for the several cuts
+/// [`cut_block`] tries (a task may be megabytes long).
+pub(super) struct TaskText<'t> {
+    text: &'t str,
+    instructions: Vec<(InstructionKind, String)>,
+    facts: Vec<String>,
+}
+
+impl<'t> TaskText<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        TaskText {
+            text,
+            instructions: user_instructions(text),
+            facts: text_facts(text),
         }
     }
-    let constraints: Vec<String> = all
-        .into_iter()
-        .zip(taken)
-        .filter(|(_, t)| *t)
-        .map(|((_, s), _)| s)
-        .collect();
-    if constraints.is_empty() {
-        return cut_keeping_facts(text, max_chars);
-    }
-    let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut lost: Vec<&String> = Vec::new();
-    loop {
-        let mut list = String::new();
-        if !lost.is_empty() {
-            list.push_str(" (the user's constraints, verbatim: ");
-            list.push_str(
-                &lost
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
-            list.push_str(") ");
+
+    /// This text cut to about `max_chars`, as [`cut_keeping_facts`] cuts a text but keeping
+    /// its opening first; the user's instructions ([`user_instructions`]) the cut removed are
+    /// also written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `):
+    /// "never modify the tests" must not go with the middle of a long task.
+    pub(super) fn cut(&self, max_chars: usize) -> Option<String> {
+        let text = self.text;
+        let facts = &self.facts;
+        // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
+        // 不要, 必须 …: [`is_marked_rule`]) are always listed (as the keyword list was); the other instructions (conditions, preferences,
+        // goals, then plain requests; shortest first, the most that fit) only within the room the
+        // cut leaves above MIN_CHARS of text, so a task full of imperative steps stays within
+        // task_max_tokens. They are listed in their order. (The ledger carries the task's cut
+        // instructions whole; this list keeps the task readable on its own.)
+        let all = &self.instructions;
+        let rank = |k: InstructionKind, s: &str| match (k, is_marked_rule(s)) {
+            (InstructionKind::Safety, _) | (InstructionKind::Prohibition, true) => 0,
+            (_, true) => 1,
+            (InstructionKind::Requirement, false) => 3,
+            _ => 2,
+        };
+        let room = max_chars.saturating_sub(TASK_OPENING_CHARS.max(MIN_CHARS) + 40);
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.sort_by_key(|&i| (rank(all[i].0, &all[i].1), all[i].1.chars().count(), i));
+        let mut taken = vec![false; all.len()];
+        let mut used = 0;
+        for i in order {
+            let n = all[i].1.chars().count() + 1;
+            if rank(all[i].0, &all[i].1) <= 1 || used + n <= room {
+                used += n;
+                taken[i] = true;
+            }
         }
-        let room = max_chars
-            .saturating_sub(list.chars().count())
-            .max(MIN_CHARS);
-        let cut = cut_keeping_facts(text, room)?;
-        let flat = collapse(&cut);
-        let more: Vec<&String> = constraints
+        let constraints: Vec<&String> = all
             .iter()
-            .filter(|c| !lost.contains(c) && !flat.contains(c.as_str()))
+            .zip(taken)
+            .filter(|(_, t)| *t)
+            .map(|((_, s), _)| s)
             .collect();
-        if !more.is_empty() {
-            lost.extend(more);
-            continue;
+        if constraints.is_empty() {
+            return cut_with_facts(text, facts, max_chars, MIN_CHARS, TASK_OPENING_CHARS);
         }
-        if list.is_empty() {
-            return Some(cut);
+        let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut lost: Vec<&String> = Vec::new();
+        loop {
+            let mut list = String::new();
+            if !lost.is_empty() {
+                list.push_str(" (the user's constraints, verbatim: ");
+                list.push_str(
+                    &lost
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+                list.push_str(") ");
+            }
+            let room = max_chars
+                .saturating_sub(list.chars().count())
+                .max(MIN_CHARS)
+                .max(TASK_MIN_CHARS.min(max_chars));
+            let cut = cut_with_facts(text, facts, room, MIN_CHARS, TASK_OPENING_CHARS)?;
+            let flat = collapse(&cut);
+            let more: Vec<&String> = constraints
+                .iter()
+                .copied()
+                .filter(|c| !lost.contains(c) && !flat.contains(c.as_str()))
+                .collect();
+            if !more.is_empty() {
+                lost.extend(more);
+                continue;
+            }
+            if list.is_empty() {
+                return Some(cut);
+            }
+            let at = cut_marker_end(&cut)?;
+            let mut out = String::with_capacity(cut.len() + list.len());
+            out.push_str(&cut[..at]);
+            out.push_str(&list);
+            out.push_str(&cut[at..]);
+            return Some(out);
         }
-        let at = cut_marker_end(&cut)?;
-        let mut out = String::with_capacity(cut.len() + list.len());
-        out.push_str(&cut[..at]);
-        out.push_str(&list);
-        out.push_str(&cut[at..]);
-        return Some(out);
     }
 }
 
@@ -248,7 +307,8 @@ pub(super) fn cut_block(
     }
     let chars = text.chars().count();
     let min_chars = if keep == Keep::Task {
-        MIN_CHARS
+        // Its opening, whole (DESIGN, "The task").
+        TASK_MIN_CHARS
     } else {
         MIN_RESULT_CHARS
     };
@@ -259,19 +319,31 @@ pub(super) fn cut_block(
     // Counting is not linear in characters: shrink until the cut text is within the goal. When
     // it never gets there (a task whose must-keep facts alone are longer than the goal), the
     // smallest cut found is used: a cut that falls short still saves what it can.
+    let task = (keep == Keep::Task).then(|| TaskText::new(&text));
+    let facts = if keep == Keep::Facts {
+        text_facts(&text)
+    } else {
+        Vec::new()
+    };
+    let cut_at = |max_chars: usize| {
+        let cut = match (keep, &task) {
+            (Keep::Task, Some(task)) => task.cut(max_chars),
+            (Keep::Task, None) => None,
+            (Keep::Facts, _) => cut_with_facts(&text, &facts, max_chars, min_chars, 0),
+            (Keep::Plain, _) => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
+        }?;
+        Some(match &recalled {
+            Some(r) => super::micro::with_recall_ref(cut, &r.id),
+            None => cut,
+        })
+    };
     let mut best: Option<(String, usize)> = None;
+    // The longest cut seen over the goal (`max_chars`), to search back from for the task.
+    let mut over: Option<usize> = None;
     for _ in 0..6 {
-        let cut = match keep {
-            Keep::Task => cut_task_keeping_constraints(&text, max_chars),
-            Keep::Facts => cut_keeping_facts_min(&text, max_chars, min_chars),
-            Keep::Plain => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
-        };
-        let Some(mut cut) = cut else {
+        let Some(cut) = cut_at(max_chars) else {
             break;
         };
-        if let Some(r) = &recalled {
-            cut = super::micro::with_recall_ref(cut, &r.id);
-        }
         let new = counter.count(Text::Utf8(&cut));
         let done = new <= goal || max_chars <= min_chars;
         if best.as_ref().is_none_or(|b| new < b.1) {
@@ -280,7 +352,35 @@ pub(super) fn cut_block(
         if done {
             break;
         }
-        max_chars = max_chars * 8 / 10;
+        over = Some(max_chars);
+        // Aim again by the ratio this cut missed by (a cut just over the goal is trimmed a
+        // little, not by a fixed fifth: the task is cut by the least amount).
+        let aim = (max_chars as f64 * goal as f64 / new as f64 * 0.97) as usize;
+        max_chars = aim.clamp(min_chars, max_chars.saturating_sub(1).max(min_chars));
+    }
+    // The task is cut by the least amount: between the last cut under the goal and the one
+    // before it over the goal (or the whole text, when the first cut was already under), the
+    // longest cut still within the goal (a few halvings).
+    if keep == Keep::Task {
+        if let (Some(mut hi), Some((_, new))) = (over.or(Some(chars)), best.as_ref()) {
+            let mut lo = max_chars;
+            if *new <= goal {
+                for _ in 0..7 {
+                    if hi <= lo + 8 {
+                        break;
+                    }
+                    let mid = lo + (hi - lo) / 2;
+                    let Some(cut) = cut_at(mid) else { break };
+                    let n = counter.count(Text::Utf8(&cut));
+                    if n <= goal {
+                        lo = mid;
+                        best = Some((cut, n));
+                    } else {
+                        hi = mid;
+                    }
+                }
+            }
+        }
     }
     let Some((cut, new)) = best else {
         return 0;
@@ -295,23 +395,24 @@ pub(super) fn cut_block(
     before.saturating_sub(slot.tokens)
 }
 
-/// Shorten the task in `slots[at]` to `task_max_tokens` (its text blocks, longest first).
-/// Always to the limit, not just the overflow: a task cut once is marked and stays as it is in
-/// later compactions (a stable prefix for the provider's cache). Returns the tokens saved and
-/// the record entry.
+/// Shorten the task in `slots[at]` by about `excess` tokens, never below `task_max_tokens` (a
+/// floor, not a target: DESIGN, "The task"), its text blocks longest first, each keeping its
+/// opening verbatim first. Returns the tokens saved and the record entry.
 pub fn shorten_task(
     slots: &mut [Slot<'_>],
     at: usize,
+    excess: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
 ) -> Option<(usize, RecordEntry)> {
     let slot = &mut slots[at];
-    if slot.pinned || slot.tokens <= cfg.task_max_tokens {
+    if slot.pinned || slot.tokens <= cfg.task_max_tokens || excess == 0 {
         return None;
     }
     let index = slot.source()?;
     let before = slot.tokens;
-    let mut need = slot.tokens - cfg.task_max_tokens;
+    let floor = cfg.task_max_tokens;
+    let mut need = (slot.tokens - floor).min(excess);
     let mut order: Vec<usize> = (0..slot.view.blocks.len())
         .filter(|&k| slot.view.blocks[k].kind == BlockKind::Text)
         .collect();
@@ -322,7 +423,11 @@ pub fn shorten_task(
         if need == 0 {
             break;
         }
-        let saved = cut_block(slot, k, need, 32, cfg, counter, Keep::Task, None);
+        let b = block_tokens(&slot.view.blocks[k], cfg.framing, counter);
+        // The block's own floor: what keeps the whole task at `task_max_tokens`.
+        let others = slot.tokens.saturating_sub(b);
+        let block_floor = floor.saturating_sub(others).max(32);
+        let saved = cut_block(slot, k, need, block_floor, cfg, counter, Keep::Task, None);
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
@@ -383,7 +488,8 @@ mod tests {
             task_max_tokens: 200,
             ..PlanConfig::default()
         };
-        let (saved, entry) = shorten_task(&mut slots, 0, &cfg, &c as &dyn Count).expect("cut");
+        let (saved, entry) =
+            shorten_task(&mut slots, 0, usize::MAX, &cfg, &c as &dyn Count).expect("cut");
         assert!(saved > tokens / 3, "saved {saved} of {tokens}");
         assert_eq!(entry.action, Change::Shortened);
         let cut = slots[0].view.blocks[0].texts[0]

@@ -81,6 +81,8 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
         summarizer_max_input_tokens: attr(cfg, "summarizer_max_input_tokens")?,
         transcript_item_max_chars: attr(cfg, "transcript_item_max_chars")?,
         min_savings_ratio: attr(cfg, "min_savings_ratio")?,
+        retry_growth: attr(cfg, "retry_growth")?,
+        held_until: None,
         repair: attr(cfg, "repair")?,
         profile: profile.as_deref().and_then(Profile::parse),
         framing: Framing {
@@ -371,8 +373,30 @@ pub(super) fn outcome_dict<'py>(
                 let st = state.get();
                 py.detach(|| st.lock().note_compaction(removed, summary));
             }
+            // A compaction that was due and still ends over the soft threshold, or that could
+            // not reach the target and left less room under the soft threshold than
+            // `retry_growth_tokens`, holds the next one back until the context grew by that
+            // much: another compaction sooner would end the same way (a compaction loop, a
+            // prefix break at every call). One that reaches the target or leaves room lifts it.
+            if planned.is_due() {
+                let cfg = planned.config();
+                let growth = cfg.retry_growth;
+                let after = outcome.tokens_after;
+                let stuck = outcome.over_budget
+                    || (after > cfg.target && after.saturating_add(growth) > cfg.soft);
+                state.get().lock().note_outcome(stuck, after, growth);
+            }
         }
         Ok(d)
+    }
+}
+
+/// `raw` tokens scaled by the calibration `ratio` (rounded up, as the planner does).
+fn calibrated_total(raw: usize, ratio: f64) -> usize {
+    if ratio == 1.0 {
+        raw
+    } else {
+        (raw as f64 * ratio).ceil() as usize
     }
 }
 
@@ -426,7 +450,7 @@ pub fn plan(
     instructions: Option<String>,
     state: Option<Bound<'_, ConversationState>>,
 ) -> PyResult<Plan> {
-    let cfg = plan_config(config)?;
+    let mut cfg = plan_config(config)?;
     let mode = parse_mode(py, mode)?;
     let counter = Counter::parse(&config.getattr(intern!(py, "tokenizer"))?)?;
     let format = parse_format(py, format)?;
@@ -458,6 +482,9 @@ pub fn plan(
             if cooldown {
                 g.cooldown_remaining -= 1;
             }
+            let now = calibrated_total(tokens.iter().sum::<usize>() + sys + tls, ratio);
+            g.note_size(now);
+            cfg.held_until = g.hold_until;
             (ratio, cooldown)
         }
         None => (1.0, false),

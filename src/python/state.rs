@@ -193,6 +193,27 @@ impl ConversationState {
         self.lock().last_summary.clone()
     }
 
+    /// After a compaction that could not get under the soft threshold (``over_budget``): the
+    /// context size (tokens) below which no compaction is due again, unless the hard threshold
+    /// is crossed; ``None`` when nothing is held.
+    #[getter]
+    fn hold_until(&self) -> Option<usize> {
+        self.lock().hold_until
+    }
+
+    /// The context's mean growth per model call (tokens) over the last checks since the latest
+    /// compaction; ``None`` before two.
+    #[getter]
+    fn growth_per_call(&self) -> Option<f64> {
+        self.lock().growth_per_call()
+    }
+
+    /// Note the context's size (tokens, calibrated) at a model call: ``check()`` and ``plan()``
+    /// with this state do it; the growth per call is read from these.
+    fn note_context(&self, tokens: usize) {
+        self.lock().note_size(tokens);
+    }
+
     /// Forget everything (cache, calibration, cool-down, last summary).
     fn reset(&self) {
         self.lock().reset();
@@ -201,12 +222,13 @@ impl ConversationState {
     fn __repr__(&self) -> String {
         let s = self.lock();
         format!(
-            "ConversationState(cached_messages={}, calibration={:.3}, observations={}, compactions={}, cooldown_remaining={})",
+            "ConversationState(cached_messages={}, calibration={:.3}, observations={}, compactions={}, cooldown_remaining={}, hold_until={:?})",
             s.cached(),
             s.ratio(),
             s.observations(),
             s.compactions(),
-            s.cooldown_remaining
+            s.cooldown_remaining,
+            s.hold_until
         )
     }
 }

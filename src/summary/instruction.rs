@@ -10,8 +10,8 @@
 //!
 //! Design notes. Rules, not a model: a sentence is an instruction when a clause of it is a
 //! directive (an imperative verb first, "you must/should …", 请/先/再 + a verb) or holds a
-//! prohibition, requirement, condition, every-rule, preference or goal form ([`english`],
-//! [`chinese`]), read on the text outside quotes and inline code; questions, quotes, code, markup,
+//! prohibition, requirement, condition, every-rule, preference or goal form (`english`,
+//! `chinese`), read on the text outside quotes and inline code; questions, quotes, code, markup,
 //! pasted tool output (`error: …`, `TypeError: …`, 错误：…) and slash commands are not. The kind
 //! is the first that applies of safety, prohibition, condition, every-rule, preference, goal,
 //! requirement (the ledger evicts safety rules and prohibitions last, so they win). Measured on

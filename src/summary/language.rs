@@ -37,6 +37,8 @@ pub enum Label {
     Constraints,
     /// Rule summary: the open items of the latest plan or to-do list.
     Todos,
+    /// The last unresolved error, carried after the narrative (`continuation.rs`).
+    LastError,
     /// Rule summary: shell commands run.
     Commands,
     /// Rule summary: errors seen.
@@ -105,6 +107,7 @@ impl Language {
             (Language::En, ArtifactTrail) => "Artifact trail (files changed, in order)",
             (Language::En, Constraints) => "The user's constraints (verbatim)",
             (Language::En, Todos) => "Open to-do items",
+            (Language::En, LastError) => "Last unresolved error",
             (Language::En, Commands) => "Commands run",
             (Language::En, Errors) => "Errors seen",
             (Language::En, Counts) => "Replaced",
@@ -121,6 +124,7 @@ impl Language {
             (Language::Zh, ArtifactTrail) => "文件变更记录（按顺序）",
             (Language::Zh, Constraints) => "用户的约束（原文）",
             (Language::Zh, Todos) => "未完成的待办事项",
+            (Language::Zh, LastError) => "最近未解决的错误",
             (Language::Zh, Commands) => "执行的命令",
             (Language::Zh, Errors) => "遇到的错误",
             (Language::Zh, Counts) => "已压缩",

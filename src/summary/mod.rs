@@ -42,6 +42,7 @@
 //!   truncation summary reads only the messages it shows).
 
 pub mod artifacts;
+pub mod continuation;
 pub mod facts;
 pub mod instruction;
 pub mod language;

@@ -102,7 +102,7 @@ const INSTRUCTIONS_MAX_CHARS: usize = 4000;
 /// `user_prompt` with the user's instructions found in the replaced span (oldest first, by
 /// [`super::instruction::user_instructions`]) listed verbatim before its closing line, so an LLM
 /// summarizer is told them word for word rather than finding them in the transcript. Over
-/// [`INSTRUCTIONS_MAX_CHARS`] the oldest go first, prohibitions and safety rules last.
+/// `INSTRUCTIONS_MAX_CHARS` the oldest go first, prohibitions and safety rules last.
 pub fn with_user_instructions(
     lang: Language,
     instructions: &[(InstructionKind, String)],

@@ -16,6 +16,7 @@
 //! within `max_chars` (`assemble`).
 
 use super::artifacts::Trail;
+use super::continuation::Todos;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
 use super::instruction::{
     classify, is_marked_rule, user_instructions, InstructionKind, HARNESS_PREFIXES,
@@ -732,95 +733,6 @@ impl<'m> RuleScan<'m> {
             });
         }
         items
-    }
-}
-
-/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
-/// item, `TaskUpdate` sets one's status. Items are (text, done).
-#[derive(Default)]
-struct Todos {
-    items: Vec<(String, bool)>,
-}
-
-impl Todos {
-    fn call(&mut self, name: &str, args: &str) {
-        let n = name.to_ascii_lowercase();
-        if !matches!(
-            n.as_str(),
-            "todowrite"
-                | "todo_write"
-                | "update_plan"
-                | "write_todos"
-                | "taskcreate"
-                | "taskupdate"
-        ) {
-            return;
-        }
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
-        else {
-            return;
-        };
-        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
-            ["content", "step", "subject", "title", "text", "description"]
-                .iter()
-                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
-                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-                .filter(|s| !s.is_empty())
-        };
-        let done = |v: &serde_json::Map<String, serde_json::Value>| {
-            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
-                matches!(
-                    s.to_ascii_lowercase().as_str(),
-                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
-                )
-            })
-        };
-        match n.as_str() {
-            "taskcreate" => {
-                if let Some(t) = text_of(&o) {
-                    self.items.push((t, false));
-                }
-            }
-            "taskupdate" => {
-                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
-                    x.as_str()
-                        .map(str::to_owned)
-                        .or_else(|| x.as_u64().map(|n| n.to_string()))
-                });
-                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
-                    if o.contains_key("status") {
-                        if let Some(item) = self.items.get_mut(k - 1) {
-                            item.1 = done(&o);
-                        }
-                    }
-                }
-            }
-            _ => {
-                let list = ["todos", "plan", "items"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
-                if let Some(list) = list {
-                    self.items = list
-                        .iter()
-                        .filter_map(|v| v.as_object())
-                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
-                        .collect();
-                }
-            }
-        }
-    }
-
-    /// An earlier summary's open items (done ones were never written).
-    fn seed(&mut self, lines: Vec<String>) {
-        self.items = lines.into_iter().map(|l| (l, false)).collect();
-    }
-
-    fn open(&self) -> Vec<String> {
-        self.items
-            .iter()
-            .filter(|(_, d)| !d)
-            .map(|(t, _)| t.clone())
-            .collect()
     }
 }
 

@@ -60,7 +60,7 @@ def print_table(report: EvalReport, out: TextIO) -> None:
     """The per-transcript and overall tables, in one set of aligned columns (a cell is as wide
     as it needs: names and figures are never cut or run together)."""
     pols = [p for p in report.policies if p in ("policy", "baseline")]
-    head = ["transcript", "policy", *(_SHORT[p] for p in PROBES), "calls", "compact", "prefix"]
+    head = ["transcript", "policy", *(_SHORT[p] for p in PROBES), "calls", "compact", "changed", "loops", "prefix"]
     head += [f"$ {k}" for k in report.prices]
     rows: list[list[str]] = [head]
     notes: dict[int, str] = {}  # row -> a note after its last column
@@ -75,7 +75,9 @@ def print_table(report: EvalReport, out: TextIO) -> None:
                 s = r.probes[p]
                 cell = f"{_pct(s.share)} {s.kept}/{s.total}" if s.total else "-"
                 row.append(cell if pol in pols else "")
-            row += [str(len(r.tokens)), str(r.compactions), _pct(r.prefix_stability)]
+            row += [str(len(r.tokens)), str(r.compactions)]
+            row += [_pct(r.changed_share), str(r.loops)] if pol in pols else ["", ""]
+            row += [_pct(r.prefix_stability)]
             row += [f"{r.cost.get(k, 0.0):.4f}" for k in report.prices]
             if not r.fits:
                 notes[len(rows)] = "(over the window)"
@@ -85,7 +87,9 @@ def print_table(report: EvalReport, out: TextIO) -> None:
     for pol in report.policies:
         o = report.overall(pol)
         row = ["", pol, *(_pct(o[p]) if pol in pols else "" for p in PROBES)]
-        row += ["", str(o["compactions"]), _pct(o["prefix_stability"]) if pol in pols else ""]
+        row += ["", str(o["compactions"])]
+        row += [_pct(o["changed_share"]), str(o["loop_transcripts"])] if pol in pols else ["", ""]
+        row += [_pct(o["prefix_stability"]) if pol in pols else ""]
         row += [f"{o['cost'][k]:.4f}" for k in report.prices]
         rows.append(row)
     lines = [line + (f"  {notes[i]}" if i in notes else "") for i, line in enumerate(_aligned(rows))]
@@ -93,6 +97,14 @@ def print_table(report: EvalReport, out: TextIO) -> None:
     out.write("\noverall\n" + "\n".join(lines[overall:]) + "\n")
     silent = ", ".join(f"{p} {report.overall(p)['silent_facts']}" for p in pols)
     out.write(f"must-keep facts missing and not in must_keep_missing (fact x compaction): {silent}\n")
+    targets = ", ".join(f"{p} {t:.2f}" for p in pols if (t := report.overall(p)["mean_target"]) is not None)
+    if targets:
+        out.write(f"mean target ratio over the compactions: {targets}\n")
+    loops = ", ".join(f"{p} {report.overall(p)['loop_transcripts']}" for p in pols)
+    out.write(
+        "transcripts where calls compact again within 3 calls of an over_budget or refused compaction "
+        f"without crossing the hard threshold: {loops}\n"
+    )
     if "baseline" in report.policies:
         a, b = report.overall("policy"), report.overall("baseline")
         for k in report.prices:

@@ -71,6 +71,9 @@ MIN_WINDOW = 1500
 #: this many times its first size (the 8.6x over 5 compactions users reported).
 RATCHET_MIN_CHAIN = 5
 RATCHET_GROWTH = 4.0
+#: A compaction within this many calls of one that ended ``over_budget`` or was refused, below
+#: the hard threshold, is a loop.
+LOOP_CALLS = 3
 
 
 @dataclass
@@ -117,6 +120,27 @@ class PolicyRun:
     #: Must-keep facts missing at a compaction that no ``must_keep_missing`` so far named.
     silent_facts: int = 0
     listed: set[str] = field(default_factory=set, repr=False)
+    #: Calls counted by :attr:`changed_share` (those where even the smallest legal context is over
+    #: the soft threshold left out), and those of them whose compaction changed the context.
+    eligible_calls: int = 0
+    changed_calls: int = 0
+    #: Compaction loops: calls that compacted again within :data:`LOOP_CALLS` calls of a
+    #: compaction that ended ``over_budget`` or was refused, without crossing the hard threshold.
+    loops: int = 0
+    #: The target of each compaction, as a share of the budget (``target_ratio="auto"`` chooses
+    #: one per compaction).
+    targets: list[float] = field(default_factory=list)
+
+    @property
+    def mean_target(self) -> float | None:
+        """The mean target ratio over the compactions."""
+        return sum(self.targets) / len(self.targets) if self.targets else None
+
+    @property
+    def changed_share(self) -> float | None:
+        """The share of calls whose compaction changed the context, leaving out the calls where
+        even the smallest legal context is over the soft threshold."""
+        return self.changed_calls / self.eligible_calls if self.eligible_calls else None
 
     @property
     def compactions(self) -> int:
@@ -142,6 +166,10 @@ class PolicyRun:
             "cost_per_call": self.cost_per_call,
             "cached_share": self.cached_share,
             "silent_facts": self.silent_facts,
+            "changed_share": self.changed_share,
+            "loops": self.loops,
+            "targets": self.targets,
+            "mean_target": self.mean_target,
         }
 
 
@@ -202,6 +230,11 @@ class EvalReport:
         out["ratchets"] = sum(1 for r in runs if r.ratchet)
         out["valid"] = all(r.valid is not False for r in runs)
         out["silent_facts"] = sum(r.silent_facts for r in runs)
+        eligible = sum(r.eligible_calls for r in runs)
+        out["changed_share"] = sum(r.changed_calls for r in runs) / eligible if eligible else None
+        out["loop_transcripts"] = sum(1 for r in runs if r.loops)
+        targets = [x for r in runs for x in r.targets]
+        out["mean_target"] = sum(targets) / len(targets) if targets else None
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -257,6 +290,42 @@ def _call_ids(messages: Iterable[Any]) -> set[str]:
     return {c.id for c in tool_calls(list(messages)) if c.id}
 
 
+class _Loops:
+    """Follows one policy's calls for :attr:`PolicyRun.changed_share` and :attr:`PolicyRun.loops`.
+
+    Whether even the smallest legal context is over the soft threshold is read from the
+    compactions themselves: a compaction that was due and ended ``over_budget`` found it so
+    (DESIGN invariant 5: ``over_budget`` only then); that holds for the calls after it until one
+    gets under the soft threshold (the context only grows in between)."""
+
+    def __init__(self, run: PolicyRun, config: CompactionConfig) -> None:
+        self.run = run
+        self.hard = config.hard_threshold
+        self.soft = config.soft_threshold
+        self.stuck_at: int | None = None  # the call of the last compaction that could not fit
+        self.smallest_over = False
+
+    def call(self, call: ReplayCall) -> None:
+        attempt = call.attempt
+        changed = call.result is not None
+        if attempt is not None and (attempt.reason or "").startswith("held:"):
+            attempt = None  # held back (retry_growth_tokens): no compaction was attempted
+        if attempt is not None:
+            refused = not attempt.changed and "min_savings_ratio" in (attempt.reason or "")
+            stuck = attempt.over_budget or refused
+            if changed and self.stuck_at is not None and call.turn - self.stuck_at <= LOOP_CALLS:
+                self.run.loops += attempt.tokens_before < self.hard
+            if attempt.changed or refused or attempt.over_budget:
+                self.smallest_over = attempt.over_budget
+            if stuck:
+                self.stuck_at = call.turn
+        elif call.tokens < self.soft:
+            self.smallest_over = False
+        if not self.smallest_over:
+            self.run.eligible_calls += 1
+            self.run.changed_calls += changed
+
+
 class _Probe:
     """The probes of one transcript, computed once per prefix and reused across policies."""
 
@@ -307,8 +376,10 @@ def _run_policy(
     run = PolicyRun(name, summary_cap=config.summary_max_tokens)
     prompts: list[Prompt] = []
     counter = compactor.counter
+    loops = _Loops(run, config)
 
     def on_call(call: ReplayCall) -> None:
+        loops.call(call)
         counts = counter.count_each(call.messages, system=call.system, tools=call.tools, format=transcript.format)
         prompts.append(
             Prompt(
@@ -321,6 +392,8 @@ def _run_policy(
         run.tokens.append(call.tokens)
         if call.result is not None:
             run.compacted_calls.append(call.turn)
+            if call.result.target_ratio is not None:
+                run.targets.append(call.result.target_ratio)
             if call.result.summary:
                 run.summary_tokens.append(counter.count(_summary_proper(call.result.summary)))
                 held, why = _recompacted_ledger(config, call, transcript.format)

@@ -106,7 +106,7 @@ fn holds(words: &[String], phrase: &[&str]) -> bool {
 }
 
 /// Whether a clause's words are an imperative: a verb first (not a noun or a report), "git
-/// <subcommand>", "only/always/never" + verb, or a directive to "you".
+/// \<subcommand>", "only/always/never" + verb, or a directive to "you".
 fn imperative(words: &[String]) -> bool {
     let Some(first) = words.first() else {
         return false;
@@ -199,7 +199,7 @@ fn prohibits(words: &[String]) -> bool {
     }
 }
 
-/// A rule stated of a thing: "<subject> must / must not / has to / needs to / shall / is required
+/// A rule stated of a thing: "\<subject> must / must not / has to / needs to / shall / is required
 /// to …" ("The patch must only contain …", "Your response MUST include …"), not a guess ("This
 /// must be a caching issue", "that must have worked") and not about the speaker ("I must say").
 /// `Some(true)` when it is negated ("must not", "shall not").

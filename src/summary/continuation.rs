@@ -1,0 +1,390 @@
+//! What the agent needs to carry on after a compaction (DESIGN's continuation): the open items
+//! of the latest plan or to-do list and the last unresolved error. Whatever the target (a small
+//! one caps the narrative at a few hundred tokens), they stay in the kept tail or in the
+//! narrative: a summary that lacks one gets it appended after its narrative (not a ledger
+//! section: a later compaction reads them back from the narrative, and a newer list or error
+//! replaces them).
+//!
+//! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
+//! first line of a result marked `is_error`), unless a later run of the same command (the same
+//! tool and first words, or the same path) came back clean.
+
+use super::language::{Label, Language};
+use super::tools::{failing_line, is_shell_tool, shell_command};
+use crate::cut::shorten;
+use crate::message::{BlockKind, Message};
+use std::collections::HashMap;
+
+/// Characters of a carried to-do item.
+const ITEM_CHARS: usize = 100;
+/// Characters of the carried error line.
+const ERROR_CHARS: usize = 160;
+/// To-do items carried at most (the open ones of the latest list, in its order).
+const MAX_TODOS: usize = 24;
+
+/// The open to-do items and the last unresolved error seen so far.
+#[derive(Clone, Debug, Default)]
+pub struct Continuation {
+    todos: Todos,
+    /// A to-do list was seen (or carried): its open items are the plan.
+    has_list: bool,
+    /// (the command's key, the line) of the last unresolved error.
+    error: Option<(String, String)>,
+}
+
+/// The key of a call: its tool and the first words of its shell command, or its path.
+fn call_key(name: &str, args: &str) -> String {
+    if is_shell_tool(name) {
+        if let Some(cmd) = shell_command(args) {
+            return format!(
+                "{name}\0{}",
+                cmd.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+            );
+        }
+    }
+    let path = serde_json::from_str::<serde_json::Value>(args)
+        .ok()
+        .and_then(|v| {
+            ["path", "file_path", "filename", "file", "filePath"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|x| x.as_str()).map(str::to_owned))
+        })
+        .unwrap_or_default();
+    format!("{name}\0{path}")
+}
+
+fn text_of(b: &crate::message::Block<'_>) -> String {
+    b.texts
+        .iter()
+        .map(|p| p.text().to_utf8().into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Continuation {
+    /// Read back what an earlier narrative carried: its to-do section and its error line.
+    pub fn seed(&mut self, narrative: &str) {
+        let mut in_todos = false;
+        let mut todos: Option<Vec<String>> = None;
+        for line in narrative.lines() {
+            let t = line.trim_end();
+            if let Some(item) = t.strip_prefix("- ") {
+                if in_todos {
+                    todos
+                        .get_or_insert_with(Vec::new)
+                        .push(item.trim().to_owned());
+                }
+                continue;
+            }
+            in_todos = false;
+            for lang in [Language::En, Language::Zh] {
+                let todo = lang.label(Label::Todos);
+                let head = t.trim_end_matches([':', '：']);
+                if head == todo
+                    || head
+                        .strip_prefix(todo)
+                        .is_some_and(|r| r.starts_with(" (") || r.starts_with('（'))
+                {
+                    in_todos = true;
+                    todos = Some(Vec::new());
+                }
+                let err = lang.label(Label::LastError);
+                if let Some(rest) = t.strip_prefix(err) {
+                    let rest = rest.trim_start_matches([':', '：']).trim();
+                    if !rest.is_empty() {
+                        self.error = Some((String::new(), rest.to_owned()));
+                    }
+                }
+            }
+        }
+        if let Some(items) = todos {
+            self.todos.seed(items);
+            self.has_list = true;
+        }
+    }
+
+    /// Take in messages in order (the replaced span, then what follows it).
+    pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
+        let mut keys: HashMap<String, String> = HashMap::new();
+        for m in messages {
+            for b in m.blocks.iter() {
+                match b.kind {
+                    BlockKind::ToolCall => {
+                        let name = b.name.as_deref().unwrap_or("tool");
+                        let args = text_of(b);
+                        if self.todos.call(name, &args) {
+                            self.has_list = true;
+                        }
+                        if let Some(id) = &b.id {
+                            keys.insert(id.clone(), call_key(name, &args));
+                        }
+                    }
+                    BlockKind::ToolResult => {
+                        let key =
+                            b.id.as_ref()
+                                .and_then(|id| keys.get(id))
+                                .cloned()
+                                .unwrap_or_default();
+                        let out = text_of(b);
+                        let failing = out
+                            .lines()
+                            .rev()
+                            .find(|l| failing_line(l).is_some())
+                            .map(str::trim)
+                            .or_else(|| {
+                                b.is_error
+                                    .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
+                                    .flatten()
+                            });
+                        match failing {
+                            Some(line) => {
+                                self.error = Some((key, shorten(line, ITEM_CHARS).into_owned()));
+                            }
+                            None => {
+                                if self
+                                    .error
+                                    .as_ref()
+                                    .is_some_and(|(k, _)| *k == key && !k.is_empty())
+                                {
+                                    self.error = None;
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The lines `narrative` lacks, to append after it: the open to-do items (under their
+    /// heading) and the last unresolved error, unless `after` (the kept tail, which follows the
+    /// summary verbatim) shows a newer list, error or a clean run of the failing command.
+    pub fn missing<'m, 'x: 'm>(
+        &self,
+        narrative: &str,
+        after: impl IntoIterator<Item = &'m Message<'x>>,
+        lang: Language,
+        max_chars: usize,
+    ) -> String {
+        let mut later = Continuation {
+            error: self.error.clone(),
+            ..Continuation::default()
+        };
+        later.visit(after);
+        // The error first (one line), then the open items in the list's order, within
+        // `max_chars` (a share of the budget: a small window cannot carry a long list).
+        let mut out = String::new();
+        let same = matches!((&self.error, &later.error), (Some(a), Some(b)) if a == b);
+        if let (Some((_, line)), true) = (&self.error, same) {
+            // The tail ran the failing command again (clean or failing again) or failed
+            // elsewhere: it shows the latest state itself.
+            let line = shorten(line, ERROR_CHARS);
+            if !narrative.contains(line.as_ref()) {
+                out.push_str(lang.label(Label::LastError));
+                out.push_str(lang.colon());
+                out.push_str(&line);
+            }
+        }
+        if self.has_list && !later.has_list {
+            let open: Vec<String> = self
+                .todos
+                .open()
+                .into_iter()
+                .take(MAX_TODOS)
+                .map(|t| shorten(&t, ITEM_CHARS).into_owned())
+                .collect();
+            if open.iter().any(|t| !narrative.contains(t.as_str())) {
+                let mut list = String::new();
+                list.push_str(lang.label(Label::Todos));
+                list.push_str(lang.colon().trim_end());
+                let mut room = max_chars.saturating_sub(out.chars().count() + list.chars().count());
+                let mut any = false;
+                for t in &open {
+                    let n = t.chars().count() + 3;
+                    if n > room {
+                        break;
+                    }
+                    room -= n;
+                    list.push_str("\n- ");
+                    list.push_str(t);
+                    any = true;
+                }
+                if any {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(&list);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
+/// item, `TaskUpdate` sets one's status. Items are (text, done).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Todos {
+    items: Vec<(String, bool)>,
+}
+
+impl Todos {
+    /// A tool call: a to-do tool's call updates the list (`true`), others are ignored.
+    pub(crate) fn call(&mut self, name: &str, args: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        if !matches!(
+            n.as_str(),
+            "todowrite"
+                | "todo_write"
+                | "update_plan"
+                | "write_todos"
+                | "taskcreate"
+                | "taskupdate"
+        ) {
+            return false;
+        }
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
+        else {
+            return false;
+        };
+        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
+            ["content", "step", "subject", "title", "text", "description"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|s| !s.is_empty())
+        };
+        let done = |v: &serde_json::Map<String, serde_json::Value>| {
+            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
+                matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
+                )
+            })
+        };
+        match n.as_str() {
+            "taskcreate" => {
+                if let Some(t) = text_of(&o) {
+                    self.items.push((t, false));
+                }
+            }
+            "taskupdate" => {
+                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .or_else(|| x.as_u64().map(|n| n.to_string()))
+                });
+                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
+                    if o.contains_key("status") {
+                        if let Some(item) = self.items.get_mut(k - 1) {
+                            item.1 = done(&o);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let list = ["todos", "plan", "items"]
+                    .iter()
+                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
+                if let Some(list) = list {
+                    self.items = list
+                        .iter()
+                        .filter_map(|v| v.as_object())
+                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
+                        .collect();
+                }
+            }
+        }
+        true
+    }
+
+    /// An earlier summary's open items (done ones were never written).
+    pub(crate) fn seed(&mut self, lines: Vec<String>) {
+        self.items = lines.into_iter().map(|l| (l, false)).collect();
+    }
+
+    pub(crate) fn open(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter(|(_, d)| !d)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+}
+
+/// The messages micro and selective compaction leave whole, so the context keeps what the agent
+/// needs next: the one holding the latest to-do list call (`TodoWrite`, `update_plan`, …) and
+/// the one holding the result of the last unresolved error with its call, when that result is
+/// at most `max_chars` long (indices into `messages`). Scans from the end and stops early.
+pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut todo_found = false;
+    // Results seen after (below) the current position: id -> failing line or None (clean).
+    let mut later: Vec<(String, usize, bool)> = Vec::new();
+    let mut failing: Option<(String, usize)> = None;
+    let mut keys: HashMap<String, String> = HashMap::new();
+    let mut error_done = false;
+    for (i, m) in messages.iter().enumerate().rev() {
+        for b in m.blocks.iter() {
+            match b.kind {
+                BlockKind::ToolCall => {
+                    let name = b.name.as_deref().unwrap_or("tool");
+                    let lower = name.to_ascii_lowercase();
+                    if !todo_found
+                        && matches!(
+                            lower.as_str(),
+                            "todowrite" | "todo_write" | "update_plan" | "write_todos"
+                        )
+                    {
+                        todo_found = true;
+                        out.push(i);
+                    }
+                    if !error_done {
+                        if let Some(id) = &b.id {
+                            keys.insert(id.clone(), call_key(name, &text_of(b)));
+                            if failing.as_ref().is_some_and(|(f, _)| f == id) {
+                                // The failing result's call: is a later clean run of it there?
+                                let key = &keys[id];
+                                let resolved = later
+                                    .iter()
+                                    .any(|(lid, _, bad)| !bad && keys.get(lid) == Some(key));
+                                if !resolved {
+                                    out.push(i);
+                                    out.push(failing.as_ref().map_or(i, |f| f.1));
+                                }
+                                error_done = true;
+                            }
+                        }
+                    }
+                }
+                BlockKind::ToolResult if !error_done && failing.is_none() => {
+                    let out_text = text_of(b);
+                    let bad = out_text.lines().any(|l| failing_line(l).is_some()) || b.is_error;
+                    if bad && out_text.len() > max_chars {
+                        // A long failing output is left to micro-compaction (a summary keeps
+                        // its failing line): kept whole, it would crowd a small window.
+                        error_done = true;
+                        continue;
+                    }
+                    match (&b.id, bad) {
+                        (Some(id), true) => failing = Some((id.clone(), i)),
+                        (None, true) => {
+                            out.push(i);
+                            error_done = true;
+                        }
+                        (Some(id), false) => later.push((id.clone(), i, false)),
+                        (None, false) => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        if todo_found && error_done {
+            break;
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}

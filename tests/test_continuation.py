@@ -1,0 +1,163 @@
+"""Continuation kept (issue [6/7]): the open items of the latest plan or to-do list and the last
+unresolved error stay in the kept tail or in the summary's narrative, whatever the target, the
+summarizer and the chain of compactions. Plans and errors are planted in a long agent run and
+looked for in the context a compaction returns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from context_compactor import CompactionConfig, ContextCompactor, SummaryResponse
+
+OPEN = ["Fix the rounding in billing/invoice.py line 88", "Add a regression test for invoices over 10k"]
+DONE = "Reproduce the failing nightly build"
+ERROR = "E AssertionError: expected total 10450.00, got 10449.99 in test_invoice_rounding"
+
+
+def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def run(*, resolved: bool = False, newer_plan_in_tail: bool = False, zh: bool = False) -> list[dict[str, Any]]:
+    """A task, a to-do list, a failing test run, then many unrelated reads (the span a summary
+    replaces), then the recent tail."""
+    task = "修复夜间构建中的发票舍入问题。" if zh else "Fix the invoice rounding bug the nightly build reports."
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    todos = [{"content": t, "status": "pending"} for t in OPEN] + [{"content": DONE, "status": "completed"}]
+    msgs += [
+        {"role": "assistant", "content": None, "tool_calls": [call("t1", "TodoWrite", {"todos": todos})]},
+        {"role": "tool", "tool_call_id": "t1", "content": "Todos updated."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("r1", "bash", {"command": "pytest tests/billing -q"})],
+        },
+        {"role": "tool", "tool_call_id": "r1", "content": f"collected 40 items\n\n{ERROR}\n\n1 failed, 39 passed"},
+    ]
+    for i in range(30):
+        line = (
+            "模块 {i} 的第 {k} 行：这里没有什么特别的内容"
+            if zh
+            else "line {k} of module {i}: nothing interesting here at all"
+        )
+        body = "\n".join(line.format(i=i, k=k) for k in range(30))
+        msgs += [
+            {
+                "role": "assistant",
+                "content": f"正在阅读模块 {i}。" if zh else f"Reading module {i}.",
+                "tool_calls": [call(f"c{i}", "read_file", {"path": f"billing/m{i}.py"})],
+            },
+            {"role": "tool", "tool_call_id": f"c{i}", "content": body},
+        ]
+        if resolved and i == 20:
+            msgs += [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [call("r2", "bash", {"command": "pytest tests/billing -q"})],
+                },
+                {"role": "tool", "tool_call_id": "r2", "content": "collected 40 items\n\n40 passed"},
+            ]
+    if newer_plan_in_tail:
+        todos2 = [{"content": "Ship the fix", "status": "in_progress"}]
+        msgs += [
+            {"role": "assistant", "content": None, "tool_calls": [call("t2", "TodoWrite", {"todos": todos2})]},
+            {"role": "tool", "tool_call_id": "t2", "content": "Todos updated."},
+        ]
+    msgs += [
+        {"role": "user", "content": "继续。" if zh else "Go on."},
+        {"role": "assistant", "content": "Looking at the next module."},
+    ]
+    return msgs
+
+
+def text(result: Any) -> str:
+    return json.dumps([result.messages, result.system], ensure_ascii=False)
+
+
+def summary_of(result: Any) -> str:
+    assert result.summary
+    return str(result.summary)
+
+
+@pytest.mark.parametrize("target_ratio", [0.2, 0.35, 0.5])
+def test_the_open_items_and_the_last_error_survive_whatever_the_target(target_ratio: float) -> None:
+    msgs = run()
+    cfg = CompactionConfig(max_context_tokens=12_000, target_ratio=target_ratio, trigger_ratio=0.8)
+    for force in (False, True):
+        r = ContextCompactor(cfg).compact(msgs, force=force)
+        assert r.compacted and not r.over_budget
+        ctx = text(r)
+        for item in OPEN:
+            assert item in ctx
+        assert ERROR in ctx
+        if r.summary is not None:
+            assert DONE not in r.summary.split("Open to-do items")[-1]
+
+
+def test_micro_compaction_leaves_the_plan_and_the_failing_run_whole() -> None:
+    msgs = run()
+    r = ContextCompactor(max_context_tokens=12_000).micro_compact(msgs)
+    assert r.strategy == "micro"
+    # The old reads are placeholders; the to-do call and the failing run are as they were.
+    assert r.messages[1] is msgs[1] and r.messages[2] is msgs[2]
+    assert r.messages[3] is msgs[3] and r.messages[4] is msgs[4]
+    assert r.messages[6] is not msgs[6]
+
+
+def test_a_resolved_error_is_not_carried() -> None:
+    r = ContextCompactor(max_context_tokens=12_000).compact(run(resolved=True), force=True)
+    s = summary_of(r)
+    assert "Last unresolved error" not in s
+    assert all(item in s for item in OPEN)
+
+
+def test_a_newer_plan_in_the_kept_tail_is_the_plan() -> None:
+    r = ContextCompactor(max_context_tokens=12_000).compact(run(newer_plan_in_tail=True), force=True)
+    assert "Ship the fix" in text(r)
+    # The older list is not appended after the narrative (the rule summary may still list it
+    # among what happened): the tail shows the current plan.
+    assert summary_of(r).count("Open to-do items") <= 1
+
+
+def test_an_llm_narrative_that_forgets_them_gets_them_appended() -> None:
+    def forgetful(request: Any) -> SummaryResponse:
+        return SummaryResponse("The agent read the billing modules one by one; nothing stood out.")
+
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(run(), force=True)
+    assert r.summary_source == "llm"
+    s = summary_of(r)
+    assert s.index("nothing stood out") < s.index(OPEN[0])
+    assert all(item in s for item in OPEN) and ERROR in s
+
+
+def test_they_survive_a_chain_of_compactions() -> None:
+    c = ContextCompactor(max_context_tokens=12_000, target_ratio=0.25)
+    msgs = run()
+    for round_ in range(4):
+        r = c.compact(msgs, force=True)
+        assert r.compacted, round_
+        s = summary_of(r)
+        assert all(item in s for item in OPEN) and ERROR in s, round_
+        # More unrelated work after it, then compact again.
+        msgs = list(r.messages)
+        for i in range(12):
+            cid = f"n{round_}_{i}"
+            msgs += [
+                {
+                    "role": "assistant",
+                    "content": f"Reading more {i}.",
+                    "tool_calls": [call(cid, "read_file", {"path": f"docs/p{i}.md"})],
+                },
+                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
+            ]
+
+
+def test_chinese_conversations_get_chinese_headings() -> None:
+    r = ContextCompactor(max_context_tokens=12_000, target_ratio=0.25).compact(run(zh=True), force=True)
+    s = summary_of(r)
+    assert all(item in s for item in OPEN) and ERROR in s
+    assert "Open to-do items" not in s and "Last unresolved error" not in s
