@@ -420,7 +420,9 @@ impl<'a> Planned<'a> {
             return;
         };
         let excess = d.tokens().saturating_sub(goal);
-        let Some((_, entry)) = shorten_task(&mut d.slots, at, excess, &self.cfg, counter) else {
+        let Some((_, entry)) =
+            shorten_task(&mut d.slots, at, excess, &self.cfg, counter, &mut d.recalls)
+        else {
             return;
         };
         d.note(entry, Strategy::Truncation);
@@ -457,8 +459,14 @@ impl<'a> Planned<'a> {
                 return;
             };
             let excess = alt.tokens().saturating_sub(goal);
-            if let Some((_, entry)) = shorten_task(&mut alt.slots, at2, excess, &self.cfg, counter)
-            {
+            if let Some((_, entry)) = shorten_task(
+                &mut alt.slots,
+                at2,
+                excess,
+                &self.cfg,
+                counter,
+                &mut alt.recalls,
+            ) {
                 alt.note(entry, Strategy::Truncation);
             }
             *d = alt;

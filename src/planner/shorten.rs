@@ -397,13 +397,15 @@ pub(super) fn cut_block(
 
 /// Shorten the task in `slots[at]` by about `excess` tokens, never below `task_max_tokens` (a
 /// floor, not a target: DESIGN, "The task"), its text blocks longest first, each keeping its
-/// opening verbatim first. Returns the tokens saved and the record entry.
+/// opening verbatim first. Returns the tokens saved and the record entry. With `recall` each
+/// cut block names its original, which is added to `recalls`.
 pub fn shorten_task(
     slots: &mut [Slot<'_>],
     at: usize,
     excess: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
+    recalls: &mut Vec<crate::recall::Recall>,
 ) -> Option<(usize, RecordEntry)> {
     let slot = &mut slots[at];
     if slot.pinned || slot.tokens <= cfg.task_max_tokens || excess == 0 {
@@ -427,7 +429,16 @@ pub fn shorten_task(
         // The block's own floor: what keeps the whole task at `task_max_tokens`.
         let others = slot.tokens.saturating_sub(b);
         let block_floor = floor.saturating_sub(others).max(32);
-        let saved = cut_block(slot, k, need, block_floor, cfg, counter, Keep::Task, None);
+        let saved = cut_block(
+            slot,
+            k,
+            need,
+            block_floor,
+            cfg,
+            counter,
+            Keep::Task,
+            Some(&mut *recalls),
+        );
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
@@ -488,8 +499,15 @@ mod tests {
             task_max_tokens: 200,
             ..PlanConfig::default()
         };
-        let (saved, entry) =
-            shorten_task(&mut slots, 0, usize::MAX, &cfg, &c as &dyn Count).expect("cut");
+        let (saved, entry) = shorten_task(
+            &mut slots,
+            0,
+            usize::MAX,
+            &cfg,
+            &c as &dyn Count,
+            &mut Vec::new(),
+        )
+        .expect("cut");
         assert!(saved > tokens / 3, "saved {saved} of {tokens}");
         assert_eq!(entry.action, Change::Shortened);
         let cut = slots[0].view.blocks[0].texts[0]
