@@ -318,3 +318,21 @@ def test_tool_definitions_per_format() -> None:
     assert is_recall_tool("mcp__context-compactor__recall") and not is_recall_tool("recall_file")
     with pytest.raises(ConfigError):
         definition("bedrock")  # type: ignore[arg-type]
+
+
+def test_the_shortened_task_names_its_whole_text(tmp_path: Path) -> None:
+    # The ladder's task step: alone over the budget, and with a summary (the task cut again after
+    # the ledger took its instructions). The cut task names the whole task, read back exactly.
+    filler = " ".join(f"Background note {i} about the billing module, 账单模块的历史 {i}." for i in range(90))
+    rules = " ".join(f"When you finish step {i}, write a note about module {i}." for i in range(12))
+    task = f"Fix the rounding of invoice totals; they are off by a cent. {filler} {rules} {filler} Run the tests."
+    runs = [[{"role": "user", "content": task}], [{"role": "user", "content": task}, *agent_run(12)[1:]]]
+    for n, msgs in enumerate(runs):
+        d = tmp_path / str(n)
+        cc = ContextCompactor(max_context_tokens=1_000, reserve_tokens=200, recall=True, offload_dir=str(d))
+        r = cc.compact(msgs, force=True)
+        assert [e.action for e in r.record if e.index == 0] == ["shortened"]
+        kept = next(m["content"] for m in r.messages if m["role"] == "user")
+        assert kept.startswith(task[:60]) and CUT_REF.search(kept)
+        (id,) = recall_ids(kept)
+        assert read_through_tool(Recall(d, config=cc.config), id) == task
