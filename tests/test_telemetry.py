@@ -473,3 +473,11 @@ def test_acompact_many_and_a_batch_error(otel: Otel) -> None:
     assert children[1].status.status_code == otel_trace.StatusCode.ERROR
     chats = otel.spans("chat summary-model")
     assert chats and all(c.parent is not None and c.parent.span_id == children[0].context.span_id for c in chats)
+
+
+def test_compact_many_without_an_sdk_counts_each_conversation_once(otel: Otel, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(telemetry, "TRACER", otel_trace.NoOpTracer())
+    results = small(summarizer=lambda request: SUMMARY).compact_many([conversation(30), conversation(30)])
+    plain = small().compact_many([conversation(30), conversation(2)], force=True)
+    assert otel.exporter.get_finished_spans() == ()
+    assert otel.saved() == sum(r.saved_tokens for r in results + plain) > 0

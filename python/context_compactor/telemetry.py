@@ -457,6 +457,7 @@ class Batch:
     def drive(self, index: int, drive: Callable[[Steps], CompactResult], steps: Steps) -> CompactResult:
         """Conversation ``index`` through ``drive(steps)`` in its own span."""
         if not self.recording:
+            self.spanned.add(index)
             result = drive(steps)
             _count(result)
             return result
@@ -476,6 +477,7 @@ class Batch:
     ) -> CompactResult:
         """:meth:`drive` for ``acompact_many``."""
         if not self.recording:
+            self.spanned.add(index)
             result = await drive(steps)
             _count(result)
             return result
@@ -492,7 +494,8 @@ class Batch:
 
     def done(self, results: list[Any], start: int) -> None:
         """The conversations that ran without steps (the pool's rule summaries, a failure before
-        any step): a span each, from ``start`` (ns), written now; then the batch's attributes."""
+        any step): their tokens counted, a span each, from ``start`` (ns), written now; then the
+        batch's attributes. (``spanned``: the conversations :meth:`drive` ran and counted.)"""
         try:
             self._done(results, start)
         except Exception:  # telemetry never fails a compaction
