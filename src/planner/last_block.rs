@@ -287,7 +287,7 @@ fn cut_args_to(
         };
         let mut cut = with_cut_facts(&args, cut);
         if let Some(r) = &recalled {
-            cut = super::micro::with_recall_ref(cut, &r.id);
+            cut = super::shorten::with_recall_ref(cut, &r.id);
         }
         let new = counter.count(Text::Utf8(&cut));
         let done = new <= goal || max_chars <= 40;

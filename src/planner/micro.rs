@@ -10,7 +10,7 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_keeping_facts, with_cut_facts};
+use super::shorten::{cut_keeping_facts, with_cut_facts, with_recall_ref};
 use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
 use crate::cut::{cut_json_args, head_tail, is_cut, PLACEHOLDER_PREFIX};
@@ -352,24 +352,6 @@ fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String, Option<R
         return Some((with_recall_ref(cut, &r.id), detail, Some(r)));
     }
     Some((cut, detail, None))
-}
-
-/// `cut` (arguments or text with a cut marker) with `recall("id")` right after its first cut
-/// marker; inside a JSON string when the cut is one (the quotes escaped).
-pub fn with_recall_ref(mut cut: String, id: &str) -> String {
-    let Some(at) = super::shorten::cut_marker_end(&cut) else {
-        return cut;
-    };
-    let r = format!(" {} ", crate::recall::recall_ref(id));
-    let inside_json = crate::json::json_strings(&cut).is_some();
-    let r = if inside_json {
-        let lit = crate::json::json_string_literal(&r);
-        lit[1..lit.len() - 1].to_owned()
-    } else {
-        r
-    };
-    cut.insert_str(at, &r);
-    cut
 }
 
 /// Write a cut made by [`args_cut`] into block `k`. Returns the tokens saved.

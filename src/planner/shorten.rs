@@ -276,6 +276,24 @@ pub fn cut_marker_end(cut: &str) -> Option<usize> {
     cut.find(TAIL).map(|i| i + TAIL.len())
 }
 
+/// `cut` (arguments or text with a cut marker) with `recall("id")` right after its first cut
+/// marker; inside a JSON string when the cut is one (the quotes escaped).
+pub fn with_recall_ref(mut cut: String, id: &str) -> String {
+    let Some(at) = cut_marker_end(&cut) else {
+        return cut;
+    };
+    let r = format!(" {} ", crate::recall::recall_ref(id));
+    let inside_json = crate::json::json_strings(&cut).is_some();
+    let r = if inside_json {
+        let lit = crate::json::json_string_literal(&r);
+        lit[1..lit.len() - 1].to_owned()
+    } else {
+        r
+    };
+    cut.insert_str(at, &r);
+    cut
+}
+
 /// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
 /// tokens, never below `floor` tokens for the block. Returns the tokens saved. With `recalls`
 /// (and `recall` on) the cut names its original, which is added there.
@@ -333,7 +351,7 @@ pub(super) fn cut_block(
             (Keep::Plain, _) => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
         }?;
         Some(match &recalled {
-            Some(r) => super::micro::with_recall_ref(cut, &r.id),
+            Some(r) => with_recall_ref(cut, &r.id),
             None => cut,
         })
     };
