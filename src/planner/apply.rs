@@ -3,7 +3,7 @@
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
-use super::last_block::shorten_last_block;
+use super::last_block::shorten_last_block_recalled;
 use super::output::{Change, Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
@@ -465,7 +465,9 @@ impl<'a> Planned<'a> {
             return;
         };
         let excess = d.tokens().saturating_sub(goal);
-        let Some((_, entry)) = shorten_task(&mut d.slots, at, excess, &self.cfg, counter) else {
+        let Some((_, entry)) =
+            shorten_task(&mut d.slots, at, excess, &self.cfg, counter, &mut d.recalls)
+        else {
             return;
         };
         d.note(entry, Strategy::Truncation);
@@ -502,8 +504,14 @@ impl<'a> Planned<'a> {
                 return;
             };
             let excess = alt.tokens().saturating_sub(goal);
-            if let Some((_, entry)) = shorten_task(&mut alt.slots, at2, excess, &self.cfg, counter)
-            {
+            if let Some((_, entry)) = shorten_task(
+                &mut alt.slots,
+                at2,
+                excess,
+                &self.cfg,
+                counter,
+                &mut alt.recalls,
+            ) {
                 alt.note(entry, Strategy::Truncation);
             }
             *d = alt;
@@ -517,7 +525,14 @@ impl<'a> Planned<'a> {
     fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
         let from = d.tail_from;
         let excess = d.tokens().saturating_sub(aim);
-        let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
+        let (_, entries) = shorten_last_block_recalled(
+            &mut d.slots,
+            from,
+            excess,
+            &self.cfg,
+            counter,
+            &mut d.recalls,
+        );
         for e in entries {
             d.note(e, Strategy::Truncation);
         }

@@ -556,9 +556,7 @@ impl<'a> Planned<'a> {
         let origins = slots.iter().map(Slot::origin).collect();
         let recalls = {
             let mut all = self.recalls.clone();
-            if summary.is_some() || system_summary.is_some() {
-                all.append(&mut draft_recalls);
-            }
+            all.append(&mut draft_recalls);
             let mut seen = rustc_hash::FxHashSet::default();
             all.retain(|r| seen.insert(r.id.clone()));
             all
