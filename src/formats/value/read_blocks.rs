@@ -5,7 +5,7 @@
 use super::read::type_name;
 use super::read::{get, truthy, Reader, MAX_DEPTH};
 use crate::formats::loc::{Loc, ReadError};
-use crate::image::{base64_image_size, data_url_size, Detail, Provider, SizedImage};
+use crate::image::{base64_image_size, data_url_size, sized, Provider, SizedImage};
 use crate::message::{Block, BlockKind, Origin, Piece};
 use serde_json::{Map, Value};
 
@@ -243,18 +243,6 @@ fn image_block<'a>(obj: &Map<String, Value>, ty: &str) -> Block<'a> {
     let mut b = Block::new(BlockKind::Image);
     b.image_sizes.extend(image_of(obj, ty));
     b
-}
-
-fn sized(
-    size: Option<crate::image::ImageSize>,
-    detail: Option<&str>,
-    provider: Provider,
-) -> Option<SizedImage> {
-    size.map(|size| SizedImage {
-        size,
-        detail: detail.map_or(Detail::Auto, Detail::parse),
-        provider,
-    })
 }
 
 fn url_size(v: &Value) -> Option<crate::image::ImageSize> {
