@@ -95,8 +95,8 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_responses.py
 
 .PHONY: bench-background
-bench-background: ## background vs synchronous compaction on the corpus (2 s summaries, 1 s model calls; ~4 min; SCALE=0.1 for a quick run)
-	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),1)
+bench-background: ## background compaction on the corpus: when the early summary starts, today's policy vs the timed one (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False)
+	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),0.5) $(if $(SYNC),--sync)
 
 .PHONY: bench-otel
 bench-otel: ## telemetry's cost: check()/compact() µs per call, OpenTelemetry absent (own venv) / API without SDK / SDK in memory

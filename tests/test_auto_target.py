@@ -104,3 +104,31 @@ def test_never_below_what_keeps_the_recent_tail() -> None:
     assert a.tokens >= min(tail, int(AUTO_MAX * c.config.budget))
     small_tail = ContextCompactor(max_context_tokens=40_000, target_ratio="auto", keep_recent_messages=2)
     assert small_tail.auto_target(msgs, state=state).ratio <= a.ratio
+
+
+def test_the_floor_holds_the_ledger_the_context_carries_not_the_ledgers_budgets() -> None:
+    # A small window: the ledger's budgets (2,000 + 1,500 tokens) would be most of it.
+    c = ContextCompactor(max_context_tokens=8_000, target_ratio="auto")
+    cfg = c.config
+    state = ConversationState()
+    msgs = task()
+    grow(state, c, msgs, 12, 150)
+    fresh = c.auto_target(msgs, state=state)
+    assert fresh.floor < cfg.user_words_token_limit + cfg.details_token_limit
+    # The user's words the next compaction would move into the ledger count: a long instruction
+    # of the user's between the head and the recent tail raises the floor by its tokens.
+    words = "Never touch the files under vendor/ and always run the linter before a commit. " * 20
+    said = [*msgs[:3], {"role": "user", "content": words}, *msgs[3:]]
+    assert c.auto_target(said, state=state).floor - fresh.floor == c.counter.count(words)
+    # After a compaction: the floor holds the ledger its summary carries, whole.
+    r = c.compact(said, state=state, force=True)
+    (summary,) = [m for m in r.messages if "[context-compactor ledger v1]" in str(m.get("content"))]
+    body = summary["content"]
+    ledger = body[body.index("[context-compactor ledger v1]") :]
+    assert "Never touch the files under vendor/" in ledger
+    after = [*r.messages]
+    grow(state, c, after, 6, 150)
+    with_ledger = c.auto_target(after, state=state)
+    i = after.index(summary)
+    without = [*after[:i], {**summary, "content": body[: body.index("[context-compactor ledger v1]")]}, *after[i + 1 :]]
+    assert with_ledger.floor - c.auto_target(without, state=state).floor == c.counter.count(ledger)

@@ -524,10 +524,13 @@ def test_fast_growth_starts_the_summary_before_the_soft_threshold_and_holds_it_u
         s.extend(tool_round(k, size=10))
         k += 1
     assert held >= 1
+    assert len(gate.requests) == 1  # the held summary is the only one made
     result = s.prepare()
     assert result is not None and result.summary_source == "llm" and s.pending is not job
     assert validate_messages(s.context(), format="openai") == []
-    assert len(gate.requests) == 1
+    # The next summary may start in the same call: the forecast sees the recent growth (the
+    # 110-line rounds) and the measured latency. At most one, the one now pending.
+    assert len(gate.requests) <= 1 + (s.pending is not None)
     s.close()
 
 

@@ -104,3 +104,42 @@ def test_a_summary_too_long_for_a_small_window_gives_way_before_the_users_words(
     assert RULE in ledger_of(r.summary) and WHEN in ledger_of(r.summary) and not r.must_keep_missing
     assert r.tokens_after <= CompactionConfig(max_context_tokens=1_500).soft_threshold
     assert r.summary_truncated
+
+
+#: A system prompt longer than the whole window: whatever the compaction drops, the result is over
+#: the hard threshold.
+HUGE_SYSTEM = "You are a careful agent. Follow the house rules for every edit you make. " * 250
+
+
+@pytest.mark.parametrize("summarizer", [None, adversarial_summarizer], ids=["rule", "adversarial"])
+def test_over_budget_on_the_system_prompt_alone_keeps_the_ledger(summarizer: Any) -> None:
+    """With the system prompt alone over the hard threshold, no eviction can bring the result
+    within it: the compaction says it is over budget, and the user's words stay in the ledger and
+    the facts in the summary (nothing is listed missing), here and in the next compaction."""
+    c = ContextCompactor(max_context_tokens=3_000, min_savings_ratio=0, summarizer=summarizer)
+    system = {"role": "system", "content": HUGE_SYSTEM}
+    assert c.counter.count_messages([system]) > c.config.hard_threshold
+    first = c.compact([system, *conversation()], force=True)
+    again = c.compact(list(first.messages), force=True)
+    for r in (first, again):
+        assert r.over_budget and r.over_budget_reason and "system prompt" in r.over_budget_reason
+        assert RULE in ledger_of(r.summary) and WHEN in ledger_of(r.summary)
+        # Every fact is in the summary (the details hold those the narrative does not name).
+        assert all(f"src/mod_{i}.py" in r.summary for i in range(9)), r.summary
+        assert not r.must_keep_missing
+    assert set(ledger_of(first.summary).splitlines()) <= set(ledger_of(again.summary).splitlines())
+
+
+def test_ctf_rev_rock_at_30_percent_keeps_its_facts(corpus_dir: Path) -> None:
+    """The SWE-agent CTF run whose system prompt and tools alone are over the hard threshold of a
+    window of 30% of it: a forced compaction is over budget and keeps its two must-keep facts."""
+    t = load(corpus_dir / "openai/swe-agent__ctf_rev_rock.json")
+    c = ContextCompactor()
+    total = c.counter.count_messages(t.messages, system=t.system, tools=t.tools, format=t.format)
+    window = int(total * 0.3)
+    c = ContextCompactor(max_context_tokens=window, reserve_tokens=window // 20)
+    r = c.compact(t.messages, system=t.system, tools=t.tools, format=t.format, force=True)
+    assert r.over_budget and r.over_budget_reason
+    text = haystack(list(r.messages), r.system)
+    assert {"./rock", "solve.py"} <= set(r.must_keep)
+    assert [f for f in r.must_keep if f not in text] == [] and not r.must_keep_missing

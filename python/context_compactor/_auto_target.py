@@ -18,7 +18,9 @@ price with OpenAI, which charges no write), ``i`` for plain input and ``o`` for 
 The cost per call of a cycle rises with ``T`` (a deeper compaction rewrites less and lasts
 longer), so the choice is bounded by what must stay: never below the floor that keeps
 ``keep_recent_messages``/``keep_recent_tokens`` of the tail (the last block with it), the task at
-``task_max_tokens``, the ledger's budgets and the summary's cap, and within ``AUTO_MIN``-``AUTO_MAX``
+``task_max_tokens``, the ledger (the one the context carries, the user's words the compaction
+moves into it and room for its details: not the ledger's budgets, which in a small window are
+most of it) and the summary's cap, and within ``AUTO_MIN``-``AUTO_MAX``
 of the budget. Candidates are the ratios from ``AUTO_MIN`` to ``AUTO_MAX`` in steps of
 ``AUTO_STEP`` and the floor's own ratio; ties go to the larger target (it keeps more). The choice
 is a pure function of the config, the counts and the state's observed growth (DESIGN invariant 4);
@@ -28,10 +30,11 @@ without an observed growth the fixed ratio :data:`AUTO_FALLBACK` applies.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AUTO_FALLBACK", "AUTO_MAX", "AUTO_MIN", "AutoTarget", "choose_target", "cycle_cost"]
+__all__ = ["AUTO_FALLBACK", "AUTO_MAX", "AUTO_MIN", "AutoTarget", "choose_target", "cycle_cost", "ledger_tokens"]
 
 AUTO_MIN = 0.2
 AUTO_MAX = 0.7
@@ -122,3 +125,57 @@ def choose_target(
     assert best is not None
     cost, t = best
     return AutoTarget(t / budget, t, floor, growth, cost)
+
+
+#: Room in the target's floor for the details the next compaction adds to the ledger (must-keep
+#: facts its narrative lacks), over the ledger the context already carries and the user's words
+#: of the span it replaces.
+LEDGER_SLACK_TOKENS = 256
+_SENTINEL = "[context-compactor ledger v1]"
+_SUMMARY = "[context-compactor summary]"
+_TEXT_TYPES = ("text", "input_text")
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _field(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+
+
+def _user_text(message: Any) -> str:
+    """The user's own text of a message (not a tool result sent with the user role)."""
+    if _field(message, "role") != "user":
+        return ""
+    content = _field(message, "content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = [_field(b, "text") for b in content if _field(b, "type") in _TEXT_TYPES]
+        return "\n".join(t for t in parts if isinstance(t, str))
+    return ""
+
+
+def ledger_tokens(messages: Sequence[Any], head: int, tail_start: int, count: Callable[[str], int]) -> int:
+    """The tokens the ledger will take after the next compaction, for ``target_ratio="auto"``'s
+    floor: the ledger of the summary the context already carries (it sits right after the kept
+    head), the user's words of the messages the next compaction would replace (between the head
+    and the recent tail) and :data:`LEDGER_SLACK_TOKENS` for its details. Not the ledger's budgets:
+    they bound a long session's ledger, and in a small window most of the target would go to room
+    it never uses (the target then stays high and every call reads more)."""
+    ledger = 0
+    for m in messages[head : head + 4]:
+        for text in _strings(m if isinstance(m, (dict, list, tuple, str)) else getattr(m, "__dict__", {})):
+            at = text.rfind(_SENTINEL)
+            if at >= 0:
+                ledger = max(ledger, count(text[at:]))
+    words = sum(count(t) for m in messages[head:tail_start] if (t := _user_text(m)) and _SUMMARY not in t)
+    return ledger + words + LEDGER_SLACK_TOKENS

@@ -23,7 +23,8 @@ The hard threshold never waits. Micro-compaction first, when it gets the context
 running job is rebased onto its in-place edits). Else the rule summary applies now: over the
 running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
 goes on), else over the whole context, after which a new job makes the LLM summary of that same
-snapshot (a running job is cancelled: its snapshot is part of the new one). Such a job carries the
+snapshot, unless a job is still running (one summarizer call at a time: its summary, of an older
+snapshot, arrives after the rule compaction and feeds the next one). Such a job carries the
 rule compaction it may *upgrade* (``Job.upgrade``): when its summary arrives and that compaction is
 still the head, the **late re-apply** saves a compaction over the rule compaction's output (its
 kept and edited rows reused, the rule summary's row recorded as replaced, ``upto_seq`` unchanged,
@@ -75,6 +76,9 @@ from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
 
 __all__ = ["Job", "with_previous"]
+
+#: The clock jobs and the growth forecast time themselves with (seconds; a test may replace it).
+clock = time.monotonic
 
 
 _MARKER = "[context-compactor summary]"
@@ -145,7 +149,10 @@ class Job:
         self.carried = carried
         self.result: CompactResult | None = None
         self.error: BaseException | None = None
-        self.started = time.monotonic()
+        self.started = clock()
+        #: When it finished (``clock()``), and how many summarizer calls it made.
+        self.finished: float | None = None
+        self.summarizer_calls = 0
         self._make_plan = make_plan
         self._summarizer = summarizer
         self._timeout = timeout
@@ -199,6 +206,7 @@ class Job:
                 if request is None or self._summarizer is None:
                     self.result = current.apply(None, flushed_memories=self._flushed)
                     break
+                self.summarizer_calls += 1
                 reply = call_sync(self._summarizer, request, deadline, self._wake)
                 placed = self._placed(plan, reply, usages)
                 if placed is not None:
@@ -218,6 +226,7 @@ class Job:
         except Exception as e:
             self.error = e
         finally:
+            self.finished = clock()
             self._done.set()
 
     async def arun(self) -> None:
@@ -239,6 +248,7 @@ class Job:
                 if request is None or self._summarizer is None:
                     self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
                     break
+                self.summarizer_calls += 1
                 reply = await call_async(self._summarizer, request, deadline)
                 if isinstance(reply, SummaryResponse) and reply.items is not None:
                     self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
@@ -260,6 +270,7 @@ class Job:
         except Exception as e:
             self.error = e
         finally:
+            self.finished = clock()
             self._done.set()
 
     def start_thread(self) -> None:
@@ -316,4 +327,4 @@ class Job:
     def __repr__(self) -> str:
         state = "cancelled" if self._cancelled else "failed" if self.error else "done" if self.done() else "running"
         kind = ", early" if self.early else ", upgrade" if self.upgrade is not None else ""
-        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {time.monotonic() - self.started:.2f} s)"
+        return f"Job({state}{kind}, upto_seq={self.snap.upto_seq}, {clock() - self.started:.2f} s)"

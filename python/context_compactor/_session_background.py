@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from context_compactor import _core
+from context_compactor import _background, _core
 from context_compactor._background import Job
 from context_compactor._recall_scope import session_scope
 from context_compactor._session_core import Retry, SessionCore, Snapshot
@@ -36,6 +37,10 @@ log = logging.getLogger("context_compactor")
 FORECAST_CALLS = 5
 #: A job is expected to take this many ``prepare()`` calls until one has been measured.
 DEFAULT_JOB_CALLS = 2
+#: The timed start: a summary is expected to take this many calls until the summarizer's latency
+#: has been measured, and the measured latency is stretched by ``LATENCY_MARGIN``.
+TIMED_DEFAULT_CALLS = 3.0
+LATENCY_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,12 @@ class BackgroundPolicy:
     the store's lock; :meth:`steps` is one ``prepare()``, for the sync and the async driver alike.
     """
 
+    #: ``"timed"``; ``"calls"`` is the policy before issue 28, kept for ``make bench-background``
+    #: to measure against in the same run: the forecast counts the calls the last jobs took (see
+    #: :meth:`_job_calls`) and a rule summary at the hard threshold cancels a running job to start
+    #: the LLM summary of its own snapshot.
+    start_policy = "timed"
+
     def __init__(self, core: SessionCore) -> None:
         self._core = core
         #: The job running or waiting to be applied.
@@ -72,6 +83,11 @@ class BackgroundPolicy:
         self._bg_after: int | None = None
         self._bg_growth: deque[int] = deque(maxlen=FORECAST_CALLS)
         self._bg_latency: deque[int] = deque(maxlen=3)
+        #: The timed start: when the previous ``prepare()`` began, the time between the last calls
+        #: and how long the last summaries took (seconds, jobs that called the summarizer).
+        self._bg_when: float | None = None
+        self._bg_interval: deque[float] = deque(maxlen=FORECAST_CALLS)
+        self._bg_seconds: deque[float] = deque(maxlen=3)
 
     def rule_compactor(self) -> ContextCompactor:
         """The compactor without its summarizer: what runs when the agent must not wait."""
@@ -89,14 +105,29 @@ class BackgroundPolicy:
     # -- the growth forecast ---------------------------------------------------------------------------
 
     def _observe(self, check: CompactionCheck) -> None:
-        """Remember how much the context grew since the previous ``prepare()``."""
+        """Remember how much the context grew since the previous ``prepare()``, and when."""
         if self._bg_after is not None and check.current_tokens >= self._bg_after:
             self._bg_growth.append(check.current_tokens - self._bg_after)
+        now = _background.clock()
+        if self._bg_when is not None:
+            self._bg_interval.append(now - self._bg_when)
+        self._bg_when = now
 
-    def _job_calls(self) -> int:
-        """How many ``prepare()`` calls a background summary is expected to take: the most of the
-        last three measured, else ``DEFAULT_JOB_CALLS``."""
-        return max(self._bg_latency) if self._bg_latency else DEFAULT_JOB_CALLS
+    def _job_calls(self) -> float:
+        """How many ``prepare()`` calls a background summary is expected to take.
+
+        ``timed``: the summarizer's latency (the longest of the last three summaries, seconds,
+        times ``LATENCY_MARGIN``) over the time per call (the median of the last
+        ``FORECAST_CALLS`` intervals between ``prepare()`` calls), plus the call that applies it;
+        ``TIMED_DEFAULT_CALLS`` until both are measured. ``calls``: the most calls one of the last three jobs took, else
+        ``DEFAULT_JOB_CALLS``."""
+        if self.start_policy == "calls":
+            return max(self._bg_latency) if self._bg_latency else DEFAULT_JOB_CALLS
+        if not self._bg_seconds or not self._bg_interval:
+            return TIMED_DEFAULT_CALLS
+        per_call = max(statistics.median(self._bg_interval), 1e-3)
+        # + 1: a summary is applied by the first prepare() after it is ready.
+        return LATENCY_MARGIN * max(self._bg_seconds) / per_call + 1
 
     def _forecast_due(self, check: CompactionCheck) -> bool:
         """Below the soft threshold: start the summary now, because at the growth of the recent
@@ -110,6 +141,8 @@ class BackgroundPolicy:
 
     def _job_done(self, job: Job) -> None:
         self._bg_latency.append(job.calls + 1)
+        if job.summarizer_calls and job.finished is not None and job.error is None:
+            self._bg_seconds.append(job.finished - job.started)
 
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
@@ -341,10 +374,17 @@ class BackgroundPolicy:
 
     def _upgrade_job(self, snap: Snapshot, ruled: CompactResult, instructions: str | None) -> Job | None:
         """After a rule summary at the hard threshold (``ruled``, saved from ``snap``): the LLM
-        summary of the same snapshot in the background, to replace it when it arrives. A job that
-        still runs is dropped (its snapshot is part of this one)."""
+        summary of the same snapshot in the background, to replace it when it arrives. Not while a
+        job still runs (one summarizer call at a time): that job's summary, of an older snapshot,
+        feeds the next compaction instead; a finished one waiting to be applied is dropped (its
+        snapshot is part of this one)."""
         c = self._core.compactor
         if c.summarizer is None or self._core.state.cooldown_remaining > 0:
+            return None
+        running = self.job is not None and not self.job.done() and not self.job.cancelled
+        if running and self.start_policy != "calls":
+            # One summary at a time: the running one (of an older snapshot) goes on; it arrives
+            # after this compaction and becomes the previous_summary of the next one.
             return None
         self.cancel()
         upgrade = _Upgrade(self._core.head, _prefix(snap, ruled), ruled)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor import telemetry as _otel
-from context_compactor._auto_target import AutoTarget, choose_target
+from context_compactor._auto_target import AutoTarget, choose_target, ledger_tokens
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
@@ -413,24 +413,28 @@ class ContextCompactor(BatchMethods):
         call over a compaction cycle, from the growth per call ``state`` observed, the
         :meth:`CompactionConfig.price_table` of the conversation's format and whether a summarizer
         is set, bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
-        task, the ledger and the summary. Without an observed growth: half the budget."""
+        task, the ledger (the one the context carries and the user's words the compaction moves
+        into it) and the summary. Without an observed growth: half the budget."""
         cfg = self._config
         growth = state.growth_per_call if state is not None else None
         counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
         scale = state.calibration if state is not None and state.observations else 1.0
         per = counts.messages
         head = sum(min(n, cfg.task_token_limit) for n in per[: cfg.keep_first_messages])
-        tail = 0
+        tail = tail_count = 0
         for kept, n in enumerate(reversed(per[cfg.keep_first_messages :])):
             if kept >= cfg.keep_recent_messages and tail >= (cfg.keep_recent_tokens or 0):
                 break
             tail += n
+            tail_count = kept + 1
         fixed = counts.system + counts.tools
         share = cfg.summary_target_share
         summary = (
             cfg.summary_max_tokens if not share else max(256, min(cfg.summary_max_tokens, int(cfg.budget * share)))
         )
-        floor = fixed + head + tail + summary + cfg.user_words_token_limit + cfg.details_token_limit
+        ledger = ledger_tokens(messages, cfg.keep_first_messages, len(per) - tail_count, self._counter.count)
+        ledger = min(cfg.user_words_token_limit + cfg.details_token_limit, ledger)
+        floor = fixed + head + tail + summary + ledger
         return choose_target(
             budget=cfg.budget,
             soft=cfg.soft_threshold,

@@ -231,11 +231,16 @@ impl<'a> Planned<'a> {
                         d = full;
                         cut = true;
                     } else if d.tokens() > hard.min(before) {
-                        if let Some(alt) =
-                            self.shorter_narrative(&d, hard.min(before), soft, counter)
-                        {
-                            d = alt;
-                            cut = true;
+                        // Only when that helps: with the system prompt and tools alone over
+                        // the hard threshold, the narrative (and its facts) stays.
+                        let aim = hard.min(before);
+                        if let Some(alt) = self.shorter_narrative(&d, aim, soft, counter) {
+                            if alt.tokens() <= aim
+                                || self.evict(&alt, aim, soft, counter).tokens() <= aim
+                            {
+                                d = alt;
+                                cut = true;
+                            }
                         }
                     }
                 }
@@ -251,7 +256,14 @@ impl<'a> Planned<'a> {
             d = if full.tokens() <= soft {
                 full
             } else {
-                self.evict(&d, hard, soft, counter)
+                // Over budget either way: entries go only when that brings it within the hard
+                // threshold (else they are kept for the next compaction).
+                let within = self.evict(&d, hard, soft, counter);
+                if within.tokens() <= hard {
+                    within
+                } else {
+                    d
+                }
             };
         }
         d.cut |= cut;
