@@ -4,7 +4,11 @@
 // The core's modules: public for the Python binding, the benches and the tests, hidden from the
 // documented API (whose items are re-exported below).
 #[doc(hidden)]
+pub mod config;
+#[doc(hidden)]
 pub mod cut;
+#[doc(hidden)]
+pub mod driver;
 #[doc(hidden)]
 pub mod fingerprint;
 #[doc(hidden)]

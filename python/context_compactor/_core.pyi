@@ -419,3 +419,105 @@ def inspect_messages(
         >>> [b.kind for b in inspect_messages([{"role": "user", "content": "hi"}])[0].blocks]
         ['text']
     """
+
+# -- configuration (src/python/config.rs) --------------------------------------------------------
+
+#: The configuration's field names, in order.
+CONFIG_FIELDS: tuple[str, ...]
+
+def config_check(cfg: Any) -> list[int]:
+    """Check a ``CompactionConfig``'s fields (``ConfigError`` naming the first bad one); its derived
+    values: reserve, budget, soft and hard thresholds, target, task, user words, details, summary
+    and micro limits, retry growth."""
+
+def config_defaults() -> dict[str, Any]:
+    """Every field's default (selective rules as mappings)."""
+
+def config_default_prices() -> dict[str, tuple[float, float, float, float]]:
+    """The default prices of ``target_ratio="auto"`` by format family: ``openai``, ``anthropic``."""
+
+def config_presets() -> dict[str, dict[str, Any]]:
+    """The presets: name -> the fields it sets."""
+
+def config_resolve(data: Any, *, allow_preset: bool) -> dict[str, Any]:
+    """A mapping's keys resolved: a ``preset`` key starts from that preset, unknown keys raise
+    ``ConfigError``; the values as given."""
+
+def default_reserve(max_context_tokens: int) -> int:
+    """The reserve a window gets when ``reserve_tokens`` is not given."""
+
+def selective_rule_check(item: Any, action: Any, priority: Any) -> None:
+    """Check one selective rule's values (``ConfigError`` naming ``selective_rules``)."""
+
+def selective_rule_of(rule: Any) -> tuple[str, str, int]:
+    """A selective rule given as a mapping, checked: ``(item, action, priority)``."""
+
+# -- the compaction driver (src/python/driver.rs) ------------------------------------------------
+
+@final
+class DriverStep:
+    """One step the shell performs next (see ``ContextCompactor._steps``)."""
+
+    @property
+    def kind(
+        self,
+    ) -> Literal["apply", "before_hook", "summarize", "advance", "after_hook", "unchanged", "raise", "done"]:
+        """What to do."""
+    @property
+    def text(self) -> str | None:
+        """``apply``: the summary (``None``: the rule summary); ``advance``: the chunk's summary;
+        ``unchanged``: the veto's reason; ``raise``: the error's message."""
+    @property
+    def truncated(self) -> bool:
+        """``apply``: the reply hit its token limit."""
+    @property
+    def chunk(self) -> int:
+        """``summarize``: the chunk asked for (0 first)."""
+    @property
+    def failure_kind(self) -> str | None:
+        """``apply`` after a failure, and ``raise``: the failure's class."""
+    @property
+    def fallback_reason(self) -> str | None:
+        """``apply`` after a failure: its description (``fallback_reason``)."""
+    @property
+    def cooldown_calls(self) -> int:
+        """``apply`` after a failure: start the cool-down for that many calls (0: none)."""
+
+@final
+class Driver:
+    """The steps of one compaction: the core decides, the shell performs."""
+
+    def __new__(
+        cls,
+        config: Any,
+        *,
+        has_request: bool,
+        summarizer: bool,
+        before_hook: bool,
+        after_hook: bool,
+        has_state: bool,
+    ) -> Driver: ...
+    def resume(self) -> DriverStep:
+        """The next step where no answer is due (the start, after ``advance`` and ``after_hook``)."""
+    def applied(self, compacted: bool) -> DriverStep:
+        """The plan was applied; ``compacted``: the result changed the conversation."""
+    def hook_done(self, *, veto: str | None, summary: str | None) -> DriverStep:
+        """What ``on_before_compact`` decided: a veto's reason, or a summary it supplied."""
+    def reply(self, text: str, truncated: bool, remaining_chunks: int) -> DriverStep:
+        """The summarizer's reply text for the current chunk."""
+    def items_placed(self) -> DriverStep:
+        """The reply was a provider's compaction items, placed over the span."""
+    def fail(self, kind: str, reason: str) -> DriverStep:
+        """The summarizer (or the step after its reply) failed."""
+    @property
+    def chunks_done(self) -> int:
+        """Chunks summarised so far."""
+
+def classify_failure(*, transient_type: bool, class_names: list[str], programming: bool, status: int | None) -> str:
+    """The class of a summarizer failure: ``"transient"``, ``"permanent"`` or ``"unknown"``."""
+
+def reply_problem(text: str) -> str | None:
+    """Why a reply's text cannot be a summary; ``None`` when it can."""
+
+def falls_back(policy: str, kind: str) -> bool:
+    """Whether ``on_summarizer_error`` falls back to the rule summary from a failure of ``kind``."""

@@ -486,8 +486,7 @@ class BackgroundPolicy:
             if (
                 job.plan is None
                 or isinstance(exc, SummarizerError)
-                or cfg.on_summarizer_error == "raise"
-                or (cfg.on_summarizer_error == "fallback" and kind == "permanent")
+                or not _core.falls_back(cfg.on_summarizer_error, kind)
             ):
                 raise SummarizerError(f"the background summarizer failed ({kind}): {describe(exc)}") from exc
             reason = describe(exc)

@@ -29,37 +29,6 @@ from context_compactor import _core
 from context_compactor.errors import SummarizerError
 from context_compactor.results import SummaryRequest, SummaryResponse
 
-TRANSIENT_NAMES = frozenset(
-    {
-        "ProviderCompactionError",  # a native strategy's provider refused: the local summary runs
-        "RateLimitError",
-        "APITimeoutError",
-        "APIConnectionError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "OverloadedError",
-        "TimeoutException",
-        "ConnectTimeout",
-        "ReadTimeout",
-        "ConnectError",
-        "RemoteProtocolError",
-    }
-)
-PERMANENT_NAMES = frozenset(
-    {
-        "AuthenticationError",
-        "PermissionDeniedError",
-        "NotFoundError",
-        "BadRequestError",
-        "UnprocessableEntityError",
-        "PaymentRequiredError",
-        "PreconditionFailedError",
-        "RequestHeaderFieldsTooLargeError",
-        "CredentialsError",
-    }
-)
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-PERMANENT_STATUS = frozenset({400, 401, 402, 403, 404, 405, 412, 413, 422, 431, 501})
 #: Errors that mean the summarizer's own code is wrong (a bad keyword argument, a missing key):
 #: falling back on every compaction would hide them.
 PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, ImportError)
@@ -104,26 +73,18 @@ def classify(exc: BaseException) -> str:
 
     Recognises the ``openai`` and ``anthropic`` SDK exception classes by name (no import
     needed), any ``status_code`` attribute (also on ``exc.response``), timeouts and connection
-    errors.
+    errors. The classes, names and statuses are the core's (``src/driver/classify.rs``), shared
+    with the Rust API; this reads what only Python can see of the exception.
     """
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError, BadReply)):
-        return "transient"
-    names = {c.__name__ for c in type(exc).__mro__}
-    if names & PERMANENT_NAMES:
-        return "permanent"
-    if names & TRANSIENT_NAMES:
-        return "transient"
-    if isinstance(exc, PROGRAMMING_ERRORS):
-        return "permanent"
     status = getattr(exc, "status_code", None)
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(status, int):
-        if status in PERMANENT_STATUS:
-            return "permanent"
-        if status in TRANSIENT_STATUS or status >= 500:
-            return "transient"
-    return "unknown"
+    return _core.classify_failure(
+        transient_type=isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError, BadReply)),
+        class_names=[c.__name__ for c in type(exc).__mro__],
+        programming=isinstance(exc, PROGRAMMING_ERRORS),
+        status=max(-(2**63), min(int(status), 2**63 - 1)) if isinstance(status, int) else None,
+    )
 
 
 def describe(exc: BaseException) -> str:
@@ -144,10 +105,9 @@ def check_reply(reply: Any) -> tuple[str, bool, Any]:
         reply = reply.text
     if not isinstance(reply, str):
         raise BadReply(f"the summarizer returned {type(reply).__name__}, not str or SummaryResponse")
-    if not reply.strip():
-        raise BadReply("the summarizer returned empty text")
-    if "<summary" not in reply and _core.looks_like_error(reply):
-        raise BadReply("the reply looks like an error or a refusal, not a summary")
+    problem = _core.reply_problem(reply)  # empty, or an error or refusal (the core's rule)
+    if problem is not None:
+        raise BadReply(problem)
     return reply, truncated, usage
 
 

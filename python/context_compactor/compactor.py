@@ -488,19 +488,6 @@ class ContextCompactor(BatchMethods):
             reason=reason,
         )
 
-    def _fallback(
-        self, plan: CompactionPlan, exc: Exception, state: _core.ConversationState | None, flushed: int
-    ) -> CompactResult:
-        cfg = self._config
-        kind = classify(exc)
-        if cfg.on_summarizer_error == "raise" or (cfg.on_summarizer_error == "fallback" and kind == "permanent"):
-            raise SummarizerError(f"the summarizer failed ({kind}): {describe(exc)}") from exc
-        reason = describe(exc)
-        log.warning("summarizer failed (%s, %s); falling back to the built-in rule summary", kind, reason)
-        if state is not None and cfg.cooldown_calls:
-            _core.start_cooldown(state, cfg.cooldown_calls)
-        return plan.apply(None, fallback_reason=reason, flushed_memories=flushed)
-
     def _done(self, result: CompactResult) -> CompactResult:
         if result.compacted:
             log.info(
@@ -530,7 +517,12 @@ class ContextCompactor(BatchMethods):
     ) -> Generator[tuple[str, Any], Any, CompactResult]:
         """The compaction, once for both drivers: yields ``("hook", (fn, arg))`` and
         ``("summarize", request)``; the sync or async driver performs them and sends back the
-        value (or throws the exception in). ``plan``: already planned (``compact_many``)."""
+        value (or throws the exception in). ``plan``: already planned (``compact_many``).
+
+        The steps are decided by the core's driver (``_core.Driver``, ``src/driver/``: the
+        fallback ladder, the failure policy, the cool-down, the chunk loop, the hooks and the
+        veto), shared with the Rust API; this performs them on Python objects: the plan, the
+        preview, the callables and the guard against messages changed in place."""
         if plan is None:
             plan = self.plan(
                 messages,
@@ -553,69 +545,118 @@ class ContextCompactor(BatchMethods):
             request.replaced_count if request else 0,
             _candidates=candidates_of(plan),
         )
+        driver = _core.Driver(
+            self._config,
+            has_request=request is not None,
+            summarizer=self.summarizer is not None,
+            before_hook=self.on_before_compact is not None,
+            after_hook=self.on_compacted is not None,
+            has_state=state is not None,
+        )
         result: CompactResult | None = None
-        if request is None:
-            result = plan.apply(None)
-            if not result.compacted:
-                return result
-        # User code runs next: remember the messages to tell whether it changed one in place.
-        guard = None
-        if self.on_before_compact is not None or (request is not None and self.summarizer is not None):
-            guard = _InputGuard(messages)
-        if self.on_before_compact is not None:
-            yield ("hook", (self.on_before_compact, preview))
-            if guard is not None:
-                guard.check("the on_before_compact hook")
-        if preview.vetoed:
-            return self._unchanged(messages, system, plan, preview._veto or "vetoed")
-        if result is not None:
-            result = replace(result, flushed_memories=preview._flushed)
-        elif preview._summary is not None:
-            result = plan.apply(preview._summary, flushed_memories=preview._flushed)
-        elif self.summarizer is None:
-            result = plan.apply(None, flushed_memories=preview._flushed)
-        else:
-            usages: list[Any] = []
-            current = plan
-            try:
-                first = current.request
-                if getattr(self.summarizer, "wants_span", False) and first is not None:
-                    first = replace(first, span=span_of(plan, messages))
-                while True:
+        early = False  # the result was applied before the hooks (no request)
+        guard: _InputGuard | None = None  # what the messages were before user code ran
+        current = plan  # advanced by each chunk's summary
+        usages: list[Any] = []
+        replied = False  # the apply due is of the summarizer's reply
+        error: Exception | None = None  # the failure a fallback or an error follows
+        step = driver.resume()
+        while True:
+            kind = step.kind
+            if early and kind in ("after_hook", "done"):
+                assert result is not None
+                result = replace(result, flushed_memories=preview._flushed)
+                early = False
+            if kind == "apply":
+                if request is None and result is None:
+                    result = plan.apply(None)
+                    early = result.compacted
+                elif step.fallback_reason is not None:
+                    log.warning(
+                        "summarizer failed (%s, %s); falling back to the built-in rule summary",
+                        step.failure_kind,
+                        step.fallback_reason,
+                    )
+                    if state is not None and step.cooldown_calls:
+                        _core.start_cooldown(state, step.cooldown_calls)
+                    result = current.apply(
+                        None, fallback_reason=step.fallback_reason, flushed_memories=preview._flushed
+                    )
+                elif replied:
                     try:
-                        reply = yield ("summarize", first if current is plan else current.request)
-                    except Exception:
-                        if guard is not None:
-                            guard.check("the summarizer")
+                        result = current.apply(
+                            SummaryResponse(step.text or "", step.truncated),
+                            flushed_memories=preview._flushed,
+                            summary_usage=tuple(usages),
+                        )
+                    except SummarizerError:
                         raise
-                    if guard is not None:
+                    except Exception as e:
+                        error, step = e, driver.fail(classify(e), describe(e))
+                        continue
+                else:  # the hook's summary, or the rule summary
+                    result = plan.apply(step.text, flushed_memories=preview._flushed)
+                step = driver.applied(result.compacted)
+            elif kind == "before_hook":
+                if guard is None:
+                    guard = _InputGuard(messages)
+                yield ("hook", (self.on_before_compact, preview))
+                guard.check("the on_before_compact hook")
+                veto = (preview._veto or "vetoed") if preview.vetoed else None
+                step = driver.hook_done(veto=veto, summary=preview._summary)
+            elif kind == "summarize":
+                if guard is None:
+                    guard = _InputGuard(messages)
+                try:
+                    ask = current.request
+                    if current is plan and ask is not None and getattr(self.summarizer, "wants_span", False):
+                        ask = replace(ask, span=span_of(plan, messages))
+                    try:
+                        reply = yield ("summarize", ask)
+                    except Exception:
                         guard.check("the summarizer")
+                        raise
+                    guard.check("the summarizer")
                     if isinstance(reply, SummaryResponse) and reply.items is not None:
                         # A native strategy: the provider's items replace the whole span at once.
                         usages.append(reply.usage)
                         result = place_items(
                             plan, reply, flushed_memories=preview._flushed, summary_usage=tuple(usages)
                         )
-                        break
+                        step = driver.items_placed()
+                        continue
                     text, truncated, usage = check_reply(reply)
                     usages.append(usage)
-                    if current.remaining_chunks == 0:
-                        result = current.apply(
-                            SummaryResponse(text, truncated),
-                            flushed_memories=preview._flushed,
-                            summary_usage=tuple(usages),
-                        )
-                        break
-                    current = current.advance(text)
-            except SummarizerError:
-                raise
-            except Exception as e:
-                # A failure at a later chunk keeps the chunks summarised before it: `current`
-                # applies the rule summary to the rest only.
-                result = self._fallback(current, e, state, preview._flushed)
-        if self.on_compacted is not None:
-            yield ("hook", (self.on_compacted, result))
-        return self._done(result)
+                    remaining = current.remaining_chunks
+                except SummarizerError:
+                    raise
+                except Exception as e:
+                    # A failure at a later chunk keeps the chunks summarised before it: the
+                    # fallback applies the rule summary to `current`, the rest only.
+                    error, step = e, driver.fail(classify(e), describe(e))
+                    continue
+                replied = remaining == 0
+                step = driver.reply(text, truncated, remaining)
+            elif kind == "advance":
+                try:
+                    current = current.advance(step.text or "")
+                except SummarizerError:
+                    raise
+                except Exception as e:
+                    replied = False
+                    error, step = e, driver.fail(classify(e), describe(e))
+                    continue
+                step = driver.resume()
+            elif kind == "after_hook":
+                yield ("hook", (self.on_compacted, result))
+                step = driver.resume()
+            elif kind == "unchanged":
+                return self._unchanged(messages, system, plan, step.text or "vetoed")
+            elif kind == "raise":
+                raise SummarizerError(step.text) from error
+            else:
+                assert result is not None
+                return self._done(result)
 
     def compact(
         self,

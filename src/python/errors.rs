@@ -61,6 +61,16 @@ pub fn config_error(py: Python<'_>, field: &str, what: &str) -> PyErr {
     )
 }
 
+/// `ConfigError(message, field)` of the core's [`crate::config::ConfigError`].
+pub fn config_error_of(py: Python<'_>, e: &crate::config::ConfigError) -> PyErr {
+    raise(
+        py,
+        &CONFIG_ERROR,
+        "ConfigError",
+        (e.message().to_owned(), e.field().to_owned()),
+    )
+}
+
 /// `FormatMismatchError(message, format, detected)`: the forced `format=` does not fit the
 /// messages, which are `detected` (see `Extractor::misfit`).
 pub fn format_mismatch_error(py: Python<'_>, forced: Format, detected: Format, why: &str) -> PyErr {

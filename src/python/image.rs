@@ -14,19 +14,7 @@ use pyo3::types::PyString;
 
 /// The image model of an `image_model=` value (`None` ⇒ the highest documented count).
 pub fn parse_image_model(py: Python<'_>, name: Option<&str>) -> PyResult<ImageModel> {
-    match name {
-        None => Ok(ImageModel::Highest),
-        Some(n) => ImageModel::parse(n).ok_or_else(|| {
-            config_error(
-                py,
-                "image_model",
-                &format!(
-                    "no documented image formula for {n:?}; expected an OpenAI (gpt-4o, gpt-4.1*, gpt-5*, o1, o3, o4-mini), \
-                     Claude (claude-*) or Gemini (gemini-*) model, or None for the highest documented count"
-                ),
-            )
-        }),
-    }
+    crate::config::validate::image_model(name).map_err(|e| super::errors::config_error_of(py, &e))
 }
 
 /// The bytes of an ASCII string, read in place (base64 is ASCII; anything else has no size).

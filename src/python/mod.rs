@@ -3,8 +3,10 @@
 //! objects after (tiktoken's shape).
 
 mod batch;
+mod config;
 mod counter;
 mod describe;
+mod driver;
 mod errors;
 mod extract;
 mod fingerprint;
@@ -35,6 +37,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let profiles = crate::validate::Profile::names();
     m.add("PROFILES", pyo3::types::PyTuple::new(m.py(), profiles)?)?;
     validate::register(m)?;
+    config::register(m)?;
+    driver::register(m)?;
     tokens::register(m)?;
     state::register(m)?;
     plan::register(m)?;

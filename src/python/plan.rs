@@ -13,87 +13,19 @@ use super::errors::{config_error, plan_error};
 use super::extract::{parse_format, Extracted, Extractor};
 use super::render::Source;
 use super::state::ConversationState;
-use crate::planner::{self, Action, Item, Mode, PlanConfig, Planned, SystemPrompt};
+use crate::planner::{self, Mode, PlanConfig, Planned, SystemPrompt};
 use crate::summary::language::Language;
 use crate::text::Text;
-use crate::tokens::counter::{Framing, Tokenizer};
-use crate::validate::Profile;
+use crate::tokens::counter::Tokenizer;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::cell::RefCell;
 use std::sync::Arc;
 
-fn attr<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
-    cfg: &Bound<'py, PyAny>,
-    name: &str,
-) -> PyResult<T> {
-    cfg.getattr(name)?.extract::<T>().map_err(|e| {
-        let e: PyErr = e.into();
-        config_error(cfg.py(), name, &format!("invalid value: {e}"))
-    })
-}
-
-/// Read a `CompactionConfig` (thresholds calibrated tokens, as the config computes them).
+/// Read a `CompactionConfig` (checked by the core's rules; thresholds worked out there).
 pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
-    let py = cfg.py();
-    let mut rules = Vec::new();
-    for r in cfg.getattr("selective_rules")?.try_iter()? {
-        let r = r?;
-        let item: String = attr(&r, "item")?;
-        let action: String = attr(&r, "action")?;
-        let priority: i64 = attr(&r, "priority")?;
-        let (Some(item), Some(action)) = (Item::parse(&item), Action::parse(&action)) else {
-            return Err(config_error(
-                py,
-                "selective_rules",
-                "unknown item or action",
-            ));
-        };
-        rules.push((item, action, priority));
-    }
-    let role: String = attr(cfg, "summary_role")?;
-    let profile: Option<String> = attr(cfg, "profile")?;
-    Ok(PlanConfig {
-        soft: attr(cfg, "soft_threshold")?,
-        hard: attr(cfg, "hard_threshold")?,
-        target: attr(cfg, "target_tokens")?,
-        micro_threshold: attr(cfg, "micro_threshold")?,
-        keep_first_messages: attr(cfg, "keep_first_messages")?,
-        task_max_tokens: attr(cfg, "task_token_limit")?,
-        keep_recent_messages: attr(cfg, "keep_recent_messages")?,
-        keep_recent_tokens: attr(cfg, "keep_recent_tokens")?,
-        keep_recent_tool_results: attr(cfg, "keep_recent_tool_results")?,
-        max_tool_arg_chars: attr(cfg, "max_tool_arg_chars")?,
-        protected_tools: attr(cfg, "protected_tools")?,
-        clear_at_least_tokens: attr(cfg, "clear_at_least_tokens")?,
-        supersede_reads: attr(cfg, "supersede_reads")?,
-        micro_min_gain_ratio: attr(cfg, "micro_min_gain_ratio")?,
-        cache_aware_cuts: attr(cfg, "cache_aware_cuts")?,
-        offload_dir: attr(cfg, "offload_dir")?,
-        recall: attr(cfg, "recall")?,
-        selective_rules: rules,
-        summary_max_tokens: attr(cfg, "summary_max_tokens")?,
-        summary_cap: attr(cfg, "summary_token_limit")?,
-        summary_in_system: role == "system" || role == "developer",
-        user_messages_budget_tokens: attr(cfg, "user_words_token_limit")?,
-        details_budget_tokens: attr(cfg, "details_token_limit")?,
-        summarizer_max_input_tokens: attr(cfg, "summarizer_max_input_tokens")?,
-        transcript_item_max_chars: attr(cfg, "transcript_item_max_chars")?,
-        min_savings_ratio: attr(cfg, "min_savings_ratio")?,
-        retry_growth: attr(cfg, "retry_growth")?,
-        held_until: None,
-        repair: attr(cfg, "repair")?,
-        profile: profile.as_deref().and_then(Profile::parse),
-        framing: Framing {
-            message_overhead_tokens: attr(cfg, "message_overhead_tokens")?,
-            image_tokens: attr(cfg, "image_tokens")?,
-            image_model: super::image::parse_image_model(
-                cfg.py(),
-                attr::<Option<String>>(cfg, "image_model")?.as_deref(),
-            )?,
-        },
-    })
+    Ok(super::config::config_of(cfg)?.plan_config())
 }
 
 /// Run `f` with a `Count` for `counter`: the built-in tokenizer with the GIL released, or the
