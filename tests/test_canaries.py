@@ -160,17 +160,27 @@ def test_every_lost_canary_is_listed_in_must_keep_missing(smoke: tuple[CanaryRep
         assert row["silent_losses"] == 0, row
 
 
-@not_met(
-    "since the ledger gives only after the tail and the narrative (budgets budget // 2), the corpus keeps "
-    "91.5% at 30% and 86.2% at 20% at round 5 (was 70-78%), every loss listed; what is lost is in windows "
-    "the system prompt, tools and task nearly fill (marshmallow at 20%: 418 + 300 of a 1,058-token soft "
-    "threshold, 7 of 15 lost)"
-)
-def test_at_20_and_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
+def test_at_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
+    """The full grid (``make canaries``) keeps 96.3% (forced) and 96.1% (growing) at round 5,
+    both summarizers, since the ledger no longer repeats the rules the kept task shows."""
     report, _ = smoke
-    for budget in ("20%", "30%"):
-        for row in _rows(report, budget=budget):
-            assert row["by_round"][-1] >= 0.95, row
+    for row in _rows(report, budget="30%"):
+        assert row["by_round"][-1] >= 0.95, row
+
+
+@not_met(
+    "at round 5 the full grid keeps 94.7% (forced) and 92.9% (growing) at 20%, both summarizers, every loss "
+    "listed; the losses are in windows the system prompt, tools and task's floor nearly fill: pydicom (and "
+    "tau-bench in growing chains) are over budget, only evictions bring them within the hard threshold (7 "
+    "lost each), "
+    "marshmallow keeps 7 of 15 (418 + 330 tokens of a 1,058-token soft threshold; in the smoke), "
+    "mini-swe-agent 10-11 (the 1,500-token minimum window) and aider 11 (its user words over the "
+    "budget // 2 cap); docs/canaries.md"
+)
+def test_at_20_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
+    report, _ = smoke
+    for row in _rows(report, budget="20%"):
+        assert row["by_round"][-1] >= 0.95, row
 
 
 def test_at_10_percent_within_the_budget(smoke: tuple[CanaryReport, float]) -> None:

@@ -143,3 +143,54 @@ def test_ctf_rev_rock_at_30_percent_keeps_its_facts(corpus_dir: Path) -> None:
     text = haystack(list(r.messages), r.system)
     assert {"./rock", "solve.py"} <= set(r.must_keep)
     assert [f for f in r.must_keep if f not in text] == [] and not r.must_keep_missing
+
+
+def test_the_ledger_does_not_repeat_what_the_kept_task_shows(corpus_dir: Path) -> None:
+    """A SWE-agent run whose task (a demonstration) and second message (the issue) share the
+    template's rules: at a 30% window the task is cut and keeps those rules in its list of the
+    user's constraints. The ledger does not carry them a second time, and the room goes to the
+    user's later words: every planted canary survives, and every user sentence the ledger
+    leaves out is still in the context, in a forced re-compaction too."""
+    name = "openai/swe-agent__pydicom__pydicom-1458.json"
+    t = load(corpus_dir / name)
+    planted, canaries = plant(t, canaries_for(name, 0))
+    total = ContextCompactor().counter.count_messages(
+        planted.messages, system=planted.system, tools=planted.tools, format=planted.format
+    )
+    c = ContextCompactor(max_context_tokens=int(total * 0.3), min_savings_ratio=0)
+    first = c.compact(planted.messages, system=planted.system, tools=planted.tools, format=planted.format, force=True)
+    again = c.compact(list(first.messages), system=first.system, tools=planted.tools, format=planted.format, force=True)
+    for r in (first, again):
+        assert not r.over_budget and r.tokens_after <= c.config.soft_threshold
+        text = haystack(list(r.messages), r.system)
+        assert [x.text for x in canaries if x.text not in text] == []
+        task = " ".join(str(r.messages[1]["content"]).split())
+        assert task.startswith("Here is a demonstration") and "omitted]" in task, task[:200]
+        words = [line[2:] for line in ledger_of(r.summary).splitlines() if line.startswith("> ")]
+        repeated = [w for w in words if len(w) >= 24 and " ".join(w.split()) in task]
+        assert repeated == [], repeated
+        # The template's rules of the issue message are still there (in the kept task).
+        assert "Then start trying to fix it." in task
+        assert "Always check the code after you issue an edit to make sure that it reflects what you wanted" in task
+
+
+#: Forty distinct sentences: far more narrative than a small window holds.
+RAMBLE = " ".join(f"Step {i}: the agent read module {i} and noted its API." for i in range(40))
+
+
+def rambling(request: SummaryRequest) -> str:
+    return f"<summary>{RAMBLE}</summary>"
+
+
+def test_an_llm_narrative_too_long_is_cut_at_its_sentences_not_replaced() -> None:
+    """The narrative's length gives before any ledger entry (DESIGN, the ladder): an LLM's
+    narrative that does not fit beside the ledger is cut at its last sentence that fits, and
+    stays the LLM's (no fallback), marked truncated; the user's rules stay in the ledger."""
+    c = ContextCompactor(max_context_tokens=2_500, summarizer=rambling)
+    r = c.compact(conversation(), force=True)
+    assert r.summary is not None and not r.over_budget
+    assert (r.summary_source, r.strategy, r.fallback_reason) == ("llm", "summary", None), r
+    assert r.summary_truncated and RULE in ledger_of(r.summary) and WHEN in ledger_of(r.summary)
+    narrative = _narrative(r.summary)
+    assert narrative and narrative.endswith("API.") and RAMBLE.startswith(narrative), narrative
+    assert len(narrative) < len(RAMBLE)

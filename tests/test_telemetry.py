@@ -376,3 +376,108 @@ def test_without_the_api_the_hooks_are_skipped() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# -- compact_many ----------------------------------------------------------------------------------
+
+
+def batch_spans(otel: Otel) -> tuple[ReadableSpan, dict[int, ReadableSpan]]:
+    """The batch's span and its conversations' spans by index (each a child of the batch's)."""
+    (parent,) = otel.spans(telemetry.BATCH_SPAN_NAME)
+    children: dict[int, ReadableSpan] = {}
+    for s in otel.spans():
+        assert s.parent is not None and s.parent.span_id == parent.context.span_id
+        assert s.context.trace_id == parent.context.trace_id
+        children[int((s.attributes or {})[P + "batch.index"])] = s
+    return parent, children
+
+
+def test_compact_many_has_a_span_per_conversation_under_the_batch_span(otel: Otel) -> None:
+    # The rule summary only: the pool plans and finishes every conversation, no Python step runs.
+    batch = [with_user_turns(conversation(30)), conversation(2), "not a conversation", conversation(40)]
+    with otel.tracer.start_as_current_span("nightly eval") as caller:
+        results = small().compact_many(batch, force=True, return_exceptions=True)
+    parent, children = batch_spans(otel)
+    assert parent.parent is not None and parent.parent.span_id == caller.get_span_context().span_id
+    assert sorted(children) == [0, 1, 2, 3]
+    for i, r in enumerate(results):
+        a = dict(children[i].attributes or {})
+        assert a[P + "trigger"] == "manual"
+        if isinstance(r, BaseException):
+            # The bad item: an error span naming the exception, and no result attributes.
+            assert children[i].status.status_code == otel_trace.StatusCode.ERROR
+            assert events(children[i]) == ["exception"] and P + "strategy" not in a
+            assert dict(children[i].events[0].attributes or {})["exception.type"].endswith("MessageTypeError")
+            continue
+        assert a[P + "strategy"] == r.strategy and a[P + "tokens.after"] == r.tokens_after
+        assert (a[P + "messages.before"], a[P + "messages.after"]) == (r.original_count, len(r.messages))
+        if r.strategy == "rule_summary":
+            assert "summary_done" in events(children[i]) and a[P + "summary.source"] == "rule"
+    assert [type(r).__name__ for r in results] == ["CompactResult"] * 2 + ["MessageTypeError", "CompactResult"]
+    assert results[0].summary is not None and results[0].summary.count("\n> ") == 6  # type: ignore[union-attr]
+    assert dict(children[0].attributes or {})[P + "ledger.user_words.entries"] == 6
+    ok = [r for r in results if not isinstance(r, BaseException)]
+    b = dict(parent.attributes or {})
+    # The two-turn conversation has nothing to compact, even forced.
+    assert [r.compacted for r in ok] == [True, False, True]
+    assert (b[P + "batch.conversations"], b[P + "batch.failed"], b[P + "batch.compacted"]) == (4, 1, 2)
+    assert b[P + "tokens.saved"] == sum(r.saved_tokens for r in ok) == otel.saved() > 0
+    assert parent.status.status_code == otel_trace.StatusCode.UNSET
+    # No one inference span follows a batch: the caller's span is not flagged.
+    assert telemetry.COMPACTED not in (caller.attributes or {})
+
+
+def test_compact_many_with_a_summarizer_parents_its_calls_and_records_a_fallback(otel: Otel) -> None:
+    def summarizer(request: Any) -> str:
+        with otel.tracer.start_as_current_span("chat summary-model"):
+            if "PLEASE-FAIL" in str(request.messages):
+                raise TimeoutError("the summary model timed out")
+            return SUMMARY
+
+    good = conversation(30)
+    bad = conversation(30)
+    bad[3] = {**bad[3], "content": str(bad[3]["content"]) + " PLEASE-FAIL"}
+    results = small(summarizer=summarizer).compact_many([good, bad, conversation(2)], max_concurrency=2)
+    parent, children = batch_spans(otel)
+    assert sorted(children) == [0, 1, 2]
+    # Each summarizer call (in a worker thread) is a child of its own conversation's span.
+    mine = {children[0].context.span_id, children[1].context.span_id}
+    for chat in otel.spans("chat summary-model"):
+        assert chat.parent is not None and chat.parent.span_id in mine
+    a0, a1 = (dict(children[i].attributes or {}) for i in (0, 1))
+    assert results[0].summary_source == "llm" and a0[P + "summary.source"] == "llm"
+    assert "summary_failed" not in events(children[0])
+    assert results[1].summary_source == "rule" and results[1].fallback_reason
+    assert a1[P + "fallback.reason"] == results[1].fallback_reason
+    assert event(children[1], "summary_failed")["error.type"] == "TimeoutError"
+    assert dict(children[2].attributes or {})[P + "strategy"] == "none"
+    assert dict(parent.attributes or {})[P + "tokens.saved"] == sum(r.saved_tokens for r in results) == otel.saved()
+
+
+def test_acompact_many_and_a_batch_error(otel: Otel) -> None:
+    async def summarizer(request: Any) -> str:
+        with otel.tracer.start_as_current_span("chat summary-model"):
+            await asyncio.sleep(0)
+            return SUMMARY
+
+    async def run() -> Any:
+        return await small(summarizer=summarizer).acompact_many([conversation(30), 42], return_exceptions=False)
+
+    with pytest.raises(Exception) as e:
+        asyncio.run(run())
+    assert type(e.value).__name__ == "BatchError"
+    parent, children = batch_spans(otel)
+    # The batch raised: its span is an error; the conversation that worked is traced as usual.
+    assert parent.status.status_code == otel_trace.StatusCode.ERROR and "exception" in events(parent)
+    assert dict(children[0].attributes or {})[P + "summary.source"] == "llm"
+    assert children[1].status.status_code == otel_trace.StatusCode.ERROR
+    chats = otel.spans("chat summary-model")
+    assert chats and all(c.parent is not None and c.parent.span_id == children[0].context.span_id for c in chats)
+
+
+def test_compact_many_without_an_sdk_counts_each_conversation_once(otel: Otel, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(telemetry, "TRACER", otel_trace.NoOpTracer())
+    results = small(summarizer=lambda request: SUMMARY).compact_many([conversation(30), conversation(30)])
+    plain = small().compact_many([conversation(30), conversation(2)], force=True)
+    assert otel.exporter.get_finished_spans() == ()
+    assert otel.saved() == sum(r.saved_tokens for r in results + plain) > 0

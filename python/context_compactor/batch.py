@@ -16,6 +16,9 @@ Design note:
   ``return_exceptions=True`` its exception takes its place in the list; by default every
   conversation is still processed and then :class:`BatchError` is raised, carrying the full list
   (``.results``) and the failures (``.errors``, ``(index, exception)`` pairs).
+- Telemetry (with ``opentelemetry-api``): a ``context_compactor.compact_many`` span per call,
+  parent of one ``context_compactor.compact`` span per conversation (``telemetry.Batch``); the
+  pool's conversations, which run no Python step, get theirs when the pool is done.
 - No ``state=`` or ``pinned=``: a batch is stateless, each conversation compacted as
   :meth:`ContextCompactor.compact` would without a state.
 """
@@ -24,11 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from context_compactor import _core
+from context_compactor import telemetry as _otel
 from context_compactor.errors import CompactorError, ConfigError, MessageTypeError, SummarizerError
 from context_compactor.plan import CompactionPlan, result_of
 from context_compactor.results import CompactResult
@@ -200,6 +205,28 @@ class BatchMethods:
                     f"{getattr(fn, '__name__', 'an async callable')} is async: use `await compactor.acompact_many(...)`"
                 )
         items, results = cc._batch_items(conversations, system, tools, format)
+        if _otel.TRACER is None:
+            cc._compact_many(items, results, force, instructions, max_concurrency, None)
+            return _finish(results, return_exceptions)
+        with _otel.batch(cc, force) as tel:
+            start = time.time_ns()
+            try:
+                cc._compact_many(items, results, force, instructions, max_concurrency, tel)
+            finally:
+                tel.done(results, start)
+            return _finish(results, return_exceptions)
+
+    def _compact_many(
+        self,
+        items: list[Conversation | None],
+        results: list[Any],
+        force: bool,
+        instructions: str | None,
+        max_concurrency: int,
+        tel: _otel.Batch | None,
+    ) -> None:
+        """:meth:`compact_many`'s work: each result (or exception) into ``results``."""
+        cc = _host(self)
         plain = cc.summarizer is None and cc.on_before_compact is None and cc.on_compacted is None
         if plain and not callable(cc._config.tokenizer):
             # Rule summaries only: plan and finish on the pool, GIL released, CHUNK conversations
@@ -217,13 +244,14 @@ class BatchMethods:
                 for i, d in zip(todo, done, strict=True):
                     part_results[i] = d if isinstance(d, BaseException) else cc._done(result_of(d))
                 results[start : start + CHUNK] = part_results
-            return _finish(results, return_exceptions)
+            return
         plans = cc._plan_many(items, results, force, instructions)
         todo = [i for i, p in enumerate(plans) if p is not None]
 
         def one(i: int) -> Any:
             try:
-                return cc._drive(cc._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
+                steps = cc._steps_of(items[i], plans[i], force, instructions)  # type: ignore[arg-type]
+                return cc._drive(steps) if tel is None else tel.drive(i, cc._drive, steps)
             except Exception as e:
                 return e
 
@@ -238,7 +266,6 @@ class BatchMethods:
             with ThreadPoolExecutor(max_workers=min(max_concurrency, len(slow))) as pool:
                 for i, r in zip(slow, pool.map(one, slow), strict=True):
                     results[i] = r
-        return _finish(results, return_exceptions)
 
     async def acompact_many(
         self,
@@ -258,6 +285,28 @@ class BatchMethods:
         cc = _host(self)
         _check_concurrency(max_concurrency)
         items, results = cc._batch_items(conversations, system, tools, format)
+        if _otel.TRACER is None:
+            await cc._acompact_many(items, results, force, instructions, max_concurrency, None)
+            return _finish(results, return_exceptions)
+        with _otel.batch(cc, force) as tel:
+            start = time.time_ns()
+            try:
+                await cc._acompact_many(items, results, force, instructions, max_concurrency, tel)
+            finally:
+                tel.done(results, start)
+            return _finish(results, return_exceptions)
+
+    async def _acompact_many(
+        self,
+        items: list[Conversation | None],
+        results: list[Any],
+        force: bool,
+        instructions: str | None,
+        max_concurrency: int,
+        tel: _otel.Batch | None,
+    ) -> None:
+        """:meth:`acompact_many`'s work: each result (or exception) into ``results``."""
+        cc = _host(self)
         # Planning is CPU work with the GIL released: off the event loop.
         plans = await asyncio.to_thread(cc._plan_many, items, results, force, instructions)
         gate = asyncio.Semaphore(max_concurrency)
@@ -265,12 +314,12 @@ class BatchMethods:
         async def one(i: int) -> None:
             async with gate:
                 try:
-                    results[i] = await cc._adrive(cc._steps_of(items[i], plans[i], force, instructions))  # type: ignore[arg-type]
+                    steps = cc._steps_of(items[i], plans[i], force, instructions)  # type: ignore[arg-type]
+                    results[i] = await (cc._adrive(steps) if tel is None else tel.adrive(i, cc._adrive, steps))
                 except Exception as e:
                     results[i] = e
 
         await asyncio.gather(*(one(i) for i, p in enumerate(plans) if p is not None))
-        return _finish(results, return_exceptions)
 
     def check_many(
         self,

@@ -8,7 +8,8 @@ nothing else is computed (``span.is_recording()`` is read before any attribute i
 What a span carries is in ``docs/telemetry.md``; the names are the constants below.
 
 - ``context_compactor.compact``: one span per compaction (``ContextCompactor.compact``,
-  ``acompact``, a ``Session``'s foreground compactions, a background job; not ``compact_many``).
+  ``acompact``, a ``Session``'s foreground compactions, a background job, each conversation of
+  ``compact_many``/``acompact_many``).
   Its parent is the span current when the compaction was called; a background job's span is a
   *child* of the span current when the job was scheduled (the ``prepare()`` call that started
   it), so it stays in the same trace even though it ends after that span did.
@@ -17,6 +18,9 @@ What a span carries is in ``docs/telemetry.md``; the names are the constants bel
   the conventions put it on the inference span whose input was compacted, which the library
   never sees; the caller's span (the agent step that compacts, then calls the model) is the
   nearest one it does see.
+- ``context_compactor.compact_many``: one span per ``compact_many``/``acompact_many`` call, the
+  parent of its conversations' ``context_compactor.compact`` spans (each with its index in the
+  batch). A batch sets no ``gen_ai.conversation.compacted``: no one inference span follows it.
 - ``context_compactor.tokens.saved``: a counter of the tokens compactions removed.
 """
 
@@ -24,7 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +50,7 @@ except ImportError:
 
 __all__ = [
     "AVAILABLE",
+    "BATCH_SPAN_NAME",
     "COMPACTED",
     "CONVERSATION_ID",
     "METER_NAME",
@@ -60,6 +66,8 @@ TRACER_NAME = "context_compactor"
 METER_NAME = "context_compactor"
 #: The span of one compaction.
 SPAN_NAME = "context_compactor.compact"
+#: The span of one ``compact_many``/``acompact_many`` call: its conversations' spans' parent.
+BATCH_SPAN_NAME = "context_compactor.compact_many"
 #: The GenAI semantic conventions' flag, set (``true`` only) on the caller's current span.
 COMPACTED = "gen_ai.conversation.compacted"
 #: The GenAI semantic conventions' conversation id: a ``Session``'s id, on its compactions' spans.
@@ -274,6 +282,13 @@ class _Recorder:
             add("summary_failed", {"error.type": error}, at)
 
 
+def _count(result: CompactResult | None) -> None:
+    """The tokens-saved metric, for a compaction that changed the conversation."""
+    if result is not None and result.compacted and result.saved_tokens > 0:
+        attrs = {_P + "strategy": result.strategy, _P + "summary.source": _source(result)[0]}
+        _COUNTER.add(result.saved_tokens, attrs)
+
+
 def _mark(result: CompactResult | None) -> None:
     """``gen_ai.conversation.compacted = true`` on the current span (the caller's: the compaction's
     own has ended) and the metric, for a compaction that changed the conversation."""
@@ -282,9 +297,7 @@ def _mark(result: CompactResult | None) -> None:
     caller = otel_trace.get_current_span()
     if caller.is_recording():
         caller.set_attribute(COMPACTED, True)
-    saved = result.saved_tokens
-    if saved > 0:
-        _COUNTER.add(saved, {_P + "strategy": result.strategy, _P + "summary.source": _source(result)[0]})
+    _count(result)
 
 
 def _counter_of(compactor: ContextCompactor) -> tuple[Callable[[str], int], bool]:
@@ -416,3 +429,117 @@ async def arun_job(parent: Any, job: Any, body: Callable[[], Awaitable[None]], b
     finally:
         otel_context.detach(token)
         _job_end(span, rec, job)
+
+
+# -- compact_many -------------------------------------------------------------------------------------
+
+
+class Batch:
+    """The span of one ``compact_many``/``acompact_many`` call (``TRACER`` is set) and its
+    conversations' spans, children of it whichever thread or task runs them."""
+
+    __slots__ = ("compactor", "context", "recording", "span", "spanned", "trigger")
+
+    def __init__(self, span: Any, compactor: ContextCompactor, force: bool) -> None:
+        self.span = span
+        self.compactor = compactor
+        self.trigger = "manual" if force else "auto"
+        self.recording: bool = span.is_recording()
+        self.context = otel_trace.set_span_in_context(span)
+        self.spanned: set[int] = set()
+
+    def _open(self, index: int, start: int | None = None) -> tuple[Any, _Recorder]:
+        self.spanned.add(index)
+        span = TRACER.start_span(SPAN_NAME, context=self.context, start_time=start)
+        span.set_attribute(_P + "batch.index", index)
+        return span, _Recorder(span, self.trigger, None)
+
+    def drive(self, index: int, drive: Callable[[Steps], CompactResult], steps: Steps) -> CompactResult:
+        """Conversation ``index`` through ``drive(steps)`` in its own span."""
+        if not self.recording:
+            self.spanned.add(index)
+            result = drive(steps)
+            _count(result)
+            return result
+        span, rec = self._open(index)
+        with otel_trace.use_span(span, end_on_exit=True):
+            try:
+                result = drive(rec.watch(steps))
+            except BaseException:
+                rec.finish(None, None, False)
+                raise
+            rec.finish(result, *_counter_of(self.compactor))
+        _count(result)
+        return result
+
+    async def adrive(
+        self, index: int, drive: Callable[[Steps], Awaitable[CompactResult]], steps: Steps
+    ) -> CompactResult:
+        """:meth:`drive` for ``acompact_many``."""
+        if not self.recording:
+            self.spanned.add(index)
+            result = await drive(steps)
+            _count(result)
+            return result
+        span, rec = self._open(index)
+        with otel_trace.use_span(span, end_on_exit=True):
+            try:
+                result = await drive(rec.watch(steps))
+            except BaseException:
+                rec.finish(None, None, False)
+                raise
+            rec.finish(result, *_counter_of(self.compactor))
+        _count(result)
+        return result
+
+    def done(self, results: list[Any], start: int) -> None:
+        """The conversations that ran without steps (the pool's rule summaries, a failure before
+        any step): their tokens counted, a span each, from ``start`` (ns), written now; then the
+        batch's attributes. (``spanned``: the conversations :meth:`drive` ran and counted.)"""
+        try:
+            self._done(results, start)
+        except Exception:  # telemetry never fails a compaction
+            log.debug("telemetry: could not record the batch", exc_info=True)
+
+    def _done(self, results: list[Any], start: int) -> None:
+        for i, r in enumerate(results):
+            if isinstance(r, CompactResult) and i not in self.spanned:
+                _count(r)
+        if not self.recording:
+            return
+        count = _counter_of(self.compactor)
+        for i, r in enumerate(results):
+            if i in self.spanned:
+                continue
+            span, rec = self._open(i, start)
+            if isinstance(r, BaseException):
+                span.record_exception(r)
+                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, type(r).__qualname__))
+                rec.finish(None, None, False)
+            else:
+                rec.finish(r, *count)
+            span.end()
+        failed = sum(isinstance(r, BaseException) for r in results)
+        ok = [r for r in results if isinstance(r, CompactResult)]
+        self.span.set_attributes(
+            {
+                _P + "batch.conversations": len(results),
+                _P + "batch.failed": failed,
+                _P + "batch.compacted": sum(r.compacted for r in ok),
+                _P + "tokens.before": sum(r.tokens_before for r in ok),
+                _P + "tokens.after": sum(r.tokens_after for r in ok),
+                _P + "tokens.saved": sum(r.saved_tokens for r in ok),
+            }
+        )
+
+
+@contextmanager
+def batch(compactor: ContextCompactor, force: bool) -> Iterator[Batch]:
+    """A ``compact_many``/``acompact_many`` call in its span (``TRACER`` is set): the span is
+    current in the caller while the batch runs; an exception (``BatchError``) ends it with status
+    ``ERROR``."""
+    span = TRACER.start_span(BATCH_SPAN_NAME)
+    if span.is_recording():
+        span.set_attribute(_P + "trigger", "manual" if force else "auto")
+    with otel_trace.use_span(span, end_on_exit=True):
+        yield Batch(span, compactor, force)

@@ -3,7 +3,7 @@
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
-use super::last_block::shorten_last_block;
+use super::last_block::shorten_last_block_recalled;
 use super::output::{Change, Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
@@ -130,6 +130,7 @@ impl<'a> Planned<'a> {
             details_budget: cfg.details_budget_tokens,
             ladder: None,
             task_words: Vec::new(),
+            in_task: Vec::new(),
             bare: false,
         };
         let mut d = self.assemble(&shape, counter);
@@ -171,6 +172,10 @@ impl<'a> Planned<'a> {
         }
         // Steps 3 and 4: the task to task_max_tokens, then the kept tail's tool output.
         self.fit(&mut d, soft, counter);
+        // Where room counts, the ledger does not repeat what the kept task shows verbatim.
+        if d.tokens() > soft || !d.missing.is_empty() {
+            d = self.without_task_repeats(&d, soft, counter);
+        }
         // Step 5: the shorter truncation summary instead of the summary (the narrative's length).
         if d.tokens() > soft {
             // The rule summary at the truncation summary's size first: by priority it keeps the
@@ -216,6 +221,12 @@ impl<'a> Planned<'a> {
             usize::MAX
         };
         let limit = soft.min(before);
+        // Keeping what does not fit is worth it only while the result saves something (a forced
+        // call with min_savings_ratio=0 may return what it got, never more).
+        let raw_before = raw_of(self.tokens_before, self.ratio);
+        let gains_nothing = |x: &Draft<'a>| {
+            x.tokens() > raw_before || (x.tokens() == raw_before && before == usize::MAX)
+        };
         // When no narrative at all still leaves it over the soft threshold, the ledger must give
         // too; if even its minimum cannot bring the context under (over_budget either way), the
         // narrative stays unless the hard threshold needs it gone.
@@ -233,9 +244,12 @@ impl<'a> Planned<'a> {
                     } else if d.tokens() > hard.min(before) {
                         // Only when that helps: with the system prompt and tools alone over
                         // the hard threshold, the narrative (and its facts) stays.
+                        // (It stays only while the result still saves something: a
+                        // compaction never returns what it got.)
                         let aim = hard.min(before);
                         if let Some(alt) = self.shorter_narrative(&d, aim, soft, counter) {
                             if alt.tokens() <= aim
+                                || gains_nothing(&d)
                                 || self.evict(&alt, aim, soft, counter).tokens() <= aim
                             {
                                 d = alt;
@@ -259,20 +273,31 @@ impl<'a> Planned<'a> {
                 // Over budget either way: entries go only when that brings it within the hard
                 // threshold (else they are kept for the next compaction).
                 let within = self.evict(&d, hard, soft, counter);
-                if within.tokens() <= hard {
+                if within.tokens() <= hard || gains_nothing(&d) {
                     within
                 } else {
                     d
                 }
             };
         }
+        // The ladder's cuts changed the task: the words left out must still be shown by it.
+        if !d.shape.in_task.is_empty() {
+            let checked = self.without_task_repeats(&d, soft, counter);
+            d = if checked.tokens() > soft && checked.tokens() > d.tokens() {
+                self.evict(&checked, soft.max(d.tokens()), soft, counter)
+            } else {
+                checked
+            };
+        }
         d.cut |= cut;
         self.finish(d, soft, counter)
     }
 
-    /// `d` with a shorter narrative: the first of the rule summary at half and a quarter of the
-    /// narrative's characters and no narrative at all that brings it to `aim` or under (the
-    /// ladder's cuts re-run to `soft`), else the smallest (`None` when none is smaller than `d`).
+    /// `d` with a shorter narrative: the first of the narrative at half and a quarter of its
+    /// characters and no narrative at all that brings it to `aim` or under (the ladder's cuts
+    /// re-run to `soft`), else the smallest (`None` when none is smaller than `d`). An LLM's
+    /// narrative is cut at its last sentence end that fits (at a word when none does): it stays
+    /// the LLM's, marked truncated; the rule summary is written again at the smaller size.
     fn shorter_narrative(
         &self,
         d: &Draft<'a>,
@@ -281,16 +306,24 @@ impl<'a> Planned<'a> {
         counter: &dyn Count,
     ) -> Option<Draft<'a>> {
         let chars = d.shape.body.chars().count();
+        let llm = d.source == Some(SummarySource::Llm);
         let mut best: Option<Draft<'a>> = None;
         // The narrative's characters at a half, a quarter, then none.
         for size in [Some(chars / 2), Some(chars / 4), None] {
+            let mut own = false;
             let shape = if let Some(max_chars) = size {
-                let body = rule_summary_chained(
-                    self.previous_summary.as_deref(),
-                    &self.replaced,
-                    self.language,
-                    max_chars,
-                );
+                let own_cut = llm
+                    .then(|| cap_to_tokens(&d.shape.body, max_chars, |s: &str| s.chars().count()).0)
+                    .filter(|t| !t.trim().is_empty());
+                own = own_cut.is_some();
+                let body = own_cut.unwrap_or_else(|| {
+                    rule_summary_chained(
+                        self.previous_summary.as_deref(),
+                        &self.replaced,
+                        self.language,
+                        max_chars,
+                    )
+                });
                 if body.trim().is_empty() {
                     continue;
                 }
@@ -310,7 +343,7 @@ impl<'a> Planned<'a> {
                 continue;
             }
             let fits = alt.tokens() <= aim;
-            if alt.source == Some(SummarySource::Llm) {
+            if alt.source == Some(SummarySource::Llm) && !own {
                 alt.source = Some(SummarySource::Rule);
                 alt.strategy = Strategy::RuleSummary;
                 alt.fallback_reason = Some(
@@ -390,7 +423,7 @@ impl<'a> Planned<'a> {
     /// The task, then the last block (the kept tail, which the shorter tail brought down to the
     /// last legal block), each cut only when still over (also the whole ladder when there is
     /// nothing to summarise between the kept head and tail).
-    fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
+    pub(super) fn fit(&self, d: &mut Draft<'a>, soft: usize, counter: &dyn Count) {
         if d.tokens() <= soft {
             return;
         }
@@ -432,7 +465,9 @@ impl<'a> Planned<'a> {
             return;
         };
         let excess = d.tokens().saturating_sub(goal);
-        let Some((_, entry)) = shorten_task(&mut d.slots, at, excess, &self.cfg, counter) else {
+        let Some((_, entry)) =
+            shorten_task(&mut d.slots, at, excess, &self.cfg, counter, &mut d.recalls)
+        else {
             return;
         };
         d.note(entry, Strategy::Truncation);
@@ -469,8 +504,14 @@ impl<'a> Planned<'a> {
                 return;
             };
             let excess = alt.tokens().saturating_sub(goal);
-            if let Some((_, entry)) = shorten_task(&mut alt.slots, at2, excess, &self.cfg, counter)
-            {
+            if let Some((_, entry)) = shorten_task(
+                &mut alt.slots,
+                at2,
+                excess,
+                &self.cfg,
+                counter,
+                &mut alt.recalls,
+            ) {
                 alt.note(entry, Strategy::Truncation);
             }
             *d = alt;
@@ -484,7 +525,14 @@ impl<'a> Planned<'a> {
     fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
         let from = d.tail_from;
         let excess = d.tokens().saturating_sub(aim);
-        let (_, entries) = shorten_last_block(&mut d.slots, from, excess, &self.cfg, counter);
+        let (_, entries) = shorten_last_block_recalled(
+            &mut d.slots,
+            from,
+            excess,
+            &self.cfg,
+            counter,
+            &mut d.recalls,
+        );
         for e in entries {
             d.note(e, Strategy::Truncation);
         }

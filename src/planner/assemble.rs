@@ -67,6 +67,10 @@ pub(super) struct Shape {
     /// The sentences of the task's cut part (when the ladder shortened it): the ledger's first
     /// user words.
     pub task_words: Vec<String>,
+    /// User words the kept task shows verbatim (its text or its cut's list of constraints): left
+    /// out of the ledger, which would only repeat them (a template's rules said again in a later
+    /// message); the ladder checks the final task still shows each.
+    pub in_task: Vec<String>,
     /// The narrative left out (the ladder's step before any ledger entry is evicted): the
     /// summary is its marker line and the ledger.
     pub bare: bool,
@@ -133,6 +137,7 @@ impl<'a> Draft<'a> {
                 details_budget: 0,
                 ladder: None,
                 task_words: Vec::new(),
+                in_task: Vec::new(),
                 bare: false,
             },
             recalls: Vec::new(),
@@ -280,6 +285,9 @@ impl<'a> Planned<'a> {
         if cfg.details_budget_tokens == 0 {
             ledger.details.clear();
             ledger.trail.clear();
+        }
+        if !shape.in_task.is_empty() {
+            ledger.words.retain(|w| !shape.in_task.contains(&w.text));
         }
         let mut evicted = ledger.fit(shape.words_budget, shape.details_budget, 2, &count);
         if let Some((w, d, r)) = shape.ladder {
@@ -548,9 +556,7 @@ impl<'a> Planned<'a> {
         let origins = slots.iter().map(Slot::origin).collect();
         let recalls = {
             let mut all = self.recalls.clone();
-            if summary.is_some() || system_summary.is_some() {
-                all.append(&mut draft_recalls);
-            }
+            all.append(&mut draft_recalls);
             let mut seen = rustc_hash::FxHashSet::default();
             all.retain(|r| seen.insert(r.id.clone()));
             all

@@ -36,6 +36,7 @@ use super::PlanConfig;
 use crate::cut::PLACEHOLDER_PREFIX;
 use crate::cut::{cut_json_args_with, is_cut};
 use crate::message::{BlockKind, Role};
+use crate::recall::Recall;
 use crate::text::Text;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -267,9 +268,12 @@ fn cut_args_to(
     goal: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
+    recalls: &mut Vec<Recall>,
 ) -> bool {
     let b = &slot.view.blocks[k];
     let args: String = b.texts.iter().map(|p| p.text().to_utf8()).collect();
+    // With `recall` the cut names the whole arguments (counted with the cut).
+    let recalled = cfg.recall.then(|| Recall::of(args.clone()));
     let tokens = block_tokens(b, cfg.framing, counter);
     if goal >= tokens {
         return false;
@@ -281,7 +285,10 @@ fn cut_args_to(
         let Some(cut) = cut_json_args_with(&args, max_chars.max(1), true) else {
             break;
         };
-        let cut = with_cut_facts(&args, cut);
+        let mut cut = with_cut_facts(&args, cut);
+        if let Some(r) = &recalled {
+            cut = super::shorten::with_recall_ref(cut, &r.id);
+        }
         let new = counter.count(Text::Utf8(&cut));
         let done = new <= goal || max_chars <= 40;
         if best.as_ref().is_none_or(|b| new < b.1) {
@@ -294,7 +301,11 @@ fn cut_args_to(
     }
     match best {
         Some((cut, new)) if new < tokens && is_cut(&cut) => {
-            slot.edit_block_counted(k, cut, tokens, new)
+            let edited = slot.edit_block_counted(k, cut, tokens, new);
+            if edited {
+                recalls.extend(recalled);
+            }
+            edited
         }
         _ => false,
     }
@@ -302,12 +313,27 @@ fn cut_args_to(
 
 /// Cut the last block (`slots[from..]`, see the module note) until `excess` tokens are saved,
 /// or as far as it goes. Returns the tokens saved and one `shortened` record entry per message.
+#[cfg(test)]
 pub fn shorten_last_block(
     slots: &mut [Slot<'_>],
     from: usize,
     excess: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
+) -> (usize, Vec<RecordEntry>) {
+    let mut recalls = Vec::new();
+    shorten_last_block_recalled(slots, from, excess, cfg, counter, &mut recalls)
+}
+
+/// [`shorten_last_block`], the originals its cuts name (`recall`) added to `recalls` (a round
+/// the ladder undoes may leave one that no output names: stored, never named).
+pub fn shorten_last_block_recalled(
+    slots: &mut [Slot<'_>],
+    from: usize,
+    excess: usize,
+    cfg: &PlanConfig,
+    counter: &dyn Count,
+    recalls: &mut Vec<Recall>,
 ) -> (usize, Vec<RecordEntry>) {
     let from = from.min(slots.len());
     let cands = candidates(slots, from, cfg, counter);
@@ -332,7 +358,7 @@ pub fn shorten_last_block(
             let floor = goal.min(c.floor);
             match c.part {
                 Part::Args => {
-                    cut_args_to(slot, c.block, goal, cfg, counter);
+                    cut_args_to(slot, c.block, goal, cfg, counter, recalls);
                 }
                 Part::Result | Part::Text => {
                     // The assistant's text keeps its must-keep facts; tool output has none.
@@ -341,7 +367,16 @@ pub fn shorten_last_block(
                     } else {
                         Keep::Plain
                     };
-                    cut_block(slot, c.block, c.tokens - goal, floor, cfg, counter, keep);
+                    cut_block(
+                        slot,
+                        c.block,
+                        c.tokens - goal,
+                        floor,
+                        cfg,
+                        counter,
+                        keep,
+                        Some(&mut *recalls),
+                    );
                 }
             }
         }

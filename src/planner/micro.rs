@@ -10,7 +10,7 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_keeping_facts, with_cut_facts};
+use super::shorten::{cut_keeping_facts, with_cut_facts, with_recall_ref};
 use super::superseded::{superseded, Superseded};
 use super::{Action, Item, PlanConfig};
 use crate::cut::{cut_json_args, head_tail, is_cut, PLACEHOLDER_PREFIX};
@@ -354,24 +354,6 @@ fn args_cut(b: &Block<'_>, cfg: &PlanConfig) -> Option<(String, String, Option<R
     Some((cut, detail, None))
 }
 
-/// `cut` (arguments or text with a cut marker) with `recall("id")` right after its first cut
-/// marker; inside a JSON string when the cut is one (the quotes escaped).
-pub fn with_recall_ref(mut cut: String, id: &str) -> String {
-    let Some(at) = super::shorten::cut_marker_end(&cut) else {
-        return cut;
-    };
-    let r = format!(" {} ", crate::recall::recall_ref(id));
-    let inside_json = crate::json::json_strings(&cut).is_some();
-    let r = if inside_json {
-        let lit = crate::json::json_string_literal(&r);
-        lit[1..lit.len() - 1].to_owned()
-    } else {
-        r
-    };
-    cut.insert_str(at, &r);
-    cut
-}
-
 /// Write a cut made by [`args_cut`] into block `k`. Returns the tokens saved.
 fn cut_args(
     slot: &mut Slot<'_>,
@@ -574,6 +556,14 @@ pub fn selective(
                                         if let Some(cut) =
                                             head_tail(&text, cfg.max_tool_arg_chars * 2)
                                         {
+                                            // A recall page is not stored again (the model
+                                            // calls recall for it).
+                                            let (cut, recalled) = if is_recall_tool(&name) {
+                                                (cut, None)
+                                            } else {
+                                                recalled_cut(cut, &text, cfg)
+                                            };
+                                            pass.recalls.extend(recalled);
                                             if slots[si].edit_block(bi, cut, cfg.framing, counter) {
                                                 record(
                                                     &mut pass,
@@ -685,8 +675,19 @@ fn cut_text(slot: &mut Slot<'_>, k: usize, cfg: &PlanConfig, counter: &dyn Count
     }
     if let Some(cut) = cut_keeping_facts(&text, limit / 2) {
         let chars = text.chars().count();
+        let (cut, recalled) = recalled_cut(cut, &text, cfg);
         if slot.edit_block(k, cut, cfg.framing, counter) {
             record(pass, slot, Change::TextCut, format!("{chars} chars"));
+            pass.recalls.extend(recalled);
         }
     }
+}
+
+/// With `recall`, `cut` (of `text`) naming its original after the cut marker, and the original.
+fn recalled_cut(cut: String, text: &str, cfg: &PlanConfig) -> (String, Option<Recall>) {
+    if !cfg.recall {
+        return (cut, None);
+    }
+    let r = Recall::of(text.to_owned());
+    (with_recall_ref(cut, &r.id), Some(r))
 }

@@ -22,6 +22,7 @@
 mod apply;
 mod assemble;
 pub mod draft;
+mod in_task;
 mod last_block;
 mod malformed;
 pub mod micro;

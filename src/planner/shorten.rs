@@ -276,8 +276,28 @@ pub fn cut_marker_end(cut: &str) -> Option<usize> {
     cut.find(TAIL).map(|i| i + TAIL.len())
 }
 
+/// `cut` (arguments or text with a cut marker) with `recall("id")` right after its first cut
+/// marker; inside a JSON string when the cut is one (the quotes escaped).
+pub fn with_recall_ref(mut cut: String, id: &str) -> String {
+    let Some(at) = cut_marker_end(&cut) else {
+        return cut;
+    };
+    let r = format!(" {} ", crate::recall::recall_ref(id));
+    let inside_json = crate::json::json_strings(&cut).is_some();
+    let r = if inside_json {
+        let lit = crate::json::json_string_literal(&r);
+        lit[1..lit.len() - 1].to_owned()
+    } else {
+        r
+    };
+    cut.insert_str(at, &r);
+    cut
+}
+
 /// Cut text block `k` of `slot` (a text or a tool result) so the slot loses about `excess`
-/// tokens, never below `floor` tokens for the block. Returns the tokens saved.
+/// tokens, never below `floor` tokens for the block. Returns the tokens saved. With `recalls`
+/// (and `recall` on) the cut names its original, which is added there.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn cut_block(
     slot: &mut Slot<'_>,
     k: usize,
@@ -286,6 +306,7 @@ pub(super) fn cut_block(
     cfg: &PlanConfig,
     counter: &dyn Count,
     keep: Keep,
+    recalls: Option<&mut Vec<crate::recall::Recall>>,
 ) -> usize {
     let b = &slot.view.blocks[k];
     if b.images > 0 {
@@ -310,6 +331,9 @@ pub(super) fn cut_block(
         MIN_RESULT_CHARS
     };
     let mut max_chars = (chars as f64 * goal as f64 / tokens as f64) as usize;
+    // With `recall` the cut names its original right after the marker (counted with the cut).
+    let recalled =
+        (cfg.recall && recalls.is_some()).then(|| crate::recall::Recall::of(text.clone()));
     // Counting is not linear in characters: shrink until the cut text is within the goal. When
     // it never gets there (a task whose must-keep facts alone are longer than the goal), the
     // smallest cut found is used: a cut that falls short still saves what it can.
@@ -319,11 +343,17 @@ pub(super) fn cut_block(
     } else {
         Vec::new()
     };
-    let cut_at = |max_chars: usize| match (keep, &task) {
-        (Keep::Task, Some(task)) => task.cut(max_chars),
-        (Keep::Task, None) => None,
-        (Keep::Facts, _) => cut_with_facts(&text, &facts, max_chars, min_chars, 0),
-        (Keep::Plain, _) => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
+    let cut_at = |max_chars: usize| {
+        let cut = match (keep, &task) {
+            (Keep::Task, Some(task)) => task.cut(max_chars),
+            (Keep::Task, None) => None,
+            (Keep::Facts, _) => cut_with_facts(&text, &facts, max_chars, min_chars, 0),
+            (Keep::Plain, _) => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
+        }?;
+        Some(match &recalled {
+            Some(r) => with_recall_ref(cut, &r.id),
+            None => cut,
+        })
     };
     let mut best: Option<(String, usize)> = None;
     // The longest cut seen over the goal (`max_chars`), to search back from for the task.
@@ -377,18 +407,23 @@ pub(super) fn cut_block(
     if new >= tokens || !slot.edit_block_counted(k, cut, tokens, new) {
         return 0;
     }
+    if let (Some(r), Some(out)) = (recalled, recalls) {
+        out.push(r);
+    }
     before.saturating_sub(slot.tokens)
 }
 
 /// Shorten the task in `slots[at]` by about `excess` tokens, never below `task_max_tokens` (a
 /// floor, not a target: DESIGN, "The task"), its text blocks longest first, each keeping its
-/// opening verbatim first. Returns the tokens saved and the record entry.
+/// opening verbatim first. Returns the tokens saved and the record entry. With `recall` each
+/// cut block names its original, which is added to `recalls`.
 pub fn shorten_task(
     slots: &mut [Slot<'_>],
     at: usize,
     excess: usize,
     cfg: &PlanConfig,
     counter: &dyn Count,
+    recalls: &mut Vec<crate::recall::Recall>,
 ) -> Option<(usize, RecordEntry)> {
     let slot = &mut slots[at];
     if slot.pinned || slot.tokens <= cfg.task_max_tokens || excess == 0 {
@@ -412,7 +447,16 @@ pub fn shorten_task(
         // The block's own floor: what keeps the whole task at `task_max_tokens`.
         let others = slot.tokens.saturating_sub(b);
         let block_floor = floor.saturating_sub(others).max(32);
-        let saved = cut_block(slot, k, need, block_floor, cfg, counter, Keep::Task);
+        let saved = cut_block(
+            slot,
+            k,
+            need,
+            block_floor,
+            cfg,
+            counter,
+            Keep::Task,
+            Some(&mut *recalls),
+        );
         need = need.saturating_sub(saved);
     }
     let saved = before.saturating_sub(slot.tokens);
@@ -473,8 +517,15 @@ mod tests {
             task_max_tokens: 200,
             ..PlanConfig::default()
         };
-        let (saved, entry) =
-            shorten_task(&mut slots, 0, usize::MAX, &cfg, &c as &dyn Count).expect("cut");
+        let (saved, entry) = shorten_task(
+            &mut slots,
+            0,
+            usize::MAX,
+            &cfg,
+            &c as &dyn Count,
+            &mut Vec::new(),
+        )
+        .expect("cut");
         assert!(saved > tokens / 3, "saved {saved} of {tokens}");
         assert_eq!(entry.action, Change::Shortened);
         let cut = slots[0].view.blocks[0].texts[0]
