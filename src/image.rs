@@ -93,6 +93,20 @@ pub struct SizedImage {
     pub provider: Provider,
 }
 
+/// An image of known size from a wire block's fields (`detail` as the block gives it), for
+/// both readers.
+pub fn sized(
+    size: Option<ImageSize>,
+    detail: Option<&str>,
+    provider: Provider,
+) -> Option<SizedImage> {
+    size.map(|size| SizedImage {
+        size,
+        detail: detail.map_or(Detail::Auto, Detail::parse),
+        provider,
+    })
+}
+
 /// How a patch model sizes an image at each detail level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PatchFamily {

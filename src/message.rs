@@ -15,17 +15,19 @@ use std::fmt;
 /// Wire format of a message list.
 ///
 /// Adding a format (the checklist is `docs/formats.md`, "Adding a wire format"): its own
-/// modules (`formats/<name>.rs` for its structure and validity rules, the binding's reader
-/// `python/extract/<name>.rs` and writer `python/render/<name>.rs`, the shell's
-/// `_io_<name>.py`), a variant here, and then every place the compiler lists: no `match` on a
-/// `Format` has a catch-all arm (`_`, `Some(_)`, a binding), and the places that dispatch on the
-/// format do it with a `match`, so the new variant is a compile error wherever a decision is
-/// needed. They are this file (`name`, `parse`, `ALL`, the facts, `FormatHints` and its
-/// `detect`), `formats/mod.rs` (`rules`: which rules and repair the format follows),
-/// `python/extract/mod.rs` and `python/render/mod.rs` (the dispatch to the readers and
-/// writers). The Python shell spells the names once, in `_core.pyi` (`_Format`), and reads
-/// them at run time from `_core.FORMATS` (`ALL`); `io.py` lists the formats with a request
-/// shape of their own. `tests/test_format_route.py` counts these places.
+/// modules (`formats/<name>/` for its structure, validity rules and reader, the reader written
+/// once for both APIs over `formats::source::Source`; the writers `python/render/<name>.rs`
+/// and `formats/value/write/<name>.rs`; the shell's `_io_<name>.py`), a variant here, and then
+/// every place the compiler lists: no `match` on a `Format` has a catch-all arm (`_`,
+/// `Some(_)`, a binding), and the places that dispatch on the format do it with a `match`, so
+/// the new variant is a compile error wherever a decision is needed. They are this file
+/// (`name`, `parse`, `ALL`, the facts, `FormatHints` and its `detect`), `formats/mod.rs`
+/// (`rules`: which rules and repair the format follows; `read_message`, `read_system`,
+/// `after_read` and `misfit`: how its messages are read, for both readers),
+/// `python/render/mod.rs` and `formats/value/write/mod.rs` (the dispatch to the writers). The
+/// Python shell spells the names once, in `_core.pyi` (`_Format`), and reads them at run time
+/// from `_core.FORMATS` (`ALL`); `io.py` lists the formats with a request shape of their own.
+/// `tests/test_format_route.py` counts these places.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// OpenAI Chat Completions.

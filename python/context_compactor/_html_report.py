@@ -31,6 +31,17 @@ svg.chart { display: block; margin: 8px 0; }
 """
 
 
+def _head(title: str) -> list[str]:
+    """The document's start, up to its heading: both reports' pages share it."""
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+    ]
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
@@ -53,11 +64,7 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
         else "default window"
     )
     h: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
+        *_head(title),
         f'<p class="note">{len(report.transcripts)} transcripts, {escape(window)}; probes scored at every '
         "compaction from the raw transcript; billed input simulated with prompt caching "
         f"({escape(', '.join(t.name for t in report.prices.values()))}). The charts leave out no compaction "
@@ -143,11 +150,7 @@ def render_canaries_html(report: CanaryReport, *, title: str = "context-compacto
     from context_compactor.eval.canaries import KINDS, POSITIONS
 
     h: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
+        *_head(title),
         f'<p class="note">{len(report.runs)} canary chains of {report.rounds} forced compactions '
         f"({len({r.file for r in report.runs})} conversations), {len(report.instruction_runs)} instruction "
         "chains. A canary survives a round when its exact sentence is in the compacted request; a lost one "

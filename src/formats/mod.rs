@@ -1,18 +1,25 @@
 //! The wire formats' own rules in the core: one module per format for what only that format
-//! has (its pairing, its structure, the validity rules its provider adds). The common reading
-//! of a message is `crate::message`; the binding's readers and writers are
-//! `python/extract/<format>.rs` and `python/render/<format>.rs`.
+//! has (its pairing, its structure, the validity rules its provider adds, and its reader,
+//! written once for both APIs over [`source::Source`]: `gemini/read.rs`). This file decides,
+//! per format, the rules it follows ([`rules`]) and how its messages are read
+//! ([`read_message`], [`read_system`], [`after_read`], [`misfit`]), so that neither reader
+//! (the Rust API's `value/`, the binding's `python/extract/`) names a format. The writers are
+//! `value/write*.rs` and `python/render/<format>.rs`. Chat Completions, Anthropic and Responses
+//! are still read by each reader's own code (`value/read*.rs`, `python/extract/`).
 //!
 //! Adding a format: `docs/formats.md` "Adding a wire format" (and the doc comment on
 //! `crate::message::Format`).
 
 pub mod anthropic_compaction;
 pub mod gemini;
+pub mod loc;
 pub mod responses;
+pub mod source;
 pub mod value;
 
-use crate::message::{Format, Message};
+use crate::message::{Format, Message, Piece};
 use crate::validate::problem::{Problem, Profile};
+use source::{Shapes, Source};
 
 /// A format's own check, run after the rules the message-list formats share:
 /// `push(index, rule, text)` for each problem.
@@ -42,4 +49,58 @@ pub fn rules(format: Format) -> Rules {
         Format::Gemini => Rules::MessageList(Some(gemini::check)),
         Format::Responses => Rules::Items(responses::validate),
     }
+}
+
+/// Read message `index` when a format with a reader of its own (written once, over
+/// [`Source`]) recognises it; `None`: the reader's own message code reads it.
+pub fn read_message<'a, S: Source<'a>>(
+    src: &mut S,
+    obj: &S::Obj,
+    index: usize,
+) -> Result<Option<Message<'a>>, S::Error> {
+    if gemini::read::is_gemini(src, obj) {
+        return gemini::read::message(src, obj, index).map(Some);
+    }
+    Ok(None)
+}
+
+/// Read the separate system prompt of a conversation in `format`.
+pub fn read_system<'a, S: Source<'a>>(
+    src: &mut S,
+    format: Format,
+    v: &S::Node,
+) -> Result<Vec<Piece<'a>>, S::Error> {
+    match format {
+        Format::Gemini => gemini::read::system(src, v),
+        Format::OpenAi | Format::Anthropic | Format::Responses => src.content_system(v),
+    }
+}
+
+/// What a format does once the whole list is read (Gemini pairs the calls and responses that
+/// carry no id).
+pub fn after_read(format: Format, msgs: &mut [Message<'_>]) {
+    match format {
+        Format::Gemini => gemini::pair_ids(msgs),
+        Format::OpenAi | Format::Anthropic | Format::Responses => {}
+    }
+}
+
+/// Why the forced format does not fit the messages read under it (`None`: it fits): Gemini
+/// reads `parts` and the others `content`, so a message of the other shape would be read empty
+/// and the compaction would return a different conversation (`compact --format gemini` on an
+/// OpenAI file did, and grew it). A role the forced format does not have is not a misfit: the
+/// repair rewrites it and lists that in `repairs` (a system message inside an Anthropic list
+/// becomes a user message). The readers then name the detected format.
+pub fn misfit(forced: Format, shapes: Shapes) -> Option<String> {
+    let (dropped, why) = match forced {
+        Format::Gemini => (
+            shapes.other,
+            "Gemini contents are read from `parts`, and these messages have `content`".to_owned(),
+        ),
+        Format::OpenAi | Format::Anthropic | Format::Responses => (
+            shapes.gemini,
+            format!("these messages are Gemini contents (`parts`), and {forced} reads `content`"),
+        ),
+    };
+    dropped.then_some(why)
 }

@@ -11,17 +11,9 @@
 
 use super::draft::Slot;
 use crate::message::BlockKind;
-use crate::summary::tools::{is_edit_tool, is_shell_tool, is_view_only, shell_command};
+use crate::summary::tools::{is_edit_tool, is_shell_tool, is_view_only, shell_command, PATH_KEYS};
 use rustc_hash::FxHashMap;
 
-const PATH_KEYS: &[&str] = &[
-    "file_path",
-    "path",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "file",
-];
 const RANGE_KEYS: &[&str] = &[
     "offset",
     "limit",

@@ -40,19 +40,6 @@ pub fn base64_size(data: &Bound<'_, PyAny>) -> Option<ImageSize> {
     with_ascii(s, base64_image_size)
 }
 
-/// An image of known size from the wire block's fields.
-pub fn sized(
-    size: Option<ImageSize>,
-    detail: Option<&str>,
-    provider: Provider,
-) -> Option<SizedImage> {
-    size.map(|size| SizedImage {
-        size,
-        detail: detail.map_or(Detail::Auto, Detail::parse),
-        provider,
-    })
-}
-
 /// Width and height of an image given as a base64 data URL or bare base64 text, read from its
 /// header (PNG, JPEG, GIF, WebP); ``None`` when it cannot be read.
 #[pyfunction]

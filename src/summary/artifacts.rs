@@ -11,7 +11,7 @@
 //! Just over 600 lines: the trail and the small shell-word reader it needs (redirections,
 //! heredocs, quoting) are one responsibility; the reader would be the next split.
 
-use super::tools::{is_shell_tool, shell_command};
+use super::tools::{is_shell_tool, shell_command, PATH_KEYS};
 
 /// What a call did to a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,14 +59,6 @@ pub struct Trail {
     open_file: Option<String>,
 }
 
-const PATH_KEYS: &[&str] = &[
-    "file_path",
-    "path",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "file",
-];
 /// The separator of operations in a trail line.
 const ARROW: &str = " → ";
 

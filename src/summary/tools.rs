@@ -17,6 +17,17 @@ pub(crate) fn is_shell_tool(name: &str) -> bool {
         || n.starts_with("execute_")
 }
 
+/// The argument keys that name the file a tool call reads or edits (the artifact trail and the
+/// superseded-read pass look for the path under these).
+pub(crate) const PATH_KEYS: &[&str] = &[
+    "file_path",
+    "path",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "file",
+];
+
 /// Whether a tool may change files (`str_replace_editor`, `Write`, `apply_patch`, …).
 pub(crate) fn is_edit_tool(name: &str) -> bool {
     let n = name.to_ascii_lowercase();

@@ -1,16 +1,15 @@
 //! Messages as `serde_json::Value`s: the Rust API's reader (JSON → the core's view) and writer
-//! (the planner's output → JSON), one file per wire format as in the Python binding
-//! (`python/extract/`, `python/render/`), which these mirror field for field.
+//! (the planner's output → JSON), a writer per wire format as in the Python binding (`write/`
+//! mirrors `python/render/` field for field). The readers of Chat Completions, Anthropic and
+//! Responses mirror `python/extract/`; Gemini's is written once for both
+//! (`crate::formats::gemini::read`, over `source.rs`).
 
-mod loc;
 mod read;
 mod read_blocks;
-mod read_gemini;
 mod read_responses;
+mod source;
 mod write;
-mod write_gemini;
-mod write_responses;
 
-pub use loc::ReadError;
+pub use super::loc::ReadError;
 pub use read::{Misfit, ReadOutcome, Reader};
 pub use write::Writer;

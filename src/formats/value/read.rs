@@ -6,9 +6,11 @@
 //! the wrong JSON type is a [`ReadError`] naming the message index and the field path; values
 //! the provider would reject but that are well-typed are left for validation to report. Chat
 //! Completions and Anthropic messages are read here, their content blocks in `read_blocks.rs`,
-//! Responses items in `read_responses.rs` and Gemini contents in `read_gemini.rs`.
+//! Responses items in `read_responses.rs`; Gemini contents by `crate::formats::gemini::read`,
+//! written once for both readers over [`Source`](crate::formats::source::Source) (`source.rs`).
 
-use super::loc::{type_name, Loc, ReadError};
+use crate::formats::loc::{Loc, ReadError};
+use crate::formats::source::Shapes;
 use crate::message::Role;
 use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
 use crate::text::Text;
@@ -18,6 +20,19 @@ use serde_json::{Map, Value};
 pub(super) const MAX_DEPTH: usize = 64;
 
 type Res<T> = Result<T, ReadError>;
+
+/// The Python name of a JSON value's type (the errors read as the Python API's).
+pub(super) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
 
 /// `obj[key]`, `None` when absent or `null` (as the Python reader treats `None`).
 pub(super) fn get<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -34,13 +49,6 @@ pub(super) fn truthy(v: &Value) -> bool {
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
     }
-}
-
-/// The shapes of the messages read under a forced format (see [`Reader::misfit`]).
-#[derive(Clone, Copy, Default)]
-pub(super) struct Shapes {
-    pub(super) gemini: bool,
-    pub(super) other: bool,
 }
 
 /// Builds views of JSON messages.
@@ -75,7 +83,7 @@ impl Reader {
     pub(super) fn text<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<Text<'a>> {
         match v {
             Value::String(s) => Ok(Text::Utf8(s)),
-            other => Err(loc.err(format!("expected str, got {}", type_name(other)))),
+            other => Err(loc.error(format!("expected str, got {}", type_name(other)))),
         }
     }
 
@@ -94,7 +102,7 @@ impl Reader {
     pub(super) fn object<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a Map<String, Value>> {
         match v {
             Value::Object(o) => Ok(o),
-            other => Err(loc.err(format!(
+            other => Err(loc.error(format!(
                 "expected a mapping or an SDK object, got {}",
                 type_name(other)
             ))),
@@ -104,7 +112,7 @@ impl Reader {
     pub(super) fn sequence<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a [Value]> {
         match v {
             Value::Array(a) => Ok(a),
-            other => Err(loc.err(format!("expected a list, got {}", type_name(other)))),
+            other => Err(loc.error(format!("expected a list, got {}", type_name(other)))),
         }
     }
 
@@ -130,16 +138,10 @@ impl Reader {
             }
         }
         let format = format.unwrap_or_else(|| self.hints.detect());
-        match format {
-            Format::Gemini => crate::formats::gemini::pair_ids(&mut msgs),
-            Format::OpenAi | Format::Anthropic | Format::Responses => {}
-        }
+        crate::formats::after_read(format, &mut msgs);
         let mut conv = Conversation::new(format, msgs);
         if let Some(s) = system.filter(|s| !s.is_null()) {
-            conv.system = match format {
-                Format::Gemini => self.gemini_system(s)?,
-                Format::OpenAi | Format::Anthropic | Format::Responses => self.system(s)?,
-            };
+            conv.system = crate::formats::read_system(&mut self, format, &s)?;
         }
         if let Some(t) = tools {
             conv.tools = self.tools(t)?;
@@ -147,24 +149,10 @@ impl Reader {
         Ok(ReadOutcome::Read(conv))
     }
 
-    /// See `python/extract/mod.rs`'s `misfit`: Gemini reads `parts` and the others `content`.
+    /// Why the forced format does not fit the messages ([`crate::formats::misfit`]), with the
+    /// format they are read as without forcing one (read again, on this error path only).
     fn misfit(&self, forced: Format, messages: &[Value]) -> Option<Misfit> {
-        let (dropped, why) = match forced {
-            Format::Gemini => (
-                self.shapes.other,
-                "Gemini contents are read from `parts`, and these messages have `content`"
-                    .to_owned(),
-            ),
-            Format::OpenAi | Format::Anthropic | Format::Responses => (
-                self.shapes.gemini,
-                format!(
-                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
-                ),
-            ),
-        };
-        if !dropped {
-            return None;
-        }
+        let why = crate::formats::misfit(forced, self.shapes)?;
         let detected = match Reader::default().conversation(messages, None, None, None, false) {
             Ok(ReadOutcome::Read(c)) => c.format,
             Ok(ReadOutcome::Misfit(..)) | Err(_) => forced,
@@ -176,8 +164,8 @@ impl Reader {
     pub fn message<'a>(&mut self, v: &'a Value, index: usize) -> Res<Message<'a>> {
         let loc = Loc::root(Some(index), "");
         let obj = self.object(v, &Loc::root(Some(index), "message"))?;
-        if self.is_gemini(obj) {
-            return self.gemini_message(obj, index);
+        if let Some(m) = crate::formats::read_message(self, &obj, index)? {
+            return Ok(m);
         }
         if let Some(Value::String(ty)) = get(obj, "type") {
             if ty != "message" {
@@ -200,7 +188,7 @@ impl Reader {
     fn chat_message<'a>(&mut self, obj: &'a Map<String, Value>, loc: &Loc<'_>) -> Res<Message<'a>> {
         let role = match get(obj, "role") {
             Some(r) => Role::parse(&self.text(r, &loc.child("role"))?.to_utf8()),
-            None => return Err(loc.child("role").err("missing role")),
+            None => return Err(loc.child("role").error("missing role")),
         };
         if matches!(
             role,
@@ -289,7 +277,7 @@ impl Reader {
             Some(f) => ("function", "arguments", f),
             None => match get(obj, "custom") {
                 Some(c) => ("custom", "input", c),
-                None => return Err(loc.child("function").err("missing function")),
+                None => return Err(loc.child("function").error("missing function")),
             },
         };
         let floc = loc.child(fname);
@@ -311,7 +299,7 @@ impl Reader {
         depth: usize,
     ) -> Res<()> {
         if depth > MAX_DEPTH {
-            return Err(loc.err("nested too deeply (or cyclic)"));
+            return Err(loc.error("nested too deeply (or cyclic)"));
         }
         match v {
             Value::String(s) => out.push(Piece::Borrowed(Text::Utf8(s))),
@@ -337,7 +325,7 @@ impl Reader {
     /// the Python reader writes it (numbers as Python's `repr`), for counting.
     pub(super) fn json(&self, v: &Value, out: &mut String, loc: &Loc<'_>, depth: usize) -> Res<()> {
         if depth > MAX_DEPTH {
-            return Err(loc.err("nested too deeply (or cyclic)"));
+            return Err(loc.error("nested too deeply (or cyclic)"));
         }
         match v {
             Value::Null => out.push_str("null"),
@@ -371,7 +359,7 @@ impl Reader {
     }
 
     /// The separate system prompt: a string, or a list of text blocks.
-    fn system<'a>(&mut self, v: &'a Value) -> Res<Vec<Piece<'a>>> {
+    pub(super) fn system<'a>(&mut self, v: &'a Value) -> Res<Vec<Piece<'a>>> {
         let loc = Loc::root(None, "system");
         let mut blocks = Vec::new();
         self.content(v, &mut blocks, &loc)?;

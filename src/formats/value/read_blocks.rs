@@ -2,9 +2,10 @@
 //! string or a list of parts (OpenAI) / blocks (Anthropic), each read by its `type`; a block
 //! without `type`; a tool result's content; image sizes from base64 data.
 
-use super::loc::{type_name, Loc, ReadError};
+use super::read::type_name;
 use super::read::{get, truthy, Reader, MAX_DEPTH};
-use crate::image::{base64_image_size, data_url_size, Detail, Provider, SizedImage};
+use crate::formats::loc::{Loc, ReadError};
+use crate::image::{base64_image_size, data_url_size, sized, Provider, SizedImage};
 use crate::message::{Block, BlockKind, Origin, Piece};
 use serde_json::{Map, Value};
 
@@ -56,7 +57,7 @@ impl Reader {
                 }
                 Ok(())
             }
-            other => Err(loc.err(format!(
+            other => Err(loc.error(format!(
                 "expected str, None or a list of parts, got {}",
                 type_name(other)
             ))),
@@ -221,7 +222,7 @@ impl Reader {
         loc: &Loc<'_>,
     ) -> Res<()> {
         if self.result_depth >= MAX_DEPTH {
-            return Err(loc.err("tool results nested too deeply (or cyclic)"));
+            return Err(loc.error("tool results nested too deeply (or cyclic)"));
         }
         self.result_depth += 1;
         let mut inner = Vec::new();
@@ -242,18 +243,6 @@ fn image_block<'a>(obj: &Map<String, Value>, ty: &str) -> Block<'a> {
     let mut b = Block::new(BlockKind::Image);
     b.image_sizes.extend(image_of(obj, ty));
     b
-}
-
-fn sized(
-    size: Option<crate::image::ImageSize>,
-    detail: Option<&str>,
-    provider: Provider,
-) -> Option<SizedImage> {
-    size.map(|size| SizedImage {
-        size,
-        detail: detail.map_or(Detail::Auto, Detail::parse),
-        provider,
-    })
 }
 
 fn url_size(v: &Value) -> Option<crate::image::ImageSize> {

@@ -2,8 +2,8 @@
 //! which this mirrors, for the design note): calls, outputs, reasoning, compaction and opaque
 //! items, each one view message whose block has `Origin::Item`.
 
-use super::loc::{Loc, ReadError};
 use super::read::{get, Reader};
+use crate::formats::loc::{Loc, ReadError};
 use crate::message::{Block, BlockKind, Message, Origin, Piece, Role};
 use crate::text::Text;
 use serde_json::{Map, Value};

@@ -1,7 +1,7 @@
 //! Reading a field of a message or block: a dict item, a mapping's `get`, or an SDK object's
 //! attribute.
 
-use super::loc::{type_name, Loc};
+use super::loc::{type_name, Loc, LocErr};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

@@ -6,7 +6,7 @@
 //! malformed call or result is read as an unknown block that pairs with nothing.
 
 use super::access::Access;
-use super::loc::{type_name, Loc};
+use super::loc::{type_name, Loc, LocErr};
 use super::Extractor;
 use crate::message::{Block, BlockKind, Origin, Piece};
 use pyo3::intern;

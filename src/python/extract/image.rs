@@ -7,9 +7,9 @@
 use super::access::Access;
 use super::loc::Loc;
 use super::Extractor;
-use crate::image::{Provider, SizedImage};
+use crate::image::{sized, Provider, SizedImage};
 use crate::message::{Block, BlockKind};
-use crate::python::image::{base64_size, sized, url_size};
+use crate::python::image::{base64_size, url_size};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyString;

@@ -1,7 +1,7 @@
 //! Walking Python values: compact JSON of a value (an Anthropic `tool_use.input`, a tool
 //! definition) and every string inside one (a block of unknown type), for counting.
 
-use super::loc::{type_name, Loc, Seg};
+use super::loc::{type_name, Loc, LocErr};
 use super::{Extractor, MAX_DEPTH};
 use crate::message::Piece;
 use crate::text::Text;
@@ -95,11 +95,7 @@ impl<'py> Extractor<'py> {
                 let kt = unsafe { super::super::text::borrow_text(ks)? };
                 json_string(kt, out);
                 out.push(':');
-                let child = Loc {
-                    index: loc.index,
-                    parent: Some(loc),
-                    seg: Seg::KeyText(kt),
-                };
+                let child = loc.child_text(kt);
                 self.json(&item, out, &child, depth + 1)?;
             }
             out.push('}');

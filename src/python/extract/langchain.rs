@@ -21,7 +21,7 @@
 //! (`context_compactor.integrations.langchain`), told by [`Extracted::langchain`].
 
 use super::access::Access;
-use super::loc::{type_name, Loc};
+use super::loc::{type_name, Loc, LocErr};
 use super::Extractor;
 use crate::message::{Block, BlockKind, Message, Origin, Piece, Role};
 use pyo3::intern;

@@ -14,14 +14,15 @@
 //! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
 //! while counting on the pool), `blocks` (message content and each typed block), `parts`
 //! (untyped blocks, tool-result content, the separate system prompt and tools), `responses`
-//! (OpenAI Responses items other than messages), `gemini`, and the framework readers
+//! (OpenAI Responses items other than messages), `source` (this reader as the core's
+//! `Source`, for the readers written once for both APIs: Gemini's is
+//! `crate::formats::gemini::read`), and the framework readers
 //! (`framework`, `langchain`, `pydantic_ai`); this file holds the extractor, the per-message
 //! dispatch between the five readers, and chat messages with their tool calls.
 
 mod access;
 mod blocks;
 mod framework;
-mod gemini;
 mod image;
 mod json;
 mod langchain;
@@ -30,15 +31,17 @@ mod parts;
 mod pipeline;
 mod pydantic_ai;
 mod responses;
+mod source;
 
 use super::text::KeepAlive;
+use crate::formats::source::Shapes;
 use crate::message::{
     Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
 };
 use crate::text::Text;
 use crate::tokens::counter::{Framing, Tokenizer};
 use access::Access;
-use loc::{type_name, Loc};
+use loc::{type_name, Loc, LocErr};
 use pipeline::PIPELINE_MIN_MESSAGES;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -103,13 +106,8 @@ pub struct Extractor<'py> {
     shapes: Shapes,
     /// Refuse a forced format that does not fit the messages ([`Extractor::misfit`]).
     refuse_misfit: bool,
-}
-
-/// The shapes of the messages read under a forced format (see `gemini.rs`'s `is_gemini`).
-#[derive(Clone, Copy, Default)]
-struct Shapes {
-    gemini: bool,
-    other: bool,
+    /// Keys interned for the generic readers (`source.rs`).
+    keys: Vec<(&'static str, Py<PyString>)>,
 }
 
 impl<'py> Extractor<'py> {
@@ -126,6 +124,7 @@ impl<'py> Extractor<'py> {
             format: None,
             shapes: Shapes::default(),
             refuse_misfit: false,
+            keys: Vec::new(),
         }
     }
 
@@ -137,34 +136,17 @@ impl<'py> Extractor<'py> {
         self
     }
 
-    /// Why the forced `format` does not fit the messages read (`None`: it fits): Gemini reads
-    /// `parts` and the others `content`, so a message of the other shape would be read empty
-    /// and the compaction would return a different conversation (`compact --format gemini` on
-    /// an OpenAI file did, and grew it). A role the forced format does not have is not a
-    /// misfit: the repair rewrites it and lists that in `repairs` (a system message inside an
-    /// Anthropic list becomes a user message). The detected format is the one the same
-    /// messages are read as without `format=` (read again, on this error path only).
+    /// Why the forced `format` does not fit the messages read ([`crate::formats::misfit`]),
+    /// with the format they are read as without `format=` (read again, on this error path
+    /// only).
     fn misfit(
         &self,
         forced: Format,
         messages: &Bound<'py, PyAny>,
     ) -> PyResult<Option<(Format, String)>> {
-        let (dropped, why) = match forced {
-            Format::Gemini => (
-                self.shapes.other,
-                "Gemini contents are read from `parts`, and these messages have `content`"
-                    .to_owned(),
-            ),
-            Format::OpenAi | Format::Anthropic | Format::Responses => (
-                self.shapes.gemini,
-                format!(
-                    "these messages are Gemini contents (`parts`), and {forced} reads `content`"
-                ),
-            ),
-        };
-        if !dropped {
+        let Some(why) = crate::formats::misfit(forced, self.shapes) else {
             return Ok(None);
-        }
+        };
         let detected = Extractor::new(self.py)
             .conversation(messages, None, None, None)
             .map(|e| e.conv.format)
@@ -253,10 +235,7 @@ impl<'py> Extractor<'py> {
         counts: Option<Vec<usize>>,
     ) -> PyResult<Extracted> {
         if let Some(s) = system.filter(|s| !s.is_none()) {
-            conv.system = match conv.format {
-                Format::Gemini => self.gemini_system(s)?,
-                Format::OpenAi | Format::Anthropic | Format::Responses => self.system(s)?,
-            };
+            conv.system = crate::formats::read_system(&mut self, conv.format, s)?;
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
             conv.tools = self.tools(t)?;
@@ -283,8 +262,12 @@ impl<'py> Extractor<'py> {
         }
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
         let object = matches!(acc, Access::Attrs(_));
-        if self.is_gemini(obj, &acc) {
-            return self.gemini_message(obj, &acc, index);
+        let pobj = source::PyObj::new(obj, &acc);
+        if let Some(mut m) = crate::formats::read_message(self, &pobj, index)? {
+            if self.fingerprints {
+                m.fingerprint = super::fingerprint::fingerprint(obj);
+            }
+            return Ok(m);
         }
         // A typed item other than `message` is a Responses item (DESIGN, detection). A `type`
         // that cannot be read or is not a str is left to the message reader (which names `role`).
@@ -497,10 +480,7 @@ impl<'py> Extractor<'py> {
         }
         let format = format.unwrap_or_else(|| self.hints.detect());
         let mut msgs = msgs;
-        match format {
-            Format::Gemini => crate::formats::gemini::pair_ids(&mut msgs),
-            Format::OpenAi | Format::Anthropic | Format::Responses => {}
-        }
+        crate::formats::after_read(format, &mut msgs);
         self.finish(Conversation::new(format, msgs), system, tools, counts)
     }
 }

@@ -2,7 +2,7 @@
 //! `type`, a tool result's content, and the request's separate system prompt and tools.
 
 use super::access::Access;
-use super::loc::Loc;
+use super::loc::{Loc, LocErr};
 use super::{Extractor, MAX_DEPTH};
 use crate::message::{Block, BlockKind, Piece};
 use pyo3::intern;

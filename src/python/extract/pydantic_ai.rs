@@ -20,7 +20,7 @@
 //! `describe.rs`, as pydantic-ai's own dataclasses.
 
 use super::access::Access;
-use super::loc::{type_name, Loc};
+use super::loc::{type_name, Loc, LocErr};
 use super::Extractor;
 use crate::message::{Block, BlockKind, Message, Origin, Piece, Role};
 use pyo3::intern;

@@ -3,7 +3,7 @@
 //! an edited part has only its text, `args` or `response` replaced (its `thought_signature`
 //! goes back as it came); new contents are built. Synthetic ids are never written.
 
-use super::write::{args_object, as_map, field, Writer};
+use super::{args_object, as_map, field, Writer};
 use crate::formats::gemini::{gemini_role, is_synthetic};
 use crate::message::BlockKind;
 use crate::planner::{OutBlock, OutMsg};

@@ -5,9 +5,12 @@
 //! `Keep` messages are not written here: the caller moves the input value itself into the
 //! output. `Rebuild` copies the input message and replaces only its content and calls (its
 //! other fields, `name`, `cache_control`, stay); `New` messages are built. Chat Completions and
-//! Anthropic messages are written here, Responses items in `write_responses.rs`, Gemini
-//! contents in `write_gemini.rs`. Writing never fails: a block the view names but the value
+//! Anthropic messages are written here, Responses items in `responses.rs`, Gemini
+//! contents in `gemini.rs`. Writing never fails: a block the view names but the value
 //! lacks (impossible for a view read from these values) is written as an empty text.
+
+mod gemini;
+mod responses;
 
 use crate::message::{BlockKind, Conversation, Format, Origin, Role};
 use crate::planner::{OutBlock, OutMsg};

@@ -1,10 +1,13 @@
-//! Where a value sits in the caller's messages, for [`ReadError`]s: the message index (none for
-//! the system prompt and the tools) and the field path (`content[2].text`).
+//! Where a value sits in the caller's messages, for the readers' errors: the message index (none
+//! for the system prompt and the tools) and the field path (`content[2].text`). One type for
+//! both readers: the Rust API's ([`ReadError`]) and the binding's (`python/extract/loc.rs`
+//! turns a `Loc` into a `MessageTypeError`).
 //!
-//! A chain of borrowed segments, written out only when an error is built (as the Python
-//! boundary's `Loc`): reading a message makes one per field and part.
+//! A chain of borrowed segments, written out only when an error is built: reading a message
+//! makes one per field and part, and formatting each path up front cost an allocation per field
+//! on every call.
 
-use serde_json::Value;
+use crate::text::Text;
 use std::fmt::Write as _;
 
 /// Why a message could not be read: the value at `field` of message `index` has the wrong JSON
@@ -30,22 +33,29 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
+/// Where a value sits: the message index (none for the system prompt and the tools) and the
+/// path to it.
 #[derive(Clone, Copy)]
-pub(super) struct Loc<'a> {
-    pub(super) index: Option<usize>,
+pub struct Loc<'a> {
+    /// Index of the message (`None`: the system prompt, the tools or the list itself).
+    pub index: Option<usize>,
     parent: Option<&'a Loc<'a>>,
     seg: Seg<'a>,
 }
 
 #[derive(Clone, Copy)]
 enum Seg<'a> {
+    /// The start of a path (`""` for a message itself).
     Root(&'a str),
     Key(&'a str),
+    /// A key as the caller's string (a JSON object key), converted only for the message.
+    KeyText(Text<'a>),
     Item(usize),
 }
 
 impl<'a> Loc<'a> {
-    pub(super) fn root(index: Option<usize>, path: &'a str) -> Self {
+    /// The start of a path: message `index` (or none), at `path` (`""`: the message itself).
+    pub fn root(index: Option<usize>, path: &'a str) -> Self {
         Loc {
             index,
             parent: None,
@@ -53,7 +63,8 @@ impl<'a> Loc<'a> {
         }
     }
 
-    pub(super) fn child<'b>(&'b self, key: &'b str) -> Loc<'b> {
+    /// The field `key` of this value.
+    pub fn child<'b>(&'b self, key: &'b str) -> Loc<'b> {
         Loc {
             index: self.index,
             parent: Some(self),
@@ -61,7 +72,17 @@ impl<'a> Loc<'a> {
         }
     }
 
-    pub(super) fn item(&self, k: usize) -> Loc<'_> {
+    /// The field `key` of this value, `key` as the caller's string.
+    pub fn child_text<'b>(&'b self, key: Text<'b>) -> Loc<'b> {
+        Loc {
+            index: self.index,
+            parent: Some(self),
+            seg: Seg::KeyText(key),
+        }
+    }
+
+    /// Item `k` of this list.
+    pub fn item(&self, k: usize) -> Loc<'_> {
         Loc {
             index: self.index,
             parent: Some(self),
@@ -69,7 +90,8 @@ impl<'a> Loc<'a> {
         }
     }
 
-    fn path(&self) -> String {
+    /// The path written out (`content[2].text`).
+    pub fn path(&self) -> String {
         let mut path = self.parent.map(Loc::path).unwrap_or_default();
         match self.seg {
             Seg::Root(r) => path.push_str(r),
@@ -79,6 +101,12 @@ impl<'a> Loc<'a> {
                 }
                 path.push_str(k);
             }
+            Seg::KeyText(t) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&t.to_utf8());
+            }
             Seg::Item(k) => {
                 let _ = write!(path, "[{k}]");
             }
@@ -86,24 +114,12 @@ impl<'a> Loc<'a> {
         path
     }
 
-    pub(super) fn err(&self, what: impl Into<String>) -> ReadError {
+    /// A [`ReadError`] here.
+    pub fn error(&self, what: impl Into<String>) -> ReadError {
         ReadError {
             index: self.index,
             field: self.path(),
             reason: what.into(),
         }
-    }
-}
-
-/// The Python name of a JSON value's type (the errors read as the Python API's).
-pub(super) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
     }
 }

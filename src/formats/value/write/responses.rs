@@ -1,7 +1,7 @@
 //! The Responses writer (see `python/render/responses.rs`, which this mirrors): a new text part,
 //! an edited call or output item, a synthetic output, a new `message` item.
 
-use super::write::{as_map, field, text_part, Writer};
+use super::{as_map, field, text_part, Writer};
 use crate::message::{BlockKind, Role};
 use crate::planner::OutBlock;
 use serde_json::{Map, Value};

@@ -20,6 +20,8 @@
 //! function response turn comes immediately after a function call turn", "... the number of
 //! function response parts is equal to the number of function call parts").
 
+pub mod read;
+
 use crate::message::{BlockKind, Message, Role};
 use std::collections::HashMap;
 
