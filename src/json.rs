@@ -14,6 +14,42 @@ use crate::text::Text;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// A float as Python's `repr` writes it (shortest round-trip digits; exponent form below 1e-4
+/// and from 1e16), and `json.dumps` too for a finite one (a `serde_json::Number` always is): the
+/// config's messages and the Rust API's reader of JSON numbers share it.
+pub(crate) fn py_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    // `{:e}` gives the shortest digits that round-trip, as Python's repr does.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let body = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat((-point) as usize))
+        } else if point as usize >= digits.len() {
+            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
+        } else {
+            let (a, b) = digits.split_at(point as usize);
+            format!("{a}.{b}")
+        };
+        format!("{sign}{body}")
+    } else {
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{mantissa}e{esign}{:02}", exp.abs())
+    }
+}
+
 /// A string literal inside a JSON text: byte range including the quotes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct JsonStr {

@@ -11,6 +11,7 @@
 
 use crate::formats::loc::{Loc, ReadError};
 use crate::formats::source::Shapes;
+use crate::json::py_float_repr;
 use crate::message::Role;
 use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
 use crate::text::Text;
@@ -393,61 +394,9 @@ pub(super) fn push_number(n: &serde_json::Number, out: &mut String) {
     out.push_str(&py_float_repr(f));
 }
 
-/// Python's `repr(float)`.
-pub(super) fn py_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    // Rust's `{:e}` writes the shortest round-tripping digits, as Python's repr does.
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if (-4..16).contains(&exp) {
-        // Fixed notation with at least one digit after the point.
-        let point = exp + 1;
-        let mut s = String::from(sign);
-        if point <= 0 {
-            s.push_str("0.");
-            s.extend(std::iter::repeat_n('0', point.unsigned_abs() as usize));
-            s.push_str(&digits);
-        } else {
-            let p = point as usize;
-            if digits.len() <= p {
-                s.push_str(&digits);
-                s.extend(std::iter::repeat_n('0', p - digits.len()));
-                s.push_str(".0");
-            } else {
-                s.push_str(&digits[..p]);
-                s.push('.');
-                s.push_str(&digits[p..]);
-            }
-        }
-        s
-    } else {
-        let mut s = String::from(sign);
-        s.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            s.push('.');
-            s.push_str(&digits[1..]);
-        }
-        s.push('e');
-        s.push(if exp < 0 { '-' } else { '+' });
-        s.push_str(&format!("{:02}", exp.abs()));
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::py_float_repr;
+    use crate::json::py_float_repr;
 
     #[test]
     fn floats_as_python_writes_them() {
