@@ -104,16 +104,21 @@ fn cut_with_facts(
         if more {
             continue;
         }
-        if list.is_empty() {
-            return Some(cut);
-        }
-        let at = cut_marker_end(&cut)?;
-        let mut out = String::with_capacity(cut.len() + list.len());
-        out.push_str(&cut[..at]);
-        out.push_str(&list);
-        out.push_str(&cut[at..]);
-        return Some(out);
+        return with_list(cut, &list);
     }
+}
+
+/// `cut` with `list` (the cut part's instructions) right after its cut marker.
+fn with_list(cut: String, list: &str) -> Option<String> {
+    if list.is_empty() {
+        return Some(cut);
+    }
+    let at = cut_marker_end(&cut)?;
+    let mut out = String::with_capacity(cut.len() + list.len());
+    out.push_str(&cut[..at]);
+    out.push_str(list);
+    out.push_str(&cut[at..]);
+    Some(out)
 }
 
 /// A task's text with its instructions and must-keep facts found once, for the several cuts
@@ -204,15 +209,7 @@ impl<'t> TaskText<'t> {
                 lost.extend(more);
                 continue;
             }
-            if list.is_empty() {
-                return Some(cut);
-            }
-            let at = cut_marker_end(&cut)?;
-            let mut out = String::with_capacity(cut.len() + list.len());
-            out.push_str(&cut[..at]);
-            out.push_str(&list);
-            out.push_str(&cut[at..]);
-            return Some(out);
+            return with_list(cut, &list);
         }
     }
 }
