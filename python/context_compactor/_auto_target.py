@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from context_compactor import _core
+
 __all__ = ["AUTO_FALLBACK", "AUTO_MAX", "AUTO_MIN", "AutoTarget", "choose_target", "cycle_cost", "ledger_tokens"]
 
 AUTO_MIN = 0.2
@@ -131,8 +133,6 @@ def choose_target(
 #: facts its narrative lacks), over the ledger the context already carries and the user's words
 #: of the span it replaces.
 LEDGER_SLACK_TOKENS = 256
-_SENTINEL = "[context-compactor ledger v1]"
-_SUMMARY = "[context-compactor summary]"
 _TEXT_TYPES = ("text", "input_text")
 
 
@@ -174,8 +174,8 @@ def ledger_tokens(messages: Sequence[Any], head: int, tail_start: int, count: Ca
     ledger = 0
     for m in messages[head : head + 4]:
         for text in _strings(m if isinstance(m, (dict, list, tuple, str)) else getattr(m, "__dict__", {})):
-            at = text.rfind(_SENTINEL)
+            at = text.rfind(_core.LEDGER_SENTINEL)
             if at >= 0:
                 ledger = max(ledger, count(text[at:]))
-    words = sum(count(t) for m in messages[head:tail_start] if (t := _user_text(m)) and _SUMMARY not in t)
+    words = sum(count(t) for m in messages[head:tail_start] if (t := _user_text(m)) and _core.SUMMARY_MARKER not in t)
     return ledger + words + LEDGER_SLACK_TOKENS

@@ -69,6 +69,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from context_compactor import _core
 from context_compactor import telemetry as _otel
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._summarize import Cancelled, Deadline, call_async, call_sync, check_reply
@@ -81,17 +82,13 @@ __all__ = ["Job", "with_previous"]
 clock = time.monotonic
 
 
-_MARKER = "[context-compactor summary]"
-_SENTINEL = "[context-compactor ledger v1]"
-
-
 def _narrative(summary: str) -> str:
     """A summary message's narrative: without its marker line and its ledger."""
     lines = summary.strip().splitlines()
-    if lines and lines[0].startswith(_MARKER):
+    if lines and lines[0].startswith(_core.SUMMARY_MARKER):
         lines = lines[1:]
-    if _SENTINEL in lines:
-        lines = lines[: lines.index(_SENTINEL)]
+    if _core.LEDGER_SENTINEL in lines:
+        lines = lines[: lines.index(_core.LEDGER_SENTINEL)]
     return "\n".join(lines)
 
 

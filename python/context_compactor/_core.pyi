@@ -11,6 +11,9 @@ order the core lists them; the shell's format checks read it."""
 SUMMARY_MARKER: Final[str]
 """The first line of every summary message a compaction writes (``"[context-compactor summary]"``):
 a message whose text starts with it is an earlier summary, updated by the next compaction."""
+LEDGER_SENTINEL: Final[str]
+"""The line that starts the ledger in a summary message (``"[context-compactor ledger v1]"``):
+the narrative is what comes before it."""
 
 PROFILES: Final[tuple[str, ...]]
 """The validity profiles' names: the formats' (``FORMATS``), then ``"strict"`` and

@@ -31,7 +31,7 @@ from context_compactor.results import CompactResult, RecordEntry, SummaryRespons
 
 __all__ = ["place_items", "span_of"]
 
-_SENTINEL = "[context-compactor ledger v1]"
+_SENTINEL = _core.LEDGER_SENTINEL
 
 
 def _ours(message: Any) -> bool:

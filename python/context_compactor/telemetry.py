@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from context_compactor import _core
 from context_compactor.results import CompactResult
 from context_compactor.tokens import TokenCounter
 
@@ -99,7 +100,7 @@ if AVAILABLE:
 
 # -- the ledger -------------------------------------------------------------------------------------
 
-_SENTINEL = "[context-compactor ledger v1]"
+_SENTINEL = _core.LEDGER_SENTINEL
 _SECTIONS = {
     "The user's words (verbatim, oldest first):": "user_words",
     "用户的原话（逐字，按时间顺序）：": "user_words",

@@ -27,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The one copy Python sees (the package re-exports it; tests import it).
     m.add("SUMMARY_MARKER", crate::planner::SUMMARY_MARKER)?;
+    m.add("LEDGER_SENTINEL", crate::summary::ledger::SENTINEL)?;
     // The formats' names, for the shell's checks (`io.py`, the CLI's `--format`).
     let formats: Vec<&str> = crate::message::Format::ALL
         .iter()
