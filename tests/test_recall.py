@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,14 @@ REF = re.compile(r'recall\(\\?"([0-9a-f]{12})\\?"\)')
 
 def read_all(recall: Recall, id: str) -> str:
     """The original under ``id``, read page after page through the handler."""
+    return _pages(id, lambda start: recall(id, start=start))
+
+
+def _pages(id: str, page_at: Callable[[int], str]) -> str:
+    """Every page from ``page_at(start)``, each header naming where the next one starts."""
     out, start = [], 0
     for _ in range(10_000):
-        page = recall(id, start=start)
+        page = page_at(start)
         head, _, body = page.partition("\n")
         assert head.startswith(f"[recall {id}: characters {start}-"), head
         out.append(body)
@@ -88,18 +94,9 @@ def load(fmt: str, path: Path) -> tuple[list[Any], Any]:
 def read_through_tool(recall: Recall, id: str) -> str:
     """The original under ``id`` as a model reads it: calls to the MCP-prefixed tool name with JSON
     arguments, page after page, each page's header naming where the next one starts."""
-    out, start = [], 0
-    for _ in range(10_000):
-        page = recall.call("mcp__context-compactor__recall", json.dumps({"id": id, "start": start}))
-        head, _, body = page.partition("\n")
-        assert head.startswith(f"[recall {id}: characters {start}-"), head
-        out.append(body)
-        m = re.search(r"start=(\d+)\)\]$", head)
-        if m is None:
-            assert head.endswith("(end)]"), head
-            return "".join(out)
-        start = int(m.group(1))
-    raise AssertionError("no end")
+    return _pages(
+        id, lambda start: recall.call("mcp__context-compactor__recall", json.dumps({"id": id, "start": start}))
+    )
 
 
 def arguments(value: Any) -> list[Any]:
