@@ -1,11 +1,13 @@
 //! The wire formats' own rules in the core: one module per format for what only that format
 //! has (its pairing, its structure, the validity rules its provider adds, and its reader,
-//! written once for both APIs over [`source::Source`]: `gemini/read.rs`). This file decides,
+//! written once for both APIs over [`source::Source`]: `gemini/read.rs`, `openai/read.rs`). This file decides,
 //! per format, the rules it follows ([`rules`]) and how its messages are read
 //! ([`read_message`], [`read_system`], [`after_read`], [`misfit`]), so that neither reader
 //! (the Rust API's `value/`, the binding's `python/extract/`) names a format. The writers are
-//! `value/write*.rs` and `python/render/<format>.rs`. Chat Completions, Anthropic and Responses
-//! are still read by each reader's own code (`value/read*.rs`, `python/extract/`).
+//! `value/write*.rs` and `python/render/<format>.rs`. Messages with a role (Chat Completions,
+//! and Anthropic's and Responses' messages around their content) are read by `openai/read.rs`;
+//! content blocks and Responses items other than messages are still read by each reader's own
+//! code (`value/read*.rs`, `python/extract/`).
 //!
 //! Adding a format: `docs/formats.md` "Adding a wire format" (and the doc comment on
 //! `crate::message::Format`).
@@ -13,6 +15,7 @@
 pub mod anthropic_compaction;
 pub mod gemini;
 pub mod loc;
+pub mod openai;
 pub mod responses;
 pub mod source;
 pub mod value;

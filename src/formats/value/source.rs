@@ -1,10 +1,10 @@
 //! The Rust API's reader as a [`Source`]: JSON values, for the readers written once for both
-//! APIs (`formats/gemini/read.rs`, dispatched from `crate::formats`).
+//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, dispatched from `crate::formats`).
 
 use super::read::{truthy, type_name, Reader};
 use crate::formats::loc::{Loc, ReadError};
 use crate::formats::source::{Shapes, Source};
-use crate::message::{Format, FormatHints, Piece};
+use crate::message::{Block, Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use serde_json::{Map, Value};
 
@@ -100,6 +100,43 @@ impl<'a> Source<'a> for Reader {
     fn content_system(&mut self, v: &&'a Value) -> Result<Vec<Piece<'a>>, ReadError> {
         Reader::system(self, v)
     }
+
+    fn content(
+        &mut self,
+        v: &&'a Value,
+        blocks: &mut Vec<Block<'a>>,
+        loc: &Loc<'_>,
+    ) -> Result<(), ReadError> {
+        Reader::content(self, v, blocks, loc)
+    }
+
+    fn result_content(
+        &mut self,
+        v: &&'a Value,
+        b: &mut Block<'a>,
+        loc: &Loc<'_>,
+    ) -> Result<(), ReadError> {
+        Reader::result_content(self, v, b, loc)
+    }
+
+    fn len_is_zero(&mut self, v: &&'a Value) -> bool {
+        match v {
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        }
+    }
+
+    fn roleless(
+        &mut self,
+        _obj: &Self::Obj,
+        _index: usize,
+    ) -> Result<Option<Message<'a>>, ReadError> {
+        Ok(None)
+    }
+
+    fn read_done(&mut self, _obj: &Self::Obj, _m: &mut Message<'a>) {}
 
     fn strings(
         &mut self,

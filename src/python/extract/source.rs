@@ -1,11 +1,12 @@
 //! The binding's reader as a [`Source`]: Python objects (dicts, other mappings, SDK objects
-//! read by attribute), for the readers written once for both APIs (`formats/gemini/read.rs`).
+//! read by attribute), for the readers written once for both APIs (`formats/gemini/read.rs`,
+//! `formats/openai/read.rs`).
 
 use super::access::Access;
 use super::loc::{type_name, Loc, LocErr};
 use super::Extractor;
 use crate::formats::source::{Shapes, Source};
-use crate::message::{Format, FormatHints, Piece};
+use crate::message::{Block, Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -179,6 +180,41 @@ impl<'py> Source<'static> for Extractor<'py> {
 
     fn content_system(&mut self, v: &Self::Node) -> PyResult<Vec<Piece<'static>>> {
         Extractor::system(self, v)
+    }
+
+    fn content(
+        &mut self,
+        v: &Self::Node,
+        blocks: &mut Vec<Block<'static>>,
+        loc: &Loc<'_>,
+    ) -> PyResult<()> {
+        Extractor::content(self, v, blocks, loc)
+    }
+
+    fn result_content(
+        &mut self,
+        v: &Self::Node,
+        b: &mut Block<'static>,
+        loc: &Loc<'_>,
+    ) -> PyResult<()> {
+        Extractor::result_content(self, v, b, loc)
+    }
+
+    fn len_is_zero(&mut self, v: &Self::Node) -> bool {
+        v.len().is_ok_and(|n| n == 0)
+    }
+
+    fn roleless(&mut self, obj: &PyObj<'py>, index: usize) -> PyResult<Option<Message<'static>>> {
+        if obj.how != How::Attrs {
+            return Ok(None);
+        }
+        self.framework_message(&obj.obj, index, false)
+    }
+
+    fn read_done(&mut self, obj: &PyObj<'py>, m: &mut Message<'static>) {
+        if self.fingerprints {
+            m.fingerprint = super::super::fingerprint::fingerprint(&obj.obj);
+        }
     }
 
     fn strings(
