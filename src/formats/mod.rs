@@ -5,14 +5,15 @@
 //! ([`read_message`], [`read_system`], [`after_read`], [`misfit`]), so that neither reader
 //! (the Rust API's `value/`, the binding's `python/extract/`) names a format. The writers are
 //! `value/write*.rs` and `python/render/<format>.rs`. Messages with a role (Chat Completions,
-//! and Anthropic's and Responses' messages around their content) are read by `openai/read.rs`;
-//! content blocks and Responses items other than messages are still read by each reader's own
-//! code (`value/read*.rs`, `python/extract/`).
+//! Anthropic, a Responses `message` item) are read by `openai/read.rs`, their content (parts
+//! and blocks) by `blocks.rs`; Responses items other than messages are still read by each
+//! reader's own code (`value/read_responses.rs`, `python/extract/responses.rs`).
 //!
 //! Adding a format: `docs/formats.md` "Adding a wire format" (and the doc comment on
 //! `crate::message::Format`).
 
 pub mod anthropic_compaction;
+pub mod blocks;
 pub mod gemini;
 pub mod loc;
 pub mod openai;
@@ -75,7 +76,7 @@ pub fn read_system<'a, S: Source<'a>>(
 ) -> Result<Vec<Piece<'a>>, S::Error> {
     match format {
         Format::Gemini => gemini::read::system(src, v),
-        Format::OpenAi | Format::Anthropic | Format::Responses => src.content_system(v),
+        Format::OpenAi | Format::Anthropic | Format::Responses => blocks::system(src, v),
     }
 }
 

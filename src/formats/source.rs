@@ -10,10 +10,12 @@
 //! Each method is one question the format readers ask (a field, a string, a list, the kind of
 //! object); the errors are built by the source ([`Source::error`]) from the shared [`Loc`], so
 //! both APIs name the same message index and field path. Formats read this way:
-//! `formats/gemini/read.rs`, `formats/openai/read.rs` (every message with a role).
+//! `formats/gemini/read.rs`, `formats/openai/read.rs` (every message with a role) and
+//! `formats/blocks.rs` (its content).
 
 use super::loc::Loc;
-use crate::message::{Block, Format, FormatHints, Message, Piece};
+use crate::image::ImageSize;
+use crate::message::{Format, FormatHints, Message, Piece};
 use crate::text::Text;
 
 /// The shapes of the messages read under a forced format: whether some had a Gemini
@@ -81,24 +83,13 @@ pub trait Source<'a> {
     fn plain(&mut self, v: Self::Node) -> Result<Self::Node, Self::Error>;
     /// `v` as compact JSON (numbers as Python's `repr`), appended to `out`, for counting.
     fn json(&mut self, v: &Self::Node, out: &mut String, loc: &Loc<'_>) -> Result<(), Self::Error>;
-    /// The separate system prompt of a message-list format (a string or content blocks), read
-    /// by the source's own content reader.
-    fn content_system(&mut self, v: &Self::Node) -> Result<Vec<Piece<'a>>, Self::Error>;
-    /// A message's content (a string, or a list of parts or blocks), read by the source's own
-    /// content reader into `blocks`.
-    fn content(
-        &mut self,
-        v: &Self::Node,
-        blocks: &mut Vec<Block<'a>>,
-        loc: &Loc<'_>,
-    ) -> Result<(), Self::Error>;
-    /// A tool result's content, read by the source's own content reader into `b`.
-    fn result_content(
-        &mut self,
-        v: &Self::Node,
-        b: &mut Block<'a>,
-        loc: &Loc<'_>,
-    ) -> Result<(), Self::Error>;
+    /// The tool results being read inside one another (`formats/blocks.rs` bounds it).
+    fn result_depth(&mut self) -> &mut usize;
+    /// The size of an image given as a base64 data URL string `v`, read from its header in
+    /// place; `None` when it is not one or cannot be read.
+    fn data_url_size(&mut self, v: &Self::Node) -> Option<ImageSize>;
+    /// The size of an image given as bare base64 text `v` (Anthropic's `source.data`).
+    fn base64_size(&mut self, v: &Self::Node) -> Option<ImageSize>;
     /// Whether `v` has a length of zero (Python's `len(v) == 0`; `false` when it has none).
     fn len_is_zero(&mut self, v: &Self::Node) -> bool;
     /// A message without a role that the source reads another way (the binding's framework

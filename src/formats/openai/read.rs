@@ -4,7 +4,7 @@
 //!
 //! Design note: this reads every message that has a `role` — Chat Completions, Anthropic and a
 //! Responses `message` item — which differ only in their content (a string or a list of parts
-//! or blocks, read by the source's content reader, [`Source::content`]). What only Chat
+//! or blocks, read by `crate::formats::blocks`). What only Chat
 //! Completions has is read here: `tool` / `function` messages (one tool result), an assistant's
 //! `refusal`, `tool_calls` (`function` calls carry `arguments`, `custom` ones `input`) and the
 //! legacy `function_call`. Calls are read on every role so that validation can report
@@ -13,6 +13,7 @@
 //! `input_*` / `output_*` parts gives the Responses hint, kept on the message alone
 //! (`Message::responses`).
 
+use crate::formats::blocks;
 use crate::formats::loc::Loc;
 use crate::formats::source::{list, opt_string, text, Source};
 use crate::message::{Block, BlockKind, Message, Origin, Piece, Role};
@@ -70,13 +71,13 @@ fn chat_message<'a, S: Source<'a>>(
                 b.name = opt_string(src, obj, "name", &loc)?;
             }
             if let Some(c) = &content {
-                src.result_content(c, &mut b, &loc.child("content"))?;
+                blocks::result_content(src, c, &mut b, &loc.child("content"))?;
             }
             blocks.push(b);
         }
         _ => {
             if let Some(c) = &content {
-                src.content(c, &mut blocks, &loc.child("content"))?;
+                blocks::content(src, c, &mut blocks, &loc.child("content"))?;
             }
         }
     }

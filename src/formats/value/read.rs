@@ -5,9 +5,9 @@
 //! Strings are borrowed from the values, never copied; nothing is written to them. A value of
 //! the wrong JSON type is a [`ReadError`] naming the message index and the field path; values
 //! the provider would reject but that are well-typed are left for validation to report.
-//! Content blocks are read in `read_blocks.rs`, Responses items in `read_responses.rs`;
-//! messages with a role by `crate::formats::openai::read` and Gemini contents by
-//! `crate::formats::gemini::read`, written once for both readers over
+//! Responses items are read in `read_responses.rs`; messages with a role by
+//! `crate::formats::openai::read`, their content by `crate::formats::blocks` and Gemini contents
+//! by `crate::formats::gemini::read`, written once for both readers over
 //! [`Source`](crate::formats::source::Source) (`source.rs`).
 
 use crate::formats::loc::{Loc, ReadError};
@@ -145,7 +145,8 @@ impl Reader {
             conv.system = crate::formats::read_system(&mut self, format, &s)?;
         }
         if let Some(t) = tools {
-            conv.tools = self.tools(t)?;
+            let items: Vec<&Value> = t.iter().collect();
+            conv.tools = crate::formats::blocks::tools(&mut self, &items)?;
         }
         Ok(ReadOutcome::Read(conv))
     }
@@ -245,26 +246,6 @@ impl Reader {
             }
         }
         Ok(())
-    }
-
-    /// The separate system prompt: a string, or a list of text blocks.
-    pub(super) fn system<'a>(&mut self, v: &'a Value) -> Res<Vec<Piece<'a>>> {
-        let loc = Loc::root(None, "system");
-        let mut blocks = Vec::new();
-        self.content(v, &mut blocks, &loc)?;
-        Ok(blocks.into_iter().flat_map(|b| b.texts).collect())
-    }
-
-    /// Tool definitions, each as compact JSON.
-    fn tools<'a>(&self, v: &'a [Value]) -> Res<Vec<Piece<'a>>> {
-        let loc = Loc::root(None, "tools");
-        let mut out = Vec::with_capacity(v.len());
-        for (k, t) in v.iter().enumerate() {
-            let mut json = String::new();
-            self.json(t, &mut json, &loc.item(k), 0)?;
-            out.push(Piece::Owned(json));
-        }
-        Ok(out)
     }
 }
 

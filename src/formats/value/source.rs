@@ -1,10 +1,11 @@
 //! The Rust API's reader as a [`Source`]: JSON values, for the readers written once for both
-//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, dispatched from `crate::formats`).
+//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, `formats/blocks.rs`, dispatched from `crate::formats`).
 
 use super::read::{truthy, type_name, Reader};
 use crate::formats::loc::{Loc, ReadError};
 use crate::formats::source::{Shapes, Source};
-use crate::message::{Block, Format, FormatHints, Message, Piece};
+use crate::image::{base64_image_size, data_url_size, ImageSize};
+use crate::message::{Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use serde_json::{Map, Value};
 
@@ -97,26 +98,16 @@ impl<'a> Source<'a> for Reader {
         Reader::json(self, v, out, loc, 0)
     }
 
-    fn content_system(&mut self, v: &&'a Value) -> Result<Vec<Piece<'a>>, ReadError> {
-        Reader::system(self, v)
+    fn result_depth(&mut self) -> &mut usize {
+        &mut self.result_depth
     }
 
-    fn content(
-        &mut self,
-        v: &&'a Value,
-        blocks: &mut Vec<Block<'a>>,
-        loc: &Loc<'_>,
-    ) -> Result<(), ReadError> {
-        Reader::content(self, v, blocks, loc)
+    fn data_url_size(&mut self, v: &&'a Value) -> Option<ImageSize> {
+        data_url_size(v.as_str()?.as_bytes())
     }
 
-    fn result_content(
-        &mut self,
-        v: &&'a Value,
-        b: &mut Block<'a>,
-        loc: &Loc<'_>,
-    ) -> Result<(), ReadError> {
-        Reader::result_content(self, v, b, loc)
+    fn base64_size(&mut self, v: &&'a Value) -> Option<ImageSize> {
+        base64_image_size(v.as_str()?.as_bytes())
     }
 
     fn len_is_zero(&mut self, v: &&'a Value) -> bool {

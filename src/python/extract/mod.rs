@@ -12,22 +12,19 @@
 //!
 //! Parts: `loc` (where a value sits, for errors), `access` (dict, mapping or attribute
 //! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
-//! while counting on the pool), `blocks` (message content and each typed block), `parts`
-//! (untyped blocks, tool-result content, the separate system prompt and tools), `responses`
-//! (OpenAI Responses items other than messages), `source` (this reader as the core's
-//! `Source`, for the readers written once for both APIs: Gemini's is
-//! `crate::formats::gemini::read`, messages with a role `crate::formats::openai::read`), and
+//! while counting on the pool), `responses` (OpenAI Responses items other than messages),
+//! `source` (this reader as the core's `Source`, for the readers written once for both APIs:
+//! Gemini's is `crate::formats::gemini::read`, messages with a role
+//! `crate::formats::openai::read`, their content, the system prompt and the tool definitions
+//! `crate::formats::blocks`), and
 //! the framework readers (`framework`, `langchain`, `pydantic_ai`); this file holds the
 //! extractor and the per-message dispatch between the readers.
 
 mod access;
-mod blocks;
 mod framework;
-mod image;
 mod json;
 mod langchain;
 mod loc;
-mod parts;
 mod pipeline;
 mod pydantic_ai;
 mod responses;
@@ -236,7 +233,8 @@ impl<'py> Extractor<'py> {
             conv.system = crate::formats::read_system(&mut self, conv.format, s)?;
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
-            conv.tools = self.tools(t)?;
+            let items = self.sequence(t, &Loc::root(None, "tools"))?;
+            conv.tools = crate::formats::blocks::tools(&mut self, &items)?;
         }
         Ok(Extracted {
             conv,
