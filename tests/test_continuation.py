@@ -161,3 +161,16 @@ def test_chinese_conversations_get_chinese_headings() -> None:
     s = summary_of(r)
     assert all(item in s for item in OPEN) and ERROR in s
     assert "Open to-do items" not in s and "Last unresolved error" not in s
+
+
+def test_a_call_that_got_no_result_is_not_the_last_error() -> None:
+    """A call in the span with no result (the repair pass gives it a synthetic one) is not a
+    failure: the failing test run before it is still the last unresolved error."""
+    msgs = run()
+    lost = {"role": "assistant", "content": None, "tool_calls": [call("lost", "bash", {"command": "make lint"})]}
+    msgs.insert(10, lost)
+    r = ContextCompactor(max_context_tokens=12_000).compact(msgs, force=True)
+    assert any("synthetic result" in x for x in r.repairs)
+    s = summary_of(r)
+    assert ERROR in s
+    assert "Last unresolved error: (no result" not in s

@@ -7,12 +7,14 @@
 //!
 //! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
 //! first line of a result marked `is_error`), unless a later run of the same command (the same
-//! tool and first words, or the same path) came back clean.
+//! tool and first words, or the same path) came back clean. The repair pass's synthetic result
+//! for a call that got none (`crate::message::NO_RESULT`) is neither: a call still waiting has
+//! not failed.
 
 use super::language::{Label, Language};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{BlockKind, Message};
+use crate::message::{is_no_result, BlockKind, Message};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -126,6 +128,11 @@ impl Continuation {
                                 .cloned()
                                 .unwrap_or_default();
                         let out = text_of(b);
+                        if is_no_result(&out) {
+                            // The repair pass's stand-in for a call that got no result: not a
+                            // failure, and not a clean run either.
+                            continue;
+                        }
                         let failing = out
                             .lines()
                             .rev()
@@ -360,6 +367,9 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                 }
                 BlockKind::ToolResult if !error_done && failing.is_none() => {
                     let out_text = text_of(b);
+                    if is_no_result(&out_text) {
+                        continue;
+                    }
                     let bad = out_text.lines().any(|l| failing_line(l).is_some()) || b.is_error;
                     if bad && out_text.len() > max_chars {
                         // A long failing output is left to micro-compaction (a summary keeps
