@@ -174,3 +174,23 @@ def test_a_call_that_got_no_result_is_not_the_last_error() -> None:
     s = summary_of(r)
     assert ERROR in s
     assert "Last unresolved error: (no result" not in s
+
+
+def test_a_cut_failing_run_in_the_kept_tail_keeps_its_error_line() -> None:
+    """The last block's failing run is cut to fit a small window: the cut keeps its error line
+    after the marker (the traceback and the teardown log around it go)."""
+    trace = "\n".join(
+        f'  File "billing/m{i}.py", line {i}, in step_{i}\n    total = step_{i + 1}(total)' for i in range(60)
+    )
+    teardown = "\n".join(f"teardown: released fixture db_{i} and its temporary directory" for i in range(60))
+    out = f"Traceback (most recent call last):\n{trace}\n{ERROR}\n{teardown}\n1 failed in 0.31s"
+    failing = call("r9", "bash", {"command": "pytest tests/billing -x"})
+    msgs = [
+        *run()[:-2],
+        {"role": "assistant", "content": None, "tool_calls": [failing]},
+        {"role": "tool", "tool_call_id": "r9", "content": out},
+    ]
+    r = ContextCompactor(max_context_tokens=1_500).compact(msgs, force=True)
+    last = str(r.messages[-1]["content"])
+    assert "omitted]" in last and ERROR in text(r)
+    assert f"(cut part's last error: {ERROR})" in last
