@@ -7,6 +7,7 @@ mod compactor;
 mod driver;
 mod error;
 mod hooks;
+mod items;
 mod observe;
 mod options;
 mod plan;
@@ -25,6 +26,7 @@ pub use error::{
     SummarizerError, SummarizerFailure,
 };
 pub use hooks::Preview;
+pub use items::Provider;
 pub use options::Options;
 pub use plan::{Plan, Reply, SummaryRequest};
 pub use problem::Problem;

@@ -8,6 +8,7 @@
 //! takes the plan by value, finishes with the view, drops it, and only then moves the kept
 //! messages out into the result.
 
+use super::items::{self, Provider};
 use super::result::{CompactResult, MessageOrigin, RecordEntry};
 use super::settings::Settings;
 use super::state::ConversationState;
@@ -106,7 +107,9 @@ pub(crate) fn language_code(l: Language) -> &'static str {
 }
 
 /// A summarizer's reply: the text (the part inside `<summary>` tags is used when there is one),
-/// whether the model stopped at its token limit, and the provider's usage to keep with the result.
+/// whether the model stopped at its token limit, the provider's usage to keep with the result,
+/// and a provider's own compaction items ([`items`](Self::items)) that replace the span as
+/// they are.
 ///
 /// ```
 /// use context_compactor::Reply;
@@ -118,6 +121,7 @@ pub struct Reply {
     text: String,
     truncated: bool,
     usage: Option<Value>,
+    items: Option<(Provider, Vec<Value>)>,
 }
 
 impl Reply {
@@ -131,6 +135,7 @@ impl Reply {
             text: text.into(),
             truncated: false,
             usage: None,
+            items: None,
         }
     }
 
@@ -154,6 +159,53 @@ impl Reply {
     pub fn usage(mut self, usage: Value) -> Self {
         self.usage = Some(usage);
         self
+    }
+
+    /// A provider's compaction output that replaces the summarised span as it is (a native
+    /// strategy, as Python's `SummaryResponse(items=..., summary_source=...)`): OpenAI's
+    /// `responses.compact` output (its user messages and one `compaction` item) go where the
+    /// summary would have been; Anthropic's assistant message holding the `compaction` block
+    /// opens the conversation, the task re-sent after it unless the block's readable content
+    /// holds it. The ledger follows the items in a user message of ours, with the must-keep
+    /// facts they do not show. The text, if any, is the result's `summary`. Items that do not
+    /// make a valid request fall back to the rule summary with `fallback_reason` set (and the
+    /// cool-down started, under [`compact_with`](crate::Compactor::compact_with)).
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Options, Provider, Reply};
+    /// use serde_json::json;
+    ///
+    /// let mut messages = vec![json!({"type": "message", "role": "user", "content": "Port src/parser.py to Rust."})];
+    /// for i in 0..40 {
+    ///     messages.push(json!({"type": "message", "role": "assistant", "content": format!("step {i}: {}", "work ".repeat(60))}));
+    ///     messages.push(json!({"type": "message", "role": "user", "content": "go on"}));
+    /// }
+    /// let compacted = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA..."});
+    /// let result = Compactor::default()
+    ///     .compact_with(messages, &Options::new().force(true), |_request| {
+    ///         // Send the span to `responses.compact` here; its `output` comes back.
+    ///         Ok::<_, context_compactor::SummarizerFailure>(Reply::new("").items(Provider::OpenAi, vec![compacted.clone()]))
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(result.summary_source, Some("provider:openai"));
+    /// assert!(result.messages.iter().any(|m| m["type"] == "compaction"));
+    /// assert_eq!(result.messages[0]["content"], "Port src/parser.py to Rust.");
+    /// assert!(result.fallback_reason.is_none());
+    /// ```
+    pub fn items(mut self, provider: Provider, items: Vec<Value>) -> Self {
+        self.items = Some((provider, items));
+        self
+    }
+
+    /// The provider and the items given with [`items`](Self::items).
+    ///
+    /// ```
+    /// use context_compactor::{Provider, Reply};
+    /// let r = Reply::new("").items(Provider::Anthropic, vec![]);
+    /// assert_eq!(r.provider_items().unwrap().0, Provider::Anthropic);
+    /// ```
+    pub fn provider_items(&self) -> Option<(Provider, &[Value])> {
+        self.items.as_ref().map(|(p, v)| (*p, v.as_slice()))
     }
 
     /// The text.
@@ -367,8 +419,50 @@ impl Plan {
     /// let result = plan.apply(None).unwrap();
     /// assert_eq!(result.messages.len(), 1);
     /// ```
+    ///
+    /// A reply with a provider's [`items`](Reply::items) puts them in place of the summary; if
+    /// they do not make a valid request, the result is the rule summary's with
+    /// `fallback_reason` set.
     pub fn apply(self, reply: Option<Reply>) -> Result<CompactResult, super::Error> {
-        self.finish(reply, None, 0)
+        match reply {
+            Some(r) if r.items.is_some() => Ok(match self.place_items(r, 0)? {
+                Ok(placed) => placed,
+                Err((mut rule, why)) => {
+                    rule.fallback_reason = Some(why);
+                    rule
+                }
+            }),
+            reply => self.finish(reply, None, 0),
+        }
+    }
+
+    /// The plan applied with the rule summary, then a reply's provider items put in place of the
+    /// summary message: `Ok(placed)`, or `Err((the rule result, why not))`, why in the words of
+    /// Python's `fallback_reason` (`"BadReply: ..."`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn place_items(
+        self,
+        reply: Reply,
+        flushed: usize,
+    ) -> Result<Result<CompactResult, (CompactResult, String)>, super::Error> {
+        let tokenizer = self.settings.tokenizer;
+        let rule = self.finish(None, None, flushed)?;
+        let Some((provider, items)) = reply.items.as_ref() else {
+            return Ok(Ok(rule));
+        };
+        Ok(
+            match items::place(
+                rule.clone(),
+                *provider,
+                &reply.text,
+                items,
+                reply.truncated,
+                tokenizer,
+            ) {
+                Ok(placed) => Ok(placed),
+                Err(why) => Err((rule, describe_bad_reply(&why))),
+            },
+        )
     }
 
     /// The strategy `apply(None)` would report (without consuming the plan).
@@ -532,6 +626,18 @@ impl Plan {
         let _ = usages;
         Ok(result)
     }
+}
+
+/// Python's `describe(BadReply(why))`: the class name, then the text on one line, cut at 160
+/// characters.
+fn describe_bad_reply(why: &str) -> String {
+    let text = why.trim().replace('\n', " ");
+    let text = if text.chars().count() > 160 {
+        text.chars().take(157).collect::<String>() + "..."
+    } else {
+        text
+    };
+    format!("BadReply: {text}")
 }
 
 /// Write offloaded tool output: atomically (a temporary file, then a rename), once per content.
