@@ -8,7 +8,8 @@
 use super::compactor::Compactor;
 use super::error::{ConfigError, Error, FailureKind, SummarizerError, SummarizerFailure};
 use super::hooks::Preview;
-use super::plan::{Plan, Reply, SummaryRequest};
+use super::plan::{Plan, SummaryRequest};
+use super::reply::Reply;
 use super::result::{CompactResult, MessageOrigin};
 use super::state::ConversationState;
 use super::Options;
