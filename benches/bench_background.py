@@ -1,5 +1,5 @@
-"""Background compaction: when the early summary starts, today's policy against the timed one, in
-one run (issues 16 and 28).
+"""Background compaction: when the early summary starts, the policy before issue 28 against the timed
+one and the timed one with the jump forecast (the default), in one run (issues 16 and 28).
 
     python benches/bench_background.py [--scale 0.5] [--window 16000] [--jobs 12] [--sync] [--json PATH]
 
