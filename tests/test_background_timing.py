@@ -145,6 +145,45 @@ def test_after_a_jump_the_summary_is_ready_for_the_next_one(monkeypatch: pytest.
     s.close()
 
 
+def test_an_early_summary_sets_no_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary the forecast started below the soft threshold is planned as if that threshold were
+    where the context was; ending above that point is no compaction loop, so it leaves no hold
+    (``retry_growth_tokens``) that would keep the next early summary from compacting anything."""
+    clock = Clock()
+    monkeypatch.setattr(_background, "clock", clock)
+    slow = Slow()
+    s = Session(
+        compactor=ContextCompactor(
+            max_context_tokens=3000,
+            reserve_tokens=300,
+            summarizer=slow,
+            summarizer_timeout_s=20,
+            protected_tools=("bash",),
+            background=True,
+        ),
+        store=":memory:",
+    )
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    soft = s.compactor.config.soft_threshold
+    early: list[tuple[int, int | None]] = []
+    age: dict[Job, int] = {}
+    for k in range(64):
+        s.extend(tool_round(k, size=300 if k % 8 == 7 else 10))
+        before = s.check().current_tokens
+        r = s.prepare()
+        if r is not None and r.summary_source == "llm" and before < soft:
+            early.append((r.tokens_after, s.state.hold_until))
+        job = s.pending
+        if job is not None and not job.done():
+            age[job] = age.get(job, 0) + 1
+            if age[job] >= 2:
+                answer(slow, job)
+        clock.now += 1.0
+    s.close()
+    assert len(early) >= 3, "the forecast should apply several summaries below the soft threshold"
+    assert all(hold is None for _, hold in early), early
+
+
 def test_the_measured_latency_moves_the_start_earlier(monkeypatch: pytest.MonkeyPatch) -> None:
     """A summarizer twice as slow (in model calls) starts its summary further from the hard
     threshold, and is still applied as the LLM summary."""

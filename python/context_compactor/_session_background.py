@@ -191,11 +191,12 @@ class BackgroundPolicy:
             return False  # no LLM summary to get ahead of
         line = self.jump_line()
         if line is not None and check.current_tokens >= line:
-            # Not again right after a compaction: only once the context grew by the soft-to-hard
-            # gap since (a summary every other call would break the cached prefix as often).
+            # Not again right after a compaction: only once the context grew by half the
+            # soft-to-hard gap since (a summary every other call would break the cached prefix as
+            # often; a whole gap started too late for the next jump in the bench).
             cfg = self._core.compactor.config
             gap = cfg.hard_threshold - cfg.soft_threshold
-            if self._bg_applied is None or check.current_tokens >= self._bg_applied + gap:
+            if self._bg_applied is None or check.current_tokens >= self._bg_applied + gap // 2:
                 return True
         if check.current_tokens < check.target_tokens:
             return False
