@@ -407,7 +407,7 @@ class ContextCompactor(BatchMethods):
             state=state,
         )
         on_applied = None
-        if auto is not None and state is not None and (force or self._due(core.tokens_before, state)):
+        if auto is not None and state is not None:
             on_applied = functools.partial(self._set_due, state, auto)
         return CompactionPlan(
             core,
@@ -416,20 +416,11 @@ class ContextCompactor(BatchMethods):
             on_applied=on_applied,
         )
 
-    def _due(self, tokens: int, state: _core.ConversationState) -> bool:
-        """Whether an automatic compaction of ``tokens`` (calibrated) is due with ``state`` (as
-        the core's planner decides: from the soft threshold or the state's due point, unless
-        held)."""
-        soft, hard = self._config.soft_threshold, self._config.hard_threshold
-        if state.due_at is not None:
-            soft = min(soft, state.due_at)
-        held = state.hold_until is not None and tokens < min(hard, state.hold_until)
-        return tokens >= soft and not held
-
     def _set_due(self, state: _core.ConversationState, auto: AutoTarget, result: CompactResult) -> None:
-        """``target_ratio="auto"``: after a compaction that was due and got under the soft
-        threshold, the next one is due from :func:`~context_compactor._auto_target.due_at` (the
-        state's ``due_at``)."""
+        """``target_ratio="auto"``: after a compaction that changed the context (micro-compaction
+        alone included: it rewrites the cached prefix from what it cleared, so a new cycle starts)
+        and got under the soft threshold, the next one is due from
+        :func:`~context_compactor._auto_target.due_at` (the state's ``due_at``)."""
         if result.strategy == "none" or result.over_budget or state.hold_until is not None:
             return
         soft = self._config.soft_threshold
