@@ -2,10 +2,12 @@
 //! output with the Python API's on the same messages.
 //!
 //! Input (argv[1], JSON): a list of jobs `{"messages", "system"?, "tools"?, "format"?,
-//! "max_context_tokens", "summary"?}` (`summary`: a fixed text every summarizer call returns;
-//! absent: the rule summary). Output (stdout, JSON): one result per job, or `{"error": text}`.
+//! "max_context_tokens", "summary"?, "items"?, "provider"?, "force"?}` (`summary`: a fixed text
+//! every summarizer call returns; `items`: a provider's compaction items every call returns, with
+//! `provider` `"provider:openai"` or `"provider:anthropic"`; absent: the rule summary). Output
+//! (stdout, JSON): one result per job, or `{"error": text}`.
 
-use context_compactor::{Compactor, Format, Options, SummarizerFailure};
+use context_compactor::{Compactor, Format, Options, Provider, Reply, SummarizerFailure};
 use serde_json::{json, Value};
 
 fn run(job: &Value) -> Value {
@@ -14,7 +16,9 @@ fn run(job: &Value) -> Value {
     let system = job.get("system").filter(|s| !s.is_null());
     let window = job["max_context_tokens"].as_u64().unwrap_or(128_000) as usize;
     let compactor = Compactor::with_window(window);
-    let mut opts = Options::new().tools(&tools);
+    let mut opts = Options::new()
+        .tools(&tools)
+        .force(job["force"].as_bool().unwrap_or(false));
     if let Some(s) = system {
         opts = opts.system(s);
     }
@@ -25,9 +29,19 @@ fn run(job: &Value) -> Value {
         Ok(c) => c,
         Err(e) => return json!({"error": e.to_string()}),
     };
-    let result = match job["summary"].as_str() {
-        None => compactor.compact(messages, &opts),
-        Some(text) => compactor.compact_with(messages, &opts, |_| Ok::<_, SummarizerFailure>(text)),
+    let provider = match job["provider"].as_str() {
+        Some("provider:anthropic") => Provider::Anthropic,
+        _ => Provider::OpenAi,
+    };
+    let result = match (job["summary"].as_str(), job["items"].as_array()) {
+        (text, Some(items)) => compactor.compact_with(messages, &opts, |_| {
+            let reply = Reply::new(text.unwrap_or_default()).items(provider, items.clone());
+            Ok::<_, SummarizerFailure>(reply)
+        }),
+        (None, None) => compactor.compact(messages, &opts),
+        (Some(text), None) => {
+            compactor.compact_with(messages, &opts, |_| Ok::<_, SummarizerFailure>(text))
+        }
     };
     match result {
         Err(e) => json!({"error": e.to_string()}),
@@ -45,6 +59,8 @@ fn run(job: &Value) -> Value {
             "origins": r.origins.iter().map(|o| json!([o.as_str(), o.source()])).collect::<Vec<_>>(),
             "record": r.record.iter().map(|e| json!({"index": e.index, "action": e.action, "detail": e.detail})).collect::<Vec<_>>(),
             "repairs": r.repairs,
+            "fallback_reason": r.fallback_reason,
+            "compacted_count": r.compacted_count,
         }),
     }
 }

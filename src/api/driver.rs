@@ -8,7 +8,8 @@
 use super::compactor::Compactor;
 use super::error::{ConfigError, Error, FailureKind, SummarizerError, SummarizerFailure};
 use super::hooks::Preview;
-use super::plan::{Plan, Reply, SummaryRequest};
+use super::plan::{Plan, SummaryRequest};
+use super::reply::Reply;
 use super::result::{CompactResult, MessageOrigin};
 use super::state::ConversationState;
 use super::Options;
@@ -45,6 +46,8 @@ struct Run<'c> {
     flushed: usize,
     /// The summarizer's last reply and failure (their usage, their kind).
     reply: Option<Reply>,
+    /// The rule result a provider's items could not be placed over (the fallback's result).
+    rule: Option<CompactResult>,
     failure: Option<SummarizerFailure>,
 }
 
@@ -87,6 +90,7 @@ impl<'c> Run<'c> {
             state: opts.state.cloned(),
             flushed: 0,
             reply: None,
+            rule: None,
             failure: None,
         };
         let plan = match compactor.plan(messages, opts) {
@@ -124,7 +128,14 @@ impl<'c> Run<'c> {
         reply: Option<Reply>,
         fallback: Option<String>,
     ) -> Result<Result<Step, OrderError>, Error> {
-        let result = self.take_plan()?.finish(reply, fallback, self.flushed)?;
+        let result = match (self.plan.is_none(), self.rule.take()) {
+            // Items that could not be placed: the rule result they were tried over.
+            (true, Some(mut rule)) => {
+                rule.fallback_reason = fallback.or(rule.fallback_reason);
+                rule
+            }
+            _ => self.take_plan()?.finish(reply, fallback, self.flushed)?,
+        };
         let compacted = result.compacted();
         self.result = Some(result);
         Ok(self.driver.applied(compacted))
@@ -282,6 +293,28 @@ impl<'c> Run<'c> {
     /// The summarizer's outcome for the last request.
     fn feed(&mut self, outcome: Result<Reply, SummarizerFailure>) -> Next {
         let step = match outcome {
+            Ok(reply) if reply.provider_items().is_some() => {
+                // A native strategy: the provider's items replace the whole span at once.
+                let plan = match self.take_plan() {
+                    Ok(p) => p,
+                    Err(e) => return Next::Done(Err(e)),
+                };
+                match plan.place_items(reply, self.flushed) {
+                    Err(e) => return Next::Done(Err(e)),
+                    Ok(Ok(placed)) => {
+                        self.result = Some(placed);
+                        self.driver.items_placed()
+                    }
+                    Ok(Err((rule, why))) => {
+                        self.rule = Some(rule);
+                        self.failure = Some(SummarizerFailure::transient(why.clone()));
+                        self.driver.fail(Failure {
+                            kind: driver::FailureKind::Transient,
+                            reason: why,
+                        })
+                    }
+                }
+            }
             Ok(reply) => {
                 let left = self.plan.as_ref().map_or(0, Plan::chunks_left);
                 let step = self.driver.reply(reply.text(), reply.is_truncated(), left);

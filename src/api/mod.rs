@@ -7,10 +7,12 @@ mod compactor;
 mod driver;
 mod error;
 mod hooks;
+mod items;
 mod observe;
 mod options;
 mod plan;
 mod problem;
+mod reply;
 mod result;
 mod settings;
 mod state;
@@ -25,9 +27,11 @@ pub use error::{
     SummarizerError, SummarizerFailure,
 };
 pub use hooks::Preview;
+pub use items::Provider;
 pub use options::Options;
-pub use plan::{Plan, Reply, SummaryRequest};
+pub use plan::{Plan, SummaryRequest};
 pub use problem::Problem;
+pub use reply::Reply;
 pub use result::{CompactResult, MessageOrigin, RecordEntry, Strategy};
 pub use state::ConversationState;
 pub use tokens::{count_tokens, estimate_tokens, Encoding};

@@ -1,5 +1,5 @@
 //! `Plan`: a compaction waiting for its summary (bring your own LLM call), and what goes in and
-//! out of the summarizer: [`SummaryRequest`] and [`Reply`].
+//! out of the summarizer: [`SummaryRequest`] (and [`Reply`], in `reply.rs`).
 //!
 //! Design note — ownership. A plan owns the messages it was given and the core's view of them,
 //! which borrows their strings (the view is what the planner reads; copying every string of a
@@ -8,6 +8,8 @@
 //! takes the plan by value, finishes with the view, drops it, and only then moves the kept
 //! messages out into the result.
 
+use super::items;
+use super::reply::Reply;
 use super::result::{CompactResult, MessageOrigin, RecordEntry};
 use super::settings::Settings;
 use super::state::ConversationState;
@@ -102,97 +104,6 @@ pub(crate) fn language_code(l: Language) -> &'static str {
     match l {
         Language::En => "en",
         Language::Zh => "zh",
-    }
-}
-
-/// A summarizer's reply: the text (the part inside `<summary>` tags is used when there is one),
-/// whether the model stopped at its token limit, and the provider's usage to keep with the result.
-///
-/// ```
-/// use context_compactor::Reply;
-/// let reply = Reply::from("<summary>We fixed the parser.</summary>").truncated(true);
-/// assert!(reply.is_truncated());
-/// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reply {
-    text: String,
-    truncated: bool,
-    usage: Option<Value>,
-}
-
-impl Reply {
-    /// A reply of `text`.
-    ///
-    /// ```
-    /// assert_eq!(context_compactor::Reply::new("done").text(), "done");
-    /// ```
-    pub fn new(text: impl Into<String>) -> Self {
-        Reply {
-            text: text.into(),
-            truncated: false,
-            usage: None,
-        }
-    }
-
-    /// Mark it cut at the model's token limit (`finish_reason == "length"`).
-    ///
-    /// ```
-    /// assert!(context_compactor::Reply::new("..").truncated(true).is_truncated());
-    /// ```
-    pub fn truncated(mut self, truncated: bool) -> Self {
-        self.truncated = truncated;
-        self
-    }
-
-    /// Keep the provider's usage object with the result ([`Compactor::compact_with`](crate::Compactor::compact_with)
-    /// collects them).
-    ///
-    /// ```
-    /// let r = context_compactor::Reply::new("s").usage(serde_json::json!({"input_tokens": 900}));
-    /// assert_eq!(r.usage_value().unwrap()["input_tokens"], 900);
-    /// ```
-    pub fn usage(mut self, usage: Value) -> Self {
-        self.usage = Some(usage);
-        self
-    }
-
-    /// The text.
-    ///
-    /// ```
-    /// assert_eq!(context_compactor::Reply::from("x").text(), "x");
-    /// ```
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether it was cut at the model's token limit.
-    ///
-    /// ```
-    /// assert!(!context_compactor::Reply::from("x").is_truncated());
-    /// ```
-    pub fn is_truncated(&self) -> bool {
-        self.truncated
-    }
-
-    /// The usage given with [`usage`](Self::usage).
-    ///
-    /// ```
-    /// assert!(context_compactor::Reply::from("x").usage_value().is_none());
-    /// ```
-    pub fn usage_value(&self) -> Option<&Value> {
-        self.usage.as_ref()
-    }
-}
-
-impl From<String> for Reply {
-    fn from(text: String) -> Self {
-        Reply::new(text)
-    }
-}
-
-impl From<&str> for Reply {
-    fn from(text: &str) -> Self {
-        Reply::new(text)
     }
 }
 
@@ -367,8 +278,50 @@ impl Plan {
     /// let result = plan.apply(None).unwrap();
     /// assert_eq!(result.messages.len(), 1);
     /// ```
+    ///
+    /// A reply with a provider's [`items`](Reply::items) puts them in place of the summary; if
+    /// they do not make a valid request, the result is the rule summary's with
+    /// `fallback_reason` set.
     pub fn apply(self, reply: Option<Reply>) -> Result<CompactResult, super::Error> {
-        self.finish(reply, None, 0)
+        match reply {
+            Some(r) if r.items.is_some() => Ok(match self.place_items(r, 0)? {
+                Ok(placed) => placed,
+                Err((mut rule, why)) => {
+                    rule.fallback_reason = Some(why);
+                    rule
+                }
+            }),
+            reply => self.finish(reply, None, 0),
+        }
+    }
+
+    /// The plan applied with the rule summary, then a reply's provider items put in place of the
+    /// summary message: `Ok(placed)`, or `Err((the rule result, why not))`, why in the words of
+    /// Python's `fallback_reason` (`"BadReply: ..."`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn place_items(
+        self,
+        reply: Reply,
+        flushed: usize,
+    ) -> Result<Result<CompactResult, (CompactResult, String)>, super::Error> {
+        let tokenizer = self.settings.tokenizer;
+        let rule = self.finish(None, None, flushed)?;
+        let Some((provider, items)) = reply.items.as_ref() else {
+            return Ok(Ok(rule));
+        };
+        Ok(
+            match items::place(
+                rule.clone(),
+                *provider,
+                &reply.text,
+                items,
+                reply.truncated,
+                tokenizer,
+            ) {
+                Ok(placed) => Ok(placed),
+                Err(why) => Err((rule, describe_bad_reply(&why))),
+            },
+        )
     }
 
     /// The strategy `apply(None)` would report (without consuming the plan).
@@ -532,6 +485,18 @@ impl Plan {
         let _ = usages;
         Ok(result)
     }
+}
+
+/// Python's `describe(BadReply(why))`: the class name, then the text on one line, cut at 160
+/// characters.
+fn describe_bad_reply(why: &str) -> String {
+    let text = why.trim().replace('\n', " ");
+    let text = if text.chars().count() > 160 {
+        text.chars().take(157).collect::<String>() + "..."
+    } else {
+        text
+    };
+    format!("BadReply: {text}")
 }
 
 /// Write offloaded tool output: atomically (a temporary file, then a rename), once per content.
