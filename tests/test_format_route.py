@@ -30,7 +30,7 @@ def format_variants() -> list[str]:
 
 
 def own_file(path: Path) -> bool:
-    """A format's own module: its folder or file under `src/formats/` (`gemini/`, `responses.rs`,
+    """A format's own module: its folder or file under `src/formats/` (`gemini/`, `responses/`,
     `anthropic_compaction.rs`: structure, rules, and the reader written once for both APIs), its
     writers (the binding's `python/render/<name>.rs`, the Rust API's
     `src/formats/value/write/<name>.rs`), and the readers of a format not yet read once
@@ -155,7 +155,7 @@ def test_the_shared_reader_and_writer_files_are_not_a_formats_own() -> None:
     shared = ("mod.rs", "loc.rs", "source.rs", "value/read.rs", "value/write/mod.rs")
     for path in shared:
         assert not own_file(SRC / "formats" / path), path
-    for path in ("gemini/read.rs", "gemini/mod.rs", "openai/read.rs", "responses.rs", "value/write/gemini.rs"):
+    for path in ("gemini/read.rs", "gemini/mod.rs", "openai/read.rs", "responses/mod.rs", "value/write/gemini.rs"):
         assert own_file(SRC / "formats" / path), path
 
 
