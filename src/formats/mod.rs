@@ -1,13 +1,13 @@
 //! The wire formats' own rules in the core: one module per format for what only that format
 //! has (its pairing, its structure, the validity rules its provider adds, and its reader,
-//! written once for both APIs over [`source::Source`]: `gemini/read.rs`, `openai/read.rs`). This file decides,
+//! written once for both APIs over [`source::Source`]: `gemini/read.rs`, `openai/read.rs`,
+//! `responses/read.rs`). This file decides,
 //! per format, the rules it follows ([`rules`]) and how its messages are read
 //! ([`read_message`], [`read_system`], [`after_read`], [`misfit`]), so that neither reader
 //! (the Rust API's `value/`, the binding's `python/extract/`) names a format. The writers are
 //! `value/write*.rs` and `python/render/<format>.rs`. Messages with a role (Chat Completions,
 //! Anthropic, a Responses `message` item) are read by `openai/read.rs`, their content (parts
-//! and blocks) by `blocks.rs`; Responses items other than messages are still read by each
-//! reader's own code (`value/read_responses.rs`, `python/extract/responses.rs`).
+//! and blocks) by `blocks.rs`, the other Responses items by `responses/read.rs`.
 //!
 //! Adding a format: `docs/formats.md` "Adding a wire format" (and the doc comment on
 //! `crate::message::Format`).
@@ -55,17 +55,21 @@ pub fn rules(format: Format) -> Rules {
     }
 }
 
-/// Read message `index` when a format with a reader of its own (written once, over
-/// [`Source`]) recognises it; `None`: the reader's own message code reads it.
+/// Read message `index`: a Gemini `Content`, a typed Responses item, or a message with a role
+/// (Chat Completions, Anthropic, a Responses `message` item), each by its reader written once
+/// over [`Source`].
 pub fn read_message<'a, S: Source<'a>>(
     src: &mut S,
     obj: &S::Obj,
     index: usize,
-) -> Result<Option<Message<'a>>, S::Error> {
+) -> Result<Message<'a>, S::Error> {
     if gemini::read::is_gemini(src, obj) {
-        return gemini::read::message(src, obj, index).map(Some);
+        return gemini::read::message(src, obj, index);
     }
-    Ok(None)
+    if let Some(m) = responses::read::item(src, obj, index)? {
+        return Ok(m);
+    }
+    openai::read::message(src, obj, index)
 }
 
 /// Read the separate system prompt of a conversation in `format`.

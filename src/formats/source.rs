@@ -10,8 +10,8 @@
 //! Each method is one question the format readers ask (a field, a string, a list, the kind of
 //! object); the errors are built by the source ([`Source::error`]) from the shared [`Loc`], so
 //! both APIs name the same message index and field path. Formats read this way:
-//! `formats/gemini/read.rs`, `formats/openai/read.rs` (every message with a role) and
-//! `formats/blocks.rs` (its content).
+//! `formats/gemini/read.rs`, `formats/responses/read.rs` (typed items), `formats/openai/read.rs`
+//! (every message with a role) and `formats/blocks.rs` (its content).
 
 use super::loc::Loc;
 use crate::image::ImageSize;
@@ -99,6 +99,16 @@ pub trait Source<'a> {
         obj: &Self::Obj,
         index: usize,
     ) -> Result<Option<Message<'a>>, Self::Error>;
+    /// Every string of a Responses item `obj` but its `id`, `type` and `status` (which the
+    /// provider does not show the model), appended to `out` (an SDK object: its `model_dump`).
+    fn item_strings(
+        &mut self,
+        obj: &Self::Obj,
+        out: &mut Vec<Piece<'a>>,
+        loc: &Loc<'_>,
+    ) -> Result<(), Self::Error>;
+    /// `e` with `note` added to its text (once): why the value was read as it was.
+    fn note(&self, e: Self::Error, note: &str) -> Self::Error;
     /// What the source adds to a message read from `obj` (the binding: its fingerprint, for a
     /// state's cache).
     fn read_done(&mut self, obj: &Self::Obj, m: &mut Message<'a>);

@@ -86,6 +86,7 @@ pub fn message<'a, S: Source<'a>>(
     }
     let mut m = Message::new(role, blocks);
     m.gemini = true;
+    src.read_done(obj, &mut m);
     Ok(m)
 }
 

@@ -31,6 +31,8 @@
 //! a reasoning item (it stays with the item that follows it). The assistant turn is the run of
 //! reasoning, message and call items between user messages.
 
+pub mod read;
+
 use crate::message::{BlockKind, Message, Origin, Role};
 use crate::validate::problem::{rule, Problem, Profile};
 use std::collections::{HashMap, HashSet};

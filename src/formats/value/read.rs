@@ -5,9 +5,9 @@
 //! Strings are borrowed from the values, never copied; nothing is written to them. A value of
 //! the wrong JSON type is a [`ReadError`] naming the message index and the field path; values
 //! the provider would reject but that are well-typed are left for validation to report.
-//! Responses items are read in `read_responses.rs`; messages with a role by
-//! `crate::formats::openai::read`, their content by `crate::formats::blocks` and Gemini contents
-//! by `crate::formats::gemini::read`, written once for both readers over
+//! Messages with a role are read by `crate::formats::openai::read`, their content by
+//! `crate::formats::blocks`, Responses items by `crate::formats::responses::read` and Gemini
+//! contents by `crate::formats::gemini::read`, written once for both readers over
 //! [`Source`](crate::formats::source::Source) (`source.rs`).
 
 use crate::formats::loc::{Loc, ReadError};
@@ -81,25 +81,6 @@ pub enum ReadOutcome<'a> {
 }
 
 impl Reader {
-    pub(super) fn text<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<Text<'a>> {
-        match v {
-            Value::String(s) => Ok(Text::Utf8(s)),
-            other => Err(loc.error(format!("expected str, got {}", type_name(other)))),
-        }
-    }
-
-    pub(super) fn opt_str(
-        &self,
-        obj: &Map<String, Value>,
-        key: &str,
-        loc: &Loc<'_>,
-    ) -> Res<Option<String>> {
-        match get(obj, key) {
-            None => Ok(None),
-            Some(v) => Ok(Some(self.text(v, &loc.child(key))?.to_utf8().into_owned())),
-        }
-    }
-
     pub(super) fn object<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a Map<String, Value>> {
         match v {
             Value::Object(o) => Ok(o),
@@ -107,13 +88,6 @@ impl Reader {
                 "expected a mapping or an SDK object, got {}",
                 type_name(other)
             ))),
-        }
-    }
-
-    pub(super) fn sequence<'a>(&self, v: &'a Value, loc: &Loc<'_>) -> Res<&'a [Value]> {
-        match v {
-            Value::Array(a) => Ok(a),
-            other => Err(loc.error(format!("expected a list, got {}", type_name(other)))),
         }
     }
 
@@ -165,19 +139,8 @@ impl Reader {
     /// Read one message.
     pub fn message<'a>(&mut self, v: &'a Value, index: usize) -> Res<Message<'a>> {
         let obj = self.object(v, &Loc::root(Some(index), "message"))?;
-        if let Some(m) = crate::formats::read_message(self, &obj, index)? {
-            return Ok(m);
-        }
-        if let Some(Value::String(ty)) = get(obj, "type") {
-            if ty != "message" {
-                return self.responses_item(obj, ty, index).map_err(|mut e| {
-                    e.reason = format!("{} (format \"responses\": a {ty} item)", e.reason);
-                    e
-                });
-            }
-        }
-        // A message with a role (Chat Completions, Anthropic, a Responses `message` item).
-        crate::formats::openai::read::message(self, &obj, index)
+        // A Gemini `Content`, a typed Responses item, or a message with a role.
+        crate::formats::read_message(self, &obj, index)
     }
 
     /// Every string value inside `v` but the values of `type` keys (blocks of unknown type).

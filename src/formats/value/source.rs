@@ -1,5 +1,5 @@
 //! The Rust API's reader as a [`Source`]: JSON values, for the readers written once for both
-//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, `formats/blocks.rs`, dispatched from `crate::formats`).
+//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, `formats/blocks.rs`, `formats/responses/read.rs`, dispatched from `crate::formats`).
 
 use super::read::{truthy, type_name, Reader};
 use crate::formats::loc::{Loc, ReadError};
@@ -125,6 +125,25 @@ impl<'a> Source<'a> for Reader {
         _index: usize,
     ) -> Result<Option<Message<'a>>, ReadError> {
         Ok(None)
+    }
+
+    fn item_strings(
+        &mut self,
+        obj: &Self::Obj,
+        out: &mut Vec<Piece<'a>>,
+        loc: &Loc<'_>,
+    ) -> Result<(), ReadError> {
+        for (k, v) in obj.iter() {
+            if !matches!(k.as_str(), "id" | "type" | "status") {
+                Reader::strings(self, v, out, &loc.child(k), 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn note(&self, mut e: ReadError, note: &str) -> ReadError {
+        e.reason = format!("{} {note}", e.reason);
+        e
     }
 
     fn read_done(&mut self, _obj: &Self::Obj, _m: &mut Message<'a>) {}

@@ -12,11 +12,10 @@
 //!
 //! Parts: `loc` (where a value sits, for errors), `access` (dict, mapping or attribute
 //! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
-//! while counting on the pool), `responses` (OpenAI Responses items other than messages),
-//! `source` (this reader as the core's `Source`, for the readers written once for both APIs:
-//! Gemini's is `crate::formats::gemini::read`, messages with a role
-//! `crate::formats::openai::read`, their content, the system prompt and the tool definitions
-//! `crate::formats::blocks`), and
+//! while counting on the pool), `source` (this reader as the core's `Source`, for the readers
+//! written once for both APIs: Gemini's is `crate::formats::gemini::read`, Responses items'
+//! `crate::formats::responses::read`, messages with a role `crate::formats::openai::read`,
+//! their content, the system prompt and the tool definitions `crate::formats::blocks`), and
 //! the framework readers (`framework`, `langchain`, `pydantic_ai`); this file holds the
 //! extractor and the per-message dispatch between the readers.
 
@@ -27,7 +26,6 @@ mod langchain;
 mod loc;
 mod pipeline;
 mod pydantic_ai;
-mod responses;
 mod source;
 
 use super::text::KeepAlive;
@@ -38,7 +36,6 @@ use crate::tokens::counter::{Framing, Tokenizer};
 use access::Access;
 use loc::{type_name, Loc, LocErr};
 use pipeline::PIPELINE_MIN_MESSAGES;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -247,8 +244,6 @@ impl<'py> Extractor<'py> {
 
     /// Read one message.
     pub fn message(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<Message<'static>> {
-        let py = self.py;
-        let loc = Loc::root(Some(index), "");
         // An object of a framework type already recognised goes straight to its reader, before
         // `Access::of` asks whether it is a `Mapping` (an `isinstance` against an ABC).
         if !obj.is_instance_of::<PyDict>() {
@@ -257,36 +252,9 @@ impl<'py> Extractor<'py> {
             }
         }
         let acc = Access::of(obj, &Loc::root(Some(index), "message"))?;
-        let object = matches!(acc, Access::Attrs(_));
         let pobj = source::PyObj::new(obj, &acc);
-        if let Some(mut m) = crate::formats::read_message(self, &pobj, index)? {
-            if self.fingerprints {
-                m.fingerprint = super::fingerprint::fingerprint(obj);
-            }
-            return Ok(m);
-        }
-        // A typed item other than `message` is a Responses item (DESIGN, detection). A `type`
-        // that cannot be read or is not a str is left to the message reader (which names `role`).
-        if let Ok(Some(t)) = acc.get(intern!(py, "type"), &loc) {
-            if let Ok(t) = t.cast::<PyString>() {
-                let ty = self.borrow(t)?.to_utf8();
-                if ty != "message" {
-                    // A framework object of a type not seen yet (LangChain's `type` is "human",
-                    // "ai", ...): the framework reader first, then a Responses item.
-                    if object {
-                        if let Some(m) = self.framework_message(obj, index, false)? {
-                            return Ok(m);
-                        }
-                    }
-                    return self.responses_item(obj, &acc, &ty, index).map_err(|e| {
-                        let note = format!("(format \"responses\": a {ty} item)");
-                        super::errors::with_note(py, e, &note)
-                    });
-                }
-            }
-        }
-        // A message with a role (Chat Completions, Anthropic, a Responses `message` item).
-        crate::formats::openai::read::message(self, &pobj, index)
+        // A Gemini `Content`, a typed Responses item, or a message with a role.
+        crate::formats::read_message(self, &pobj, index)
     }
 
     fn sequence(&self, v: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Vec<Bound<'py, PyAny>>> {

@@ -1,6 +1,6 @@
 //! The binding's reader as a [`Source`]: Python objects (dicts, other mappings, SDK objects
 //! read by attribute), for the readers written once for both APIs (`formats/gemini/read.rs`,
-//! `formats/openai/read.rs`, `formats/blocks.rs`).
+//! `formats/openai/read.rs`, `formats/blocks.rs`, `formats/responses/read.rs`).
 
 use super::access::Access;
 use super::loc::{type_name, Loc, LocErr};
@@ -206,6 +206,44 @@ impl<'py> Source<'static> for Extractor<'py> {
             return Ok(None);
         }
         self.framework_message(&obj.obj, index, false)
+    }
+
+    fn item_strings(
+        &mut self,
+        obj: &PyObj<'py>,
+        out: &mut Vec<Piece<'static>>,
+        loc: &Loc<'_>,
+    ) -> PyResult<()> {
+        let py = self.py;
+        let d = match obj.how {
+            How::Attrs => match obj.obj.getattr(intern!(py, "model_dump")) {
+                Ok(dump) => {
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item("exclude_none", true)?;
+                    dump.call((), Some(&kwargs))?
+                }
+                Err(_) => obj.obj.clone(),
+            },
+            How::Dict | How::Mapping => obj.obj.clone(),
+        };
+        if let Ok(d) = d.cast::<PyDict>() {
+            for (k, v) in d.iter() {
+                let skip = k.cast::<PyString>().is_ok_and(|k| {
+                    k.to_str()
+                        .is_ok_and(|k| matches!(k, "id" | "type" | "status"))
+                });
+                if !skip {
+                    let key = k.str()?.to_string_lossy().into_owned();
+                    Extractor::strings(self, &v, out, &loc.child(&key), 1)?;
+                }
+            }
+            return Ok(());
+        }
+        Extractor::strings(self, &obj.obj, out, loc, 0)
+    }
+
+    fn note(&self, e: PyErr, note: &str) -> PyErr {
+        super::super::errors::with_note(self.py, e, note)
     }
 
     fn read_done(&mut self, obj: &PyObj<'py>, m: &mut Message<'static>) {
