@@ -141,6 +141,7 @@ pub struct Plan {
     state: Option<ConversationState>,
     settings: Arc<Settings>,
     usages: Vec<Value>,
+    target_ratio: Option<f64>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -178,7 +179,14 @@ impl Plan {
             state,
             settings,
             usages: Vec::new(),
+            target_ratio: None,
         }
+    }
+
+    /// The plan with the target it aims at (reported in the result).
+    pub(crate) fn aiming_at(mut self, target_ratio: Option<f64>) -> Plan {
+        self.target_ratio = target_ratio;
+        self
     }
 
     fn count(&self) -> impl Fn(Text<'_>) -> usize {
@@ -357,6 +365,7 @@ impl Plan {
             state,
             settings,
             mut usages,
+            target_ratio,
         } = self;
         let (text, truncated) = match &reply {
             Some(r) => (Some(r.text.as_str()), r.truncated),
@@ -449,6 +458,7 @@ impl Plan {
             must_keep: planned.facts.clone(),
             summary_truncated: outcome.summary_truncated,
             language: language_code(planned.language),
+            target_ratio,
         };
         let summary = outcome.summary.clone();
         let strategy = outcome.strategy;
