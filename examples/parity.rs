@@ -66,8 +66,10 @@ fn run(job: &Value) -> Value {
         Some("provider:anthropic") => Provider::Anthropic,
         _ => Provider::OpenAi,
     };
+    let mut span: Option<Vec<usize>> = None;
     let result = match (job["summary"].as_str(), job["items"].as_array()) {
-        (text, Some(items)) => compactor.compact_with(messages, &opts, |_| {
+        (text, Some(items)) => compactor.compact_with(messages, &opts, |request| {
+            span.get_or_insert_with(|| request.span.clone());
             let reply = Reply::new(text.unwrap_or_default()).items(provider, items.clone());
             Ok::<_, SummarizerFailure>(reply)
         }),
@@ -95,6 +97,7 @@ fn run(job: &Value) -> Value {
             "fallback_reason": r.fallback_reason,
             "compacted_count": r.compacted_count,
             "target_ratio": r.target_ratio,
+            "span": span,
         }),
     }
 }
