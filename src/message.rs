@@ -115,6 +115,16 @@ impl fmt::Display for Format {
     }
 }
 
+/// The text of the synthetic result the repair pass gives a call that never got one. A call
+/// with no result is not a failure: readers of tool output (continuation's last unresolved
+/// error) skip it. Here, not in the planner, so that every part of the core can name it.
+pub const NO_RESULT: &str = "(no result was recorded for this tool call)";
+
+/// Whether a tool result's text is the repair pass's synthetic [`NO_RESULT`].
+pub fn is_no_result(text: &str) -> bool {
+    text.trim() == NO_RESULT
+}
+
 /// A message's role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {

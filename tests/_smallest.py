@@ -5,9 +5,11 @@
 The smallest legal context (DESIGN invariant 5) is the system prompt and tool definitions, the
 system/developer messages of the list and pinned messages (never changed), the task (the first
 user text message) at ``task_token_limit`` at most, the summary's narrative capped at
-``summary_max_tokens`` with the ledger's sentinel and only its prohibitions and safety rules (its
-minimum: the ladder evicts every other entry first), and the last block of the conversation
-with everything cuttable cut:
+``summary_max_tokens`` (the ladder leaves it out down to its continuation floor, the last error
+and the next to-do items, which goes only after the ledger's entries: counted within that cap
+here) with the ledger's sentinel and only its prohibitions and safety rules (its minimum: the
+ladder evicts every other entry first), and the last block of the conversation with everything
+cuttable cut:
 
 - the last block is everything after the last legal cut: a cut never splits a tool block (a call
   and its results), never lands inside Anthropic's pending thinking loop except just before an
@@ -15,8 +17,8 @@ with everything cuttable cut:
   from the item after it, and never comes before the task;
 - cuttable, each to ``KEEP_CHARS`` characters around a cut marker (arguments: each string value,
   the JSON kept): tool results (text ones), the arguments of calls whose result is in the
-  conversation, the assistant's text; a cut argument or text keeps the
-  must-keep facts (paths, URLs, error names, found by the eval's Python reader
+  conversation, the assistant's text; a cut tool result keeps its last error line, a cut
+  argument or text keeps the must-keep facts (paths, URLs, error names, found by the eval's Python reader
   ``context_compactor.eval.facts``, not the core's) of what
   it removed after its marker, so their list is added to its floor;
 - never cut: thinking and redacted thinking, Responses reasoning items and the item right after
@@ -300,6 +302,10 @@ def _cut_values(value: Any) -> Any:
     return value
 
 
+#: A line of tool output that reports a failure (broader than the core's reader: an estimate).
+_ERROR_LINE = re.compile(r"error|exception|fail|fatal|panic", re.I)
+
+
 def floor(kind: str, text: str, counter: Any) -> int:
     """Tokens a part keeps when cut as far as it goes: ``KEEP_CHARS`` characters around the
     marker (arguments: each string value so, the JSON kept), and for arguments and text the
@@ -313,7 +319,10 @@ def floor(kind: str, text: str, counter: Any) -> int:
         short = cut_around(text)
     n = counter.count(short)
     if kind == "result":
-        return n
+        # A cut of tool output keeps its last error line after the marker (the last unresolved
+        # error stays in the kept tail): here the last line that names an error or a failure.
+        errors = [x.strip() for x in text.splitlines() if _ERROR_LINE.search(x)]
+        return n + (counter.count(f" (cut part's last error: {errors[-1][:160]}) ") if errors else 0)
     values = list(argument_values(text)) if kind == "args" else [text]
     facts = list(dict.fromkeys(f for v in values for f in facts_in_text(v)))
     return n + (counter.count(" (cut part mentions: " + ", ".join(facts) + ") ") if facts else 0)

@@ -161,3 +161,36 @@ def test_chinese_conversations_get_chinese_headings() -> None:
     s = summary_of(r)
     assert all(item in s for item in OPEN) and ERROR in s
     assert "Open to-do items" not in s and "Last unresolved error" not in s
+
+
+def test_a_call_that_got_no_result_is_not_the_last_error() -> None:
+    """A call in the span with no result (the repair pass gives it a synthetic one) is not a
+    failure: the failing test run before it is still the last unresolved error."""
+    msgs = run()
+    lost = {"role": "assistant", "content": None, "tool_calls": [call("lost", "bash", {"command": "make lint"})]}
+    msgs.insert(10, lost)
+    r = ContextCompactor(max_context_tokens=12_000).compact(msgs, force=True)
+    assert any("synthetic result" in x for x in r.repairs)
+    s = summary_of(r)
+    assert ERROR in s
+    assert "Last unresolved error: (no result" not in s
+
+
+def test_a_cut_failing_run_in_the_kept_tail_keeps_its_error_line() -> None:
+    """The last block's failing run is cut to fit a small window: the cut keeps its error line
+    after the marker (the traceback and the teardown log around it go)."""
+    trace = "\n".join(
+        f'  File "billing/m{i}.py", line {i}, in step_{i}\n    total = step_{i + 1}(total)' for i in range(60)
+    )
+    teardown = "\n".join(f"teardown: released fixture db_{i} and its temporary directory" for i in range(60))
+    out = f"Traceback (most recent call last):\n{trace}\n{ERROR}\n{teardown}\n1 failed in 0.31s"
+    failing = call("r9", "bash", {"command": "pytest tests/billing -x"})
+    msgs = [
+        *run()[:-2],
+        {"role": "assistant", "content": None, "tool_calls": [failing]},
+        {"role": "tool", "tool_call_id": "r9", "content": out},
+    ]
+    r = ContextCompactor(max_context_tokens=1_500).compact(msgs, force=True)
+    last = str(r.messages[-1]["content"])
+    assert "omitted]" in last and ERROR in text(r)
+    assert f"(cut part's last error: {ERROR})" in last

@@ -1,10 +1,13 @@
 """Where the ledger sits on the budget ladder (DESIGN, invariants 5 and 8): its entries are evicted
-only after the kept tail and the narrative's length have given what they can, and a forced
+only after the kept tail and the narrative's length have given what they can (the narrative down
+to its continuation floor: the last unresolved error and the next open to-do items, which go only
+after the ledger's evictable entries), and a forced
 compaction of a context a compaction returned always compacts, carries every ledger entry and
 never returns more tokens than it got, with the rule summary or a summarizer that writes too much."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -39,10 +42,29 @@ def _narrative(summary: str) -> str:
     return body[: body.index(SENTINEL)].strip()
 
 
+#: The continuation floor's lines: its headings (English and Chinese), its items and the count of
+#: the items left out.
+FLOOR_LINE = re.compile(
+    r"^(?:(?:Open to-do items|未完成的待办事项)[:：]?|(?:Last unresolved error|最近未解决的错误)[:：].*"
+    r"|- .*|\(\+\d+\))$"
+)
+
+
+def _beyond_floor(summary: str) -> list[str]:
+    """The narrative's lines that are not its continuation floor (at most one error line and
+    three to-do items)."""
+    lines = [x for x in _narrative(summary).splitlines() if x.strip()]
+    items = [x for x in lines if x.startswith("- ")]
+    errors = [x for x in lines if x.startswith(("Last unresolved error", "最近未解决的错误"))]
+    extra = [x for x in lines if not FLOOR_LINE.match(x)]
+    return extra + items[3:] + errors[1:]
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_the_ledger_gives_only_after_the_narrative(corpus_dir: Path, name: str) -> None:
     """With the budgets out of the way (only the ladder evicts), a compaction that evicted any of
-    the user's words left no narrative: the narrative's length gave all it had first."""
+    the user's words left no narrative but its continuation floor: the narrative's length gave
+    all it had first, down to the lines the agent needs to carry on."""
     t = load(corpus_dir / name)
     planted, canaries = plant(t, canaries_for(name, 0))
     total = ContextCompactor().counter.count_messages(
@@ -63,7 +85,7 @@ def test_the_ledger_gives_only_after_the_narrative(corpus_dir: Path, name: str) 
         lost = [c for c in canaries if c.text not in text]
         assert all(any(c.token in m for m in r.must_keep_missing) for c in lost), (share, lost)
         if lost:
-            assert _narrative(r.summary) == "", (name, share, r.summary[:300])
+            assert _beyond_floor(r.summary) == [], (name, share, r.summary[:300])
 
 
 def _chain(compactor: ContextCompactor, messages: list[Any], rounds: int) -> list[Any]:
@@ -194,3 +216,29 @@ def test_an_llm_narrative_too_long_is_cut_at_its_sentences_not_replaced() -> Non
     narrative = _narrative(r.summary)
     assert narrative and narrative.endswith("API.") and RAMBLE.startswith(narrative), narrative
     assert len(narrative) < len(RAMBLE)
+
+
+def test_the_continuation_floor_goes_after_the_ledgers_entries() -> None:
+    """The narrative's floor (the last unresolved error, the open to-do items) stays while the
+    ledger's entries are evicted, and goes only when even the ledger's minimum with it does not
+    fit: then no evictable entry is left."""
+    from test_continuation import ERROR, OPEN, run
+
+    msgs = run()
+    for i in range(12):
+        note = f"Note {i}: the reviewer prefers small commits touching module {i} and a short changelog entry {i}."
+        msgs[6 + 2 * i : 6 + 2 * i] = [{"role": "user", "content": note}, {"role": "assistant", "content": "Noted."}]
+    seen = set()
+    for n in (100, 130, 150):
+        system = {"role": "system", "content": "You are a careful agent working in a billing repository. " * n}
+        r = ContextCompactor(max_context_tokens=3_000, min_savings_ratio=0).compact([system, *msgs], force=True)
+        assert r.summary is not None and not r.over_budget
+        narrative = _narrative(r.summary)
+        floor = ERROR in narrative and all(item in narrative for item in OPEN)
+        assert _beyond_floor(r.summary) == [] or not r.must_keep_missing
+        if r.must_keep_missing and floor:
+            seen.add("evicted, floor kept")
+        if not floor:
+            seen.add("floor gone")
+            assert narrative == "" and "Note" not in ledger_of(r.summary)
+    assert seen == {"evicted, floor kept", "floor gone"}

@@ -1,5 +1,6 @@
 //! `Planned::apply`: the summary (the caller's reply or the rule summary) made into the summary
 //! message with its must-keep facts, then the budget ladder (see the module note in `mod.rs`).
+//! Over 600 lines: the ladder's steps, in their order, read top to bottom in one place.
 
 use super::assemble::{Draft, Outcome, Shape};
 use super::draft::Count;
@@ -132,6 +133,7 @@ impl<'a> Planned<'a> {
             task_words: Vec::new(),
             in_task: Vec::new(),
             bare: false,
+            floor_dropped: false,
         };
         let mut d = self.assemble(&shape, counter);
         d.strategy = strategy;
@@ -237,7 +239,7 @@ impl<'a> Planned<'a> {
                     cut = true;
                     d = alt;
                 } else if d.tokens() > soft {
-                    let full = self.evict(&alt, soft, soft, counter);
+                    let full = self.evict_last(&alt, soft, soft, counter);
                     if full.tokens() <= soft {
                         d = full;
                         cut = true;
@@ -250,29 +252,38 @@ impl<'a> Planned<'a> {
                         if let Some(alt) = self.shorter_narrative(&d, aim, soft, counter) {
                             if alt.tokens() <= aim
                                 || gains_nothing(&d)
-                                || self.evict(&alt, aim, soft, counter).tokens() <= aim
+                                || self.evict_last(&alt, aim, soft, counter).tokens() <= aim
                             {
                                 d = alt;
                                 cut = true;
                             }
                         }
                     }
+                } else if let Some(floorless) = self
+                    .floorless(&alt, soft, counter)
+                    .filter(|f| f.tokens() <= limit)
+                {
+                    // A forced call that must not grow (invariant 8): the narrative's floor is
+                    // part of the narrative, which gives way; the ledger is carried whole.
+                    cut = true;
+                    d = floorless;
                 }
             }
         }
-        // Step 7, the last resort: ledger entries evicted in the stated order (sentences that
-        // are not instructions, then facts, then instructions; prohibitions and safety rules
-        // stay: the ledger's minimum), each listed in `must_keep_missing`. When even the
-        // minimum leaves the context over the soft threshold (over_budget either way), only as
-        // many as keep it within the hard one go: the rest are kept for the next compaction.
+        // Step 7: ledger entries evicted in the stated order (sentences that are not
+        // instructions, then facts, then instructions; prohibitions and safety rules stay: the
+        // ledger's minimum), each listed in `must_keep_missing`; step 8, the last resort: the
+        // narrative's continuation floor (`evict_last`). When even the minimum leaves the
+        // context over the soft threshold (over_budget either way), only as many as keep it
+        // within the hard one go: the rest are kept for the next compaction.
         if d.tokens() > soft {
-            let full = self.evict(&d, soft, soft, counter);
+            let full = self.evict_last(&d, soft, soft, counter);
             d = if full.tokens() <= soft {
                 full
             } else {
                 // Over budget either way: entries go only when that brings it within the hard
                 // threshold (else they are kept for the next compaction).
-                let within = self.evict(&d, hard, soft, counter);
+                let within = self.evict_last(&d, hard, soft, counter);
                 if within.tokens() <= hard || gains_nothing(&d) {
                     within
                 } else {
@@ -411,6 +422,42 @@ impl<'a> Planned<'a> {
         let max_chars = cap.saturating_sub(used).max(cap / 4) * 3;
         let rule = rule_summary_chained(None, rest, self.language, max_chars);
         format!("{done}\n\n{}", rule.trim())
+    }
+
+    /// `d` (whose narrative was left out) without the narrative's continuation floor either,
+    /// the ladder's cuts re-run to `soft`; `None` when `d` has a narrative or no floor to drop.
+    fn floorless(&self, d: &Draft<'a>, soft: usize, counter: &dyn Count) -> Option<Draft<'a>> {
+        if !d.shape.bare || d.shape.floor_dropped {
+            return None;
+        }
+        let shape = Shape {
+            floor_dropped: true,
+            ..d.shape.clone()
+        };
+        let mut alt = self.reassemble(&shape, d, counter);
+        self.fit(&mut alt, soft, counter);
+        (alt.tokens() < d.tokens()).then_some(alt)
+    }
+
+    /// The ladder's last two steps: [`Planned::evict`] to `aim`, and only when even the ledger's
+    /// minimum with the narrative's continuation floor is over `aim`, the floor left out too
+    /// (entries then evicted again from `d`, as far as `aim` needs without the floor).
+    fn evict_last(&self, d: &Draft<'a>, aim: usize, soft: usize, counter: &dyn Count) -> Draft<'a> {
+        let full = self.evict(d, aim, soft, counter);
+        if full.tokens() <= aim {
+            return full;
+        }
+        match self.floorless(d, soft, counter) {
+            Some(alt) => {
+                let alt = self.evict(&alt, aim, soft, counter);
+                if alt.tokens() <= aim {
+                    alt
+                } else {
+                    full
+                }
+            }
+            None => full,
+        }
     }
 
     /// [`Planned::assemble`] again with the ladder's state of `prev` carried over.

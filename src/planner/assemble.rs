@@ -71,9 +71,13 @@ pub(super) struct Shape {
     /// out of the ledger, which would only repeat them (a template's rules said again in a later
     /// message); the ladder checks the final task still shows each.
     pub in_task: Vec<String>,
-    /// The narrative left out (the ladder's step before any ledger entry is evicted): the
-    /// summary is its marker line and the ledger.
+    /// The narrative left out down to its floor (the ladder's step before any ledger entry is
+    /// evicted): the summary is its marker line, the continuation's floor (the last unresolved
+    /// error and the next open to-do items, bounded) and the ledger.
     pub bare: bool,
+    /// The continuation's floor left out too (the ladder's very last step, after the ledger's
+    /// evictable entries): the summary is its marker line and the ledger.
+    pub floor_dropped: bool,
 }
 
 /// An assembled output on its way through the ladder.
@@ -139,6 +143,7 @@ impl<'a> Draft<'a> {
                 task_words: Vec::new(),
                 in_task: Vec::new(),
                 bare: false,
+                floor_dropped: false,
             },
             recalls: Vec::new(),
         }
@@ -308,10 +313,21 @@ impl<'a> Planned<'a> {
             .map(|s| &s.view);
         // A twentieth of the budget (in chars, about 4 a token), at most summary_max_tokens.
         let room = (cfg.hard / 20).clamp(64, cfg.summary_max_tokens.max(64)) * 4;
-        let carried = cont.missing(&body, after, self.language, room);
-        // Part of the narrative: gone when the ladder emptied the narrative to fit.
-        if !carried.is_empty() && !body.trim().is_empty() {
-            body = format!("{}\n\n{carried}", body.trim_end());
+        // Part of the narrative; when the ladder left the narrative out, its floor (bounded),
+        // which goes only after the ledger's evictable entries.
+        let carried = if !shape.bare {
+            cont.missing(&body, after, self.language, room)
+        } else if !shape.floor_dropped {
+            cont.floor(after, self.language, room)
+        } else {
+            String::new()
+        };
+        if !carried.is_empty() {
+            body = if body.trim().is_empty() {
+                carried
+            } else {
+                format!("{}\n\n{carried}", body.trim_end())
+            };
         }
         // With `recall` the summary names the id of what it replaced (as it was before this
         // compaction's passes; what the ladder removed besides the span follows it).

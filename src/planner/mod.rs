@@ -14,9 +14,11 @@
 //! earlier summary exists), then a shorter tail, then the kept head's messages after the task
 //! (their facts go into the summary), then fewer of the user's words carried verbatim, then the
 //! task shortened to `task_max_tokens` (never removed), then the last block shortened (the
-//! arguments of calls that ran, tool output, the assistant's own text: `last_block.rs`), and
-//! last a shorter summary (the truncation summary). Only when even that is above the soft
-//! threshold is the result `over_budget`, with the parts that did not fit named
+//! arguments of calls that ran, tool output, the assistant's own text: `last_block.rs`), then a
+//! shorter summary (the truncation summary), a shorter narrative and none but its continuation
+//! floor (the last unresolved error, the next open to-do items), then the ledger's entries in
+//! their eviction order, and last that floor (`apply.rs`). Only when even that is above the
+//! soft threshold is the result `over_budget`, with the parts that did not fit named
 //! (`over_budget.rs`). Each step cuts no more than it must.
 
 mod apply;

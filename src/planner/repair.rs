@@ -7,13 +7,10 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, OutBlock, OutMsg, RecordEntry};
-use crate::message::{BlockKind, Conversation, Format, Message, Role};
+use crate::message::{BlockKind, Conversation, Format, Message, Role, NO_RESULT};
 use crate::structure::result_region_end;
 use crate::tokens::counter::Framing;
 use std::collections::{HashMap, HashSet};
-
-/// The text of a synthetic result for a call that never got one.
-pub const NO_RESULT: &str = "(no result was recorded for this tool call)";
 
 /// Result of the repair pass.
 pub struct Repaired<'a> {

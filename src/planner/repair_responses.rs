@@ -9,9 +9,9 @@
 
 use super::draft::{Count, Slot};
 use super::output::{Change, OutBlock, OutMsg, RecordEntry};
-use super::repair::{Repaired, NO_RESULT};
+use super::repair::Repaired;
 use crate::formats::responses::{is_call_item, is_item, is_reasoning};
-use crate::message::{Conversation, Role};
+use crate::message::{Conversation, Role, NO_RESULT};
 use crate::tokens::counter::Framing;
 use std::collections::HashSet;
 

@@ -17,6 +17,7 @@ use crate::cut::PLACEHOLDER_PREFIX;
 use crate::cut::{head_tail_opening, head_tail_text};
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
+use crate::summary::continuation::cut_error_note;
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::summary::instruction::{is_marked_rule, user_instructions, InstructionKind};
 use crate::text::Text;
@@ -36,7 +37,8 @@ const MIN_RESULT_CHARS: usize = 40;
 /// How [`cut_block`] cuts a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Keep {
-    /// Head + tail (tool output: no must-keep facts by definition).
+    /// Head + tail (tool output: no must-keep facts by definition), its last error line after
+    /// the marker when the cut removed it.
     Plain,
     /// Head + tail, the must-keep facts of the cut part after the marker (assistant text).
     Facts,
@@ -340,12 +342,26 @@ pub(super) fn cut_block(
     } else {
         Vec::new()
     };
-    let cut_at = |max_chars: usize| {
+    // Tool output keeps its error line after the marker (the last unresolved error stays in the
+    // kept tail): part of its floor, as the must-keep facts are of a text's cut.
+    let is_error = b.is_error;
+    let with_error = keep == Keep::Plain;
+    let plain = |max_chars: usize, with_error: bool| {
+        let cut = head_tail_text(Text::Utf8(&text), max_chars.max(min_chars))?;
+        match with_error
+            .then(|| cut_error_note(&text, is_error, &cut))
+            .flatten()
+        {
+            Some(note) => with_list(cut, &note),
+            None => Some(cut),
+        }
+    };
+    let cut_at = |max_chars: usize, with_error: bool| {
         let cut = match (keep, &task) {
             (Keep::Task, Some(task)) => task.cut(max_chars),
             (Keep::Task, None) => None,
             (Keep::Facts, _) => cut_with_facts(&text, &facts, max_chars, min_chars, 0),
-            (Keep::Plain, _) => head_tail_text(Text::Utf8(&text), max_chars.max(min_chars)),
+            (Keep::Plain, _) => plain(max_chars, with_error),
         }?;
         Some(match &recalled {
             Some(r) => with_recall_ref(cut, &r.id),
@@ -356,7 +372,7 @@ pub(super) fn cut_block(
     // The longest cut seen over the goal (`max_chars`), to search back from for the task.
     let mut over: Option<usize> = None;
     for _ in 0..6 {
-        let Some(cut) = cut_at(max_chars) else {
+        let Some(cut) = cut_at(max_chars, with_error) else {
             break;
         };
         let new = counter.count(Text::Utf8(&cut));
@@ -385,7 +401,9 @@ pub(super) fn cut_block(
                         break;
                     }
                     let mid = lo + (hi - lo) / 2;
-                    let Some(cut) = cut_at(mid) else { break };
+                    let Some(cut) = cut_at(mid, false) else {
+                        break;
+                    };
                     let n = counter.count(Text::Utf8(&cut));
                     if n <= goal {
                         lo = mid;

@@ -7,12 +7,14 @@
 //!
 //! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
 //! first line of a result marked `is_error`), unless a later run of the same command (the same
-//! tool and first words, or the same path) came back clean.
+//! tool and first words, or the same path) came back clean. The repair pass's synthetic result
+//! for a call that got none (`crate::message::NO_RESULT`) is neither: a call still waiting has
+//! not failed.
 
 use super::language::{Label, Language};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{BlockKind, Message};
+use crate::message::{is_no_result, BlockKind, Message};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -21,6 +23,9 @@ const ITEM_CHARS: usize = 100;
 const ERROR_CHARS: usize = 160;
 /// To-do items carried at most (the open ones of the latest list, in its order).
 const MAX_TODOS: usize = 24;
+/// To-do items of the narrative's floor (what stays when the ladder leaves the narrative out):
+/// the next open ones, the rest counted.
+const FLOOR_TODOS: usize = 3;
 
 /// The open to-do items and the last unresolved error seen so far.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +35,31 @@ pub struct Continuation {
     has_list: bool,
     /// (the command's key, the line) of the last unresolved error.
     error: Option<(String, String)>,
+}
+
+/// The error a tool result reports: its last failing line, or the first line of a result marked
+/// `is_error` that has none; `None` for a clean result and for the repair's synthetic one.
+pub fn failing_of(out: &str, is_error: bool) -> Option<&str> {
+    if is_no_result(out) {
+        return None;
+    }
+    out.lines()
+        .rev()
+        .find(|l| failing_line(l).is_some())
+        .map(str::trim)
+        .or_else(|| {
+            is_error
+                .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
+                .flatten()
+        })
+}
+
+/// The error line a cut of tool output keeps after its marker (DESIGN's continuation: the last
+/// unresolved error stays in the kept tail), `None` when the cut still shows it.
+pub fn cut_error_note(out: &str, is_error: bool, cut: &str) -> Option<String> {
+    let line = failing_of(out, is_error)?;
+    let line = shorten(line, ERROR_CHARS);
+    (!cut.contains(line.as_ref())).then(|| format!(" (cut part's last error: {line}) "))
 }
 
 /// The key of a call: its tool and the first words of its shell command, or its path.
@@ -126,19 +156,14 @@ impl Continuation {
                                 .cloned()
                                 .unwrap_or_default();
                         let out = text_of(b);
-                        let failing = out
-                            .lines()
-                            .rev()
-                            .find(|l| failing_line(l).is_some())
-                            .map(str::trim)
-                            .or_else(|| {
-                                b.is_error
-                                    .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
-                                    .flatten()
-                            });
-                        match failing {
+                        if is_no_result(&out) {
+                            // The repair pass's stand-in for a call that got no result: not a
+                            // failure, and not a clean run either.
+                            continue;
+                        }
+                        match failing_of(&out, b.is_error) {
                             Some(line) => {
-                                self.error = Some((key, shorten(line, ITEM_CHARS).into_owned()));
+                                self.error = Some((key, shorten(line, ERROR_CHARS).into_owned()));
                             }
                             None => {
                                 if self
@@ -167,6 +192,32 @@ impl Continuation {
         lang: Language,
         max_chars: usize,
     ) -> String {
+        self.lines(narrative, after, lang, max_chars, MAX_TODOS)
+    }
+
+    /// The narrative's floor: what stays of it when the ladder leaves the narrative out (DESIGN's
+    /// continuation; the ledger gives its entries before these go). The lines of [`missing`] for
+    /// an empty narrative, bounded: the error line and the next [`FLOOR_TODOS`] open items, each
+    /// cut to its cap (the cut marked `…`), the items left out counted.
+    ///
+    /// [`missing`]: Continuation::missing
+    pub fn floor<'m, 'x: 'm>(
+        &self,
+        after: impl IntoIterator<Item = &'m Message<'x>>,
+        lang: Language,
+        max_chars: usize,
+    ) -> String {
+        self.lines("", after, lang, max_chars, FLOOR_TODOS)
+    }
+
+    fn lines<'m, 'x: 'm>(
+        &self,
+        narrative: &str,
+        after: impl IntoIterator<Item = &'m Message<'x>>,
+        lang: Language,
+        max_chars: usize,
+        max_todos: usize,
+    ) -> String {
         let mut later = Continuation {
             error: self.error.clone(),
             ..Continuation::default()
@@ -187,19 +238,18 @@ impl Continuation {
             }
         }
         if self.has_list && !later.has_list {
-            let open: Vec<String> = self
-                .todos
-                .open()
-                .into_iter()
-                .take(MAX_TODOS)
-                .map(|t| shorten(&t, ITEM_CHARS).into_owned())
+            let all = self.todos.open();
+            let open: Vec<String> = all
+                .iter()
+                .take(max_todos)
+                .map(|t| shorten(t, ITEM_CHARS).into_owned())
                 .collect();
             if open.iter().any(|t| !narrative.contains(t.as_str())) {
                 let mut list = String::new();
                 list.push_str(lang.label(Label::Todos));
                 list.push_str(lang.colon().trim_end());
                 let mut room = max_chars.saturating_sub(out.chars().count() + list.chars().count());
-                let mut any = false;
+                let mut shown = 0;
                 for t in &open {
                     let n = t.chars().count() + 3;
                     if n > room {
@@ -208,9 +258,13 @@ impl Continuation {
                     room -= n;
                     list.push_str("\n- ");
                     list.push_str(t);
-                    any = true;
+                    shown += 1;
                 }
-                if any {
+                if shown > 0 && shown < all.len() && max_todos < MAX_TODOS {
+                    // The floor's bound: the items left out are counted, not silently gone.
+                    list.push_str(&format!("\n(+{})", all.len() - shown));
+                }
+                if shown > 0 {
                     if !out.is_empty() {
                         out.push('\n');
                     }
@@ -360,6 +414,9 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                 }
                 BlockKind::ToolResult if !error_done && failing.is_none() => {
                     let out_text = text_of(b);
+                    if is_no_result(&out_text) {
+                        continue;
+                    }
                     let bad = out_text.lines().any(|l| failing_line(l).is_some()) || b.is_error;
                     if bad && out_text.len() > max_chars {
                         // A long failing output is left to micro-compaction (a summary keeps
