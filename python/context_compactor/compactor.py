@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -279,7 +280,13 @@ class ContextCompactor(BatchMethods):
         current = counts.calibrated_total
         state.note_context(current)
         return self._verdict(
-            current, counts.total, state.calibration, counts.message_count, counts.format, state.hold_until
+            current,
+            counts.total,
+            state.calibration,
+            counts.message_count,
+            counts.format,
+            state.hold_until,
+            state.due_at,
         )
 
     def _verdict(
@@ -290,10 +297,14 @@ class ContextCompactor(BatchMethods):
         message_count: int,
         format: str,
         hold_until: int | None = None,
+        due_at: int | None = None,
     ) -> CompactionCheck:
         """The :class:`CompactionCheck` of a request of ``current`` (calibrated) tokens;
-        ``hold_until``: the state's hold (:attr:`ConversationState.hold_until`)."""
+        ``hold_until``: the state's hold (:attr:`ConversationState.hold_until`); ``due_at``: its
+        due point under ``target_ratio="auto"`` (:attr:`ConversationState.due_at`)."""
         soft, hard, budget, target, micro = self._limits
+        if due_at is not None:
+            soft = min(soft, due_at)
         held = None
         if current >= hard:
             urgency: Urgency = "hard"
@@ -393,8 +404,26 @@ class ContextCompactor(BatchMethods):
             instructions=instructions,
             state=state,
         )
+        on_applied = None
+        if auto is not None and state is not None:
+            on_applied = functools.partial(self._set_due, state, auto)
         return CompactionPlan(
-            core, self._config.tokenizer, target_ratio=auto.ratio if auto else float(config.target_ratio)
+            core,
+            self._config.tokenizer,
+            target_ratio=auto.ratio if auto else float(config.target_ratio),
+            on_applied=on_applied,
+        )
+
+    def _set_due(self, state: _core.ConversationState, auto: AutoTarget, result: CompactResult) -> None:
+        """``target_ratio="auto"``: after a compaction that changed the context (micro-compaction
+        alone included: it rewrites the cached prefix from what it cleared, so a new cycle starts)
+        and got under the soft threshold, the next one is due from
+        :func:`context_compactor._core.due_at` (the state's ``due_at``)."""
+        if result.strategy == "none" or result.over_budget or state.hold_until is not None:
+            return
+        soft = self._config.soft_threshold
+        state.set_due_at(
+            _core.due_at(result.tokens_after, soft=soft, fixed=auto.fixed, growth=auto.growth, prices=auto.prices)
         )
 
     def auto_target(
@@ -413,7 +442,7 @@ class ContextCompactor(BatchMethods):
         is set, bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
         task, the ledger (the one the context carries and the user's words the compaction moves
         into it) and the summary. Without an observed growth: half the budget."""
-        ratio, tokens, floor, growth, cost = _core.auto_target(
+        ratio, tokens, floor, growth, cost, fixed, prices = _core.auto_target(
             messages,
             config=self._config,
             system=system,
@@ -422,7 +451,7 @@ class ContextCompactor(BatchMethods):
             state=state,
             llm=self.summarizer is not None,
         )
-        return AutoTarget(ratio, tokens, floor, growth, cost)
+        return AutoTarget(ratio, tokens, floor, growth, cost, fixed, tuple(prices))
 
     def micro_compact(
         self,

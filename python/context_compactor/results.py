@@ -107,6 +107,8 @@ class AutoTarget:
         growth: The growth per call it was computed from (``None``: the fixed fallback ratio).
         cost_per_call: The predicted billed input per model call over a cycle (dollars), at the
             chosen target (``None`` with the fallback).
+        fixed: The fixed part (system prompt and tool definitions), in tokens.
+        prices: The prices weighed (input, cached read, cache write, output per million tokens).
     """
 
     ratio: float
@@ -114,6 +116,8 @@ class AutoTarget:
     floor: int
     growth: float | None
     cost_per_call: float | None
+    fixed: int = 0
+    prices: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,10 @@ pub struct AutoTarget {
     /// The predicted billed input per model call over a cycle (dollars) at the chosen target
     /// (`None` with the fallback).
     pub cost_per_call: Option<f64>,
+    /// The fixed part (system prompt and tool definitions, calibrated), in tokens.
+    pub fixed: usize,
+    /// The prices weighed (input, cached read, cache write, output per million tokens).
+    pub prices: [f64; 4],
 }
 
 /// The predicted billed input per model call (dollars) over one compaction cycle that starts at
@@ -138,6 +142,8 @@ pub fn choose_target(c: Choice) -> AutoTarget {
                 floor: c.floor,
                 growth: None,
                 cost_per_call: None,
+                fixed: c.fixed,
+                prices: c.prices,
             };
         }
     };
@@ -173,7 +179,33 @@ pub fn choose_target(c: Choice) -> AutoTarget {
         floor: c.floor,
         growth: Some(growth),
         cost_per_call: Some(cost),
+        fixed: c.fixed,
+        prices: c.prices,
     }
+}
+
+/// When the next compaction is due under `"auto"`, after one that left `tokens_after` tokens.
+///
+/// Design note. The same cycle, left to run from the `T` tokens a compaction left to a due point
+/// `S`, bills per call about `(T - F) w g / (S - T)` (the prefix the compaction rewrote, spread
+/// over the cycle's calls) plus `r (T + S) / 2` (the reads of a context between `T` and `S`) plus
+/// `g w` (the growth, the same whatever `S`). The first term falls and the second rises with `S`;
+/// their sum is least at `S - T = sqrt(2 (w / r) (T - F) g)`. So the next compaction is due from
+/// `T + max(g, that gap)` when that is below the soft threshold (`None`: the soft threshold, also
+/// without an observed growth). Deterministic: a function of the tokens after the compaction,
+/// the fixed part, the growth the state observed before it and the prices.
+pub fn due_at(
+    tokens_after: usize,
+    soft: usize,
+    fixed: usize,
+    growth: Option<f64>,
+    prices: [f64; 4],
+) -> Option<usize> {
+    let [_, r, w, _] = prices;
+    let g = growth.filter(|&g| g > 0.0 && r > 0.0)?;
+    let gap = (2.0 * (w / r) * tokens_after.saturating_sub(fixed) as f64 * g).sqrt();
+    let due = (tokens_after as f64 + g.max(gap)).ceil() as usize;
+    (due < soft).then_some(due)
 }
 
 /// The tokens the ledger will take after the next compaction, for the floor: the ledger of the
@@ -282,6 +314,26 @@ mod tests {
             summary_share: Some(0.1),
             summary_max_tokens: 2_000,
         }
+    }
+
+    #[test]
+    fn the_due_point_is_the_cheapest_cycle_below_the_soft_threshold() {
+        let p = [3.0, 0.3, 3.75, 15.0];
+        // gap = sqrt(2 * 12.5 * 15_000 * 1_000) = 19_364.9...
+        assert_eq!(
+            due_at(20_000, 80_000, 5_000, Some(1_000.0), p),
+            Some(39_365)
+        );
+        assert_eq!(
+            due_at(70_000, 80_000, 5_000, Some(1_000.0), p),
+            None,
+            "not below soft"
+        );
+        assert_eq!(due_at(20_000, 80_000, 5_000, None, p), None);
+        assert_eq!(
+            due_at(20_000, 80_000, 5_000, Some(1_000.0), [3.0, 0.0, 3.75, 15.0]),
+            None
+        );
     }
 
     #[test]

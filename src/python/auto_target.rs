@@ -11,11 +11,11 @@ use crate::text::Text;
 use pyo3::intern;
 use pyo3::prelude::*;
 
-/// `(ratio, tokens, floor, growth, cost_per_call)`, as Python reads it.
-type Chosen = (f64, usize, usize, Option<f64>, Option<f64>);
+/// `(ratio, tokens, floor, growth, cost_per_call, fixed, prices)`, as Python reads it.
+type Chosen = (f64, usize, usize, Option<f64>, Option<f64>, usize, [f64; 4]);
 
 /// What ``target_ratio="auto"`` chooses for these messages now: ``(ratio, tokens, floor, growth,
-/// cost_per_call)`` (``growth`` and ``cost_per_call`` are ``None`` with the fallback ratio).
+/// cost_per_call, fixed, prices)`` (``growth`` and ``cost_per_call`` are ``None`` with the fallback ratio).
 #[pyfunction]
 #[pyo3(signature = (messages, *, config, system=None, tools=None, format=None, state=None, llm=false))]
 #[allow(clippy::too_many_arguments)]
@@ -64,7 +64,15 @@ pub fn auto_target(
             &|x: Text<'_>| c.count(x),
         )
     })?;
-    Ok((a.ratio, a.tokens, a.floor, a.growth, a.cost_per_call))
+    Ok((
+        a.ratio,
+        a.tokens,
+        a.floor,
+        a.growth,
+        a.cost_per_call,
+        a.fixed,
+        a.prices,
+    ))
 }
 
 /// The predicted billed input per model call (dollars) over one compaction cycle that starts at
@@ -83,11 +91,26 @@ pub fn cycle_cost(
     core::cycle_cost(target, soft, fixed, growth, prices, llm, summary_tokens)
 }
 
+/// The context size from which the compaction after one that left ``tokens_after`` tokens is due
+/// under ``target_ratio="auto"``; ``None``: the soft threshold.
+#[pyfunction]
+#[pyo3(signature = (tokens_after, *, soft, fixed, growth, prices))]
+pub fn due_at(
+    tokens_after: usize,
+    soft: usize,
+    fixed: usize,
+    growth: Option<f64>,
+    prices: [f64; 4],
+) -> Option<usize> {
+    core::due_at(tokens_after, soft, fixed, growth, prices)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUTO_MIN", core::AUTO_MIN)?;
     m.add("AUTO_MAX", core::AUTO_MAX)?;
     m.add("AUTO_FALLBACK", crate::config::AUTO_FALLBACK)?;
     m.add_function(wrap_pyfunction!(auto_target, m)?)?;
     m.add_function(wrap_pyfunction!(cycle_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(due_at, m)?)?;
     Ok(())
 }
