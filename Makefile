@@ -95,7 +95,7 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_responses.py
 
 .PHONY: bench-background
-bench-background: ## background compaction on the corpus: when the early summary starts, today's policy vs the timed one (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False)
+bench-background: ## background compaction on the corpus: when the early summary starts, the calls policy vs the timed one vs timed + jump forecast (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False)
 	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),0.5) $(if $(SYNC),--sync)
 
 .PHONY: bench-otel

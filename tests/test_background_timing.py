@@ -65,12 +65,12 @@ def answer(slow: Slow, job: Job) -> None:
 
 
 def replay(
-    monkeypatch: pytest.MonkeyPatch, latency_calls: int, turns: int, size: int
+    monkeypatch: pytest.MonkeyPatch, latency_calls: int, turns: int, size: int, sizes: list[int] | None = None
 ) -> tuple[list[Any], Slow, int, Session]:
     """An agent loop of ``turns`` model calls (one second each on the fake clock), each adding a tool
-    round of ``size`` lines; the summarizer answers ``latency_calls`` calls after it was started.
-    Returns the compactions applied, the summarizer, how often prepare() returned while a summary
-    was being written, and the Session (open)."""
+    round of ``size`` lines (or ``sizes[k]``); the summarizer answers ``latency_calls`` calls after it
+    was started. Returns the compactions applied, the summarizer, how often prepare() returned while
+    a summary was being written, and the Session (open)."""
     clock = Clock()
     monkeypatch.setattr(_background, "clock", clock)
     slow = Slow()
@@ -90,7 +90,7 @@ def replay(
     age: dict[Job, int] = {}  # the jobs seen (kept alive: no id is reused) and the calls they ran
     while_running = 0
     for k in range(turns):
-        s.extend(tool_round(k, size=size))
+        s.extend(tool_round(k, size=size if sizes is None else sizes[k]))
         s.prepare()
         job = s.pending
         if job is not None and not job.done():
@@ -121,6 +121,67 @@ def test_a_slow_summarizer_is_applied_as_llm_without_blocking_and_called_once_pe
     assert len(slow.requests) <= 1.1 * len(made) + 1  # + the summary running when the replay ends
     assert all(s.check().current_tokens <= s.check().budget for _ in [0])
     s.close()
+
+
+def test_after_a_jump_the_summary_is_ready_for_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation whose tool outputs are now and then larger than the whole soft-to-hard gap
+    (here ~1,000 tokens every eighth call; the gap is 540): such a call goes from under the soft
+    threshold to over the hard one at once, before a summary started at the soft threshold (or by
+    the growth of the last calls) can be ready. After the first one, the next are met by an LLM
+    summary made in time (aimed low enough for such a call to fit after it), not by the rule
+    summary, with about one summarizer call per compaction and never over the budget."""
+    sizes = [300 if k % 8 == 7 else 10 for k in range(64)]
+    applied, slow, _, s = replay(monkeypatch, latency_calls=2, turns=len(sizes), size=10, sizes=sizes)
+    cfg = s.compactor.config
+    assert cfg.hard_threshold - cfg.soft_threshold < 1000  # each big output is a jump
+    made = summarizing(applied)
+    rules = [r for r in made if r.summary_source == "rule"]
+    assert len(made) >= 6, "the replay should compact several times"
+    # The first jump comes unannounced: the rule summary keeps the request inside the window then.
+    assert len(rules) <= 1, " ".join(f"{r.summary_source}:{r.tokens_before}>{r.tokens_after}" for r in made)
+    assert len(slow.requests) <= 1.1 * len(made) + 1  # + the summary running when the replay ends
+    assert all(r.tokens_after <= cfg.budget for r in applied)
+    assert s.check().current_tokens <= cfg.budget
+    s.close()
+
+
+def test_an_early_summary_sets_no_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary the forecast started below the soft threshold is planned as if that threshold were
+    where the context was; ending above that point is no compaction loop, so it leaves no hold
+    (``retry_growth_tokens``) that would keep the next early summary from compacting anything."""
+    clock = Clock()
+    monkeypatch.setattr(_background, "clock", clock)
+    slow = Slow()
+    s = Session(
+        compactor=ContextCompactor(
+            max_context_tokens=3000,
+            reserve_tokens=300,
+            summarizer=slow,
+            summarizer_timeout_s=20,
+            protected_tools=("bash",),
+            background=True,
+        ),
+        store=":memory:",
+    )
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    soft = s.compactor.config.soft_threshold
+    early: list[tuple[int, int | None]] = []
+    age: dict[Job, int] = {}
+    for k in range(64):
+        s.extend(tool_round(k, size=300 if k % 8 == 7 else 10))
+        before = s.check().current_tokens
+        r = s.prepare()
+        if r is not None and r.summary_source == "llm" and before < soft:
+            early.append((r.tokens_after, s.state.hold_until))
+        job = s.pending
+        if job is not None and not job.done():
+            age[job] = age.get(job, 0) + 1
+            if age[job] >= 2:
+                answer(slow, job)
+        clock.now += 1.0
+    s.close()
+    assert len(early) >= 3, "the forecast should apply several summaries below the soft threshold"
+    assert all(hold is None for _, hold in early), early
 
 
 def test_the_measured_latency_moves_the_start_earlier(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,7 +40,10 @@ below the soft threshold (and at or above the target), when the largest growth o
 reaches the hard threshold, a job starts now (``Job.early``: planned as if the soft threshold were
 where the context is, so clearing and the selective rules come first and the summarizer is called
 only when they cannot reach the target). Its result is held until the compaction is due, then
-applied with the delta as usual.
+applied with the delta as usual. Once a call has grown the context by more than the soft-to-hard
+gap (a *jump*), the jump forecast (``BackgroundPolicy.jump_line``) aims the summaries low enough
+for such a call to fit after them, starts one early from where such a call would cross the hard
+threshold and applies a ready one there.
 
 A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with the rule
 summary and ``fallback_reason`` set, as a synchronous compaction would; an error that

@@ -41,6 +41,12 @@ DEFAULT_JOB_CALLS = 2
 #: has been measured, and the measured latency is stretched by ``LATENCY_MARGIN``.
 TIMED_DEFAULT_CALLS = 3.0
 LATENCY_MARGIN = 1.5
+#: A *jump* is one call that grows the context by more than the gap between the soft and the hard
+#: threshold (a large tool output): from under the soft threshold to over the hard one, before any
+#: summary started at the soft threshold can be ready. Once the conversation has made one, the
+#: background summaries aim low enough that a call growing it as much (the largest seen) after them
+#: still ends under the soft threshold, but not below this share of the budget.
+JUMP_FLOOR_RATIO = 0.2
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,9 @@ class BackgroundPolicy:
     #: :meth:`_job_calls`) and a rule summary at the hard threshold cancels a running job to start
     #: the LLM summary of its own snapshot.
     start_policy = "timed"
+    #: The jump forecast (see :meth:`jump_line`); off: the timed policy as before it, kept for
+    #: ``make bench-background`` to measure against in the same run.
+    jump_forecast = True
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
@@ -88,12 +97,20 @@ class BackgroundPolicy:
         self._bg_when: float | None = None
         self._bg_interval: deque[float] = deque(maxlen=FORECAST_CALLS)
         self._bg_seconds: deque[float] = deque(maxlen=3)
+        #: The jumps of the whole conversation: growths of one call larger than the soft-to-hard
+        #: gap (tokens; the jump forecast).
+        self._bg_jumps: list[int] = []
+        #: The context's size after the last compaction a finished job applied.
+        self._bg_applied: int | None = None
 
     def rule_compactor(self) -> ContextCompactor:
-        """The compactor without its summarizer: what runs when the agent must not wait."""
-        if self._rules is None:
-            c = self._core.compactor
-            self._rules = ContextCompactor(c.config, on_before_compact=c.on_before_compact, on_compacted=c.on_compacted)
+        """The compactor without its summarizer: what runs when the agent must not wait (aimed at
+        :meth:`jump_target` once the conversation has jumped)."""
+        c = self._core.compactor
+        aim = self.jump_target()
+        cfg = c.config if aim is None else c.config.replace(target_ratio=aim / c.config.budget)
+        if self._rules is None or self._rules.config != cfg:
+            self._rules = ContextCompactor(cfg, on_before_compact=c.on_before_compact, on_compacted=c.on_compacted)
         return self._rules
 
     def cancel(self) -> None:
@@ -107,7 +124,11 @@ class BackgroundPolicy:
     def _observe(self, check: CompactionCheck) -> None:
         """Remember how much the context grew since the previous ``prepare()``, and when."""
         if self._bg_after is not None and check.current_tokens >= self._bg_after:
-            self._bg_growth.append(check.current_tokens - self._bg_after)
+            growth = check.current_tokens - self._bg_after
+            self._bg_growth.append(growth)
+            cfg = self._core.compactor.config
+            if growth > cfg.hard_threshold - cfg.soft_threshold:
+                self._bg_jumps.append(growth)
         now = _background.clock()
         if self._bg_when is not None:
             self._bg_interval.append(now - self._bg_when)
@@ -129,14 +150,56 @@ class BackgroundPolicy:
         # + 1: a summary is applied by the first prepare() after it is ready.
         return LATENCY_MARGIN * max(self._bg_seconds) / per_call + 1
 
+    def _jump(self) -> int:
+        """The largest jump of this conversation (a growth of one call larger than the soft-to-hard
+        gap), else 0. Not with the ``calls`` policy (the baseline)."""
+        if self.start_policy == "calls" or not self.jump_forecast:
+            return 0
+        return max(self._bg_jumps, default=0)
+
+    def jump_target(self) -> int | None:
+        """Where a background summary aims once the conversation has jumped: the soft threshold
+        less the largest jump, at least ``JUMP_FLOOR_RATIO`` of the budget, never above the
+        target. ``None``: no jump seen, or the target is already that low."""
+        jump = self._jump()
+        if not jump:
+            return None
+        cfg = self._core.compactor.config
+        aim = max(math.ceil(JUMP_FLOOR_RATIO * cfg.budget), cfg.soft_threshold - jump)
+        return aim if aim < cfg.target_tokens else None
+
+    def jump_line(self) -> int | None:
+        """Once the conversation has jumped: the context from which one call growing it by the
+        largest jump would cross the hard threshold (at least the soft-to-hard gap above
+        :meth:`jump_target`, so that a compaction there frees that much). From there an early
+        summary starts, and one that is ready is applied. ``None``: no jump seen."""
+        aim = self.jump_target()
+        if aim is None:
+            return None
+        cfg = self._core.compactor.config
+        line = max(cfg.hard_threshold - self._jump(), aim + cfg.hard_threshold - cfg.soft_threshold)
+        return line if line < cfg.soft_threshold else None
+
     def _forecast_due(self, check: CompactionCheck) -> bool:
         """Below the soft threshold: start the summary now, because at the growth of the recent
         calls (the largest of the last ``FORECAST_CALLS``) the context would reach the hard
-        threshold before a summary started at the soft threshold is ready."""
-        if check.should_compact or check.current_tokens < check.target_tokens or not self._bg_growth:
+        threshold before a summary started at the soft threshold is ready; or, once the
+        conversation has jumped, because it is over the :meth:`jump_line`."""
+        if check.should_compact or not self._bg_growth:
             return False
         if self._core.compactor.summarizer is None or self._core.state.cooldown_remaining > 0:
             return False  # no LLM summary to get ahead of
+        line = self.jump_line()
+        if line is not None and check.current_tokens >= line:
+            # Not again right after a compaction: only once the context grew by half the
+            # soft-to-hard gap since (a summary every other call would break the cached prefix as
+            # often; a whole gap started too late for the next jump in the bench).
+            cfg = self._core.compactor.config
+            gap = cfg.hard_threshold - cfg.soft_threshold
+            if self._bg_applied is None or check.current_tokens >= self._bg_applied + gap // 2:
+                return True
+        if check.current_tokens < check.target_tokens:
+            return False
         return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
 
     def _job_done(self, job: Job) -> None:
@@ -160,14 +223,27 @@ class BackgroundPolicy:
                 job.calls += 1
             elif job is not None:
                 # An early job's result waits until the compaction is due (soft or hard).
-                due = check.should_compact or self._core.must_answer(check)
-                if not (job.early and job.upgrade is None and job.error is None and not due):
+                line = self.jump_line()
+                due = (
+                    check.should_compact
+                    or self._core.must_answer(check)
+                    or (line is not None and check.current_tokens >= line)
+                )
+                idle = job.early and job.upgrade is None and job.error is None and not due
+                if idle and job.result is not None and not job.result.changed:
+                    # An early job that found nothing to compact: dropped, so that a later one can
+                    # start on a larger snapshot.
+                    self.job = None
+                    self._job_done(job)
+                elif not idle:
                     self.job = None
                     if not job.cancelled:
                         self._job_done(job)
                     applied = self._finish(job, due or not job.early)
                     if applied is not None and not applied.changed:
                         applied = None  # an early job that found nothing to compact
+                    if applied is not None:
+                        self._bg_applied = self._core.make_check().current_tokens
                     if applied is not None and c.on_compacted is not None:
                         yield ("hook", (c.on_compacted, applied))
             result = yield from self._background_rest(instructions, applied)
@@ -352,12 +428,22 @@ class BackgroundPolicy:
         """The plan of ``snap`` as a job makes it (in its thread or task). ``early``: planned as if
         the soft threshold were where the context is now, so that clearing tool output or the
         selective rules still come first and the summarizer is called only when they cannot reach
-        the target (as at the soft threshold; ``force`` would always summarise)."""
+        the target (as at the soft threshold; ``force`` would always summarise). Once the
+        conversation has jumped, aimed at :meth:`jump_target` (as the rule summary at the hard
+        threshold is: an upgrade keeps what it kept)."""
         c = self._core.compactor
-        if early:
+        aim = self.jump_target()
+        if early or aim is not None:
             cfg = c.config
-            soft = max(1, min(sum(snap.tokens), cfg.soft_threshold))
-            c = ContextCompactor(cfg.replace(soft_threshold_tokens=soft), summarizer=c.summarizer)
+            changes: dict[str, Any] = {}
+            if early:
+                changes["soft_threshold_tokens"] = max(1, min(sum(snap.tokens), cfg.soft_threshold))
+                # Its soft threshold is where the context was: ending above it is no sign of a
+                # compaction loop, so it sets no hold (``retry_growth_tokens``) on the state.
+                changes["retry_growth_tokens"] = 0
+            if aim is not None:
+                changes["target_ratio"] = aim / cfg.budget
+            c = ContextCompactor(cfg.replace(**changes), summarizer=c.summarizer)
 
         def make_plan() -> CompactionPlan:
             with session_scope():
