@@ -161,21 +161,18 @@ def test_every_lost_canary_is_listed_in_must_keep_missing(smoke: tuple[CanaryRep
 
 
 def test_at_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
-    """The full grid (``make canaries``) keeps 96.3% (forced) and 96.1% (growing) at round 5,
-    both summarizers, since the ledger no longer repeats the rules the kept task shows."""
+    """The full grid (``make canaries``) keeps 98.2% (forced and growing) at round 5, both
+    summarizers, since goals and approval rules rank as instructions (96.3% and 96.1% before)."""
     report, _ = smoke
     for row in _rows(report, budget="30%"):
         assert row["by_round"][-1] >= 0.95, row
 
 
 @not_met(
-    "at round 5 the full grid keeps 94.7% (forced) and 92.9% (growing) at 20%, both summarizers, every loss "
-    "listed; the losses are in windows the system prompt, tools and task's floor nearly fill: pydicom (and "
-    "tau-bench in growing chains) are over budget, only evictions bring them within the hard threshold (7 "
-    "lost each), "
-    "marshmallow keeps 7 of 15 (418 + 330 tokens of a 1,058-token soft threshold; in the smoke), "
-    "mini-swe-agent 10-11 (the 1,500-token minimum window) and aider 11 (its user words over the "
-    "budget // 2 cap); docs/canaries.md"
+    "the full grid (make canaries) meets it: 97.0% (forced) and 95.4% (growing) at round 5, both summarizers; "
+    "this smoke keeps 91.7% because marshmallow loses 5 of 15 (418 + 330 tokens of system prompt and the "
+    "task's floor, a 37-token last block and the summary's marker leave about 230 tokens of a 1,058-token "
+    "soft threshold for the ledger), every loss listed; docs/canaries.md"
 )
 def test_at_20_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
     report, _ = smoke

@@ -15,7 +15,7 @@
 //! pasted tool output (`error: …`, `TypeError: …`, 错误：…) and slash commands are not. The kind
 //! is the first that applies of safety, prohibition, condition, every-rule, preference, goal,
 //! requirement (the ledger evicts safety rules and prohibitions last, so they win). Measured on
-//! `tests/data/instructions.jsonl` (404 sentences labelled by hand, README there): see
+//! `tests/data/instructions.jsonl` (451 sentences labelled by hand, README there): see
 //! `docs/instructions.md` for the figures and `instruction_tests.rs` for the test that prints them.
 //! A plain imperative ("make the charts 20% less tall", "现在修复") is a requirement: it requires
 //! an action. Sentences come from [`instruction_sentences`].

@@ -198,6 +198,48 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
     }
     condition(outside, &clauses, s);
     every_rule(&clauses, s);
+    for c in &clauses {
+        let c = skip_adverbs(c);
+        // 让 + what it should become ("让这个脚本支持 Windows"), not "让我想想".
+        if let Some(rest) = c.strip_prefix('让') {
+            if !rest.trim_start().is_empty()
+                && !["我", "咱", "人", "你久"]
+                    .iter()
+                    .any(|w| rest.trim_start().starts_with(w))
+            {
+                s.goal = true;
+            }
+        }
+    }
+    should(&clauses, s);
+    // An action that waits for the user's approval: "都需要我批准", "要先经过我确认".
+    if ["需要", "要", "须", "得"].iter().any(|m| {
+        outside.match_indices(m).any(|(at, _)| {
+            let after = &outside[at + m.len()..];
+            let after = after
+                .trim_start_matches(['先', '经', '过', '得', '到', '获'])
+                .trim_start();
+            ["我", "我们"].iter().any(|who| {
+                after.strip_prefix(who).is_some_and(|a| {
+                    [
+                        "批准",
+                        "同意",
+                        "确认",
+                        "审批",
+                        "审核",
+                        "签字",
+                        "的批准",
+                        "的同意",
+                        "的确认",
+                    ]
+                    .iter()
+                    .any(|w| a.starts_with(w))
+                })
+            })
+        })
+    }) {
+        s.requirement = true;
+    }
     // Preferences.
     let pref = [
         "我更喜欢",
@@ -259,6 +301,57 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
     }
     if SAFETY.iter().any(|w| outside.contains(w)) {
         s.safety_object = true;
+    }
+}
+
+/// 应该/应当 stating what must hold: "你应该先读 README" (a requirement; 你不应该 … prohibits),
+/// "接口应该返回 JSON" (a goal), not a guess ("这应该是缓存的问题", "应该没问题", "应该会…"), not
+/// about the speaker ("我应该早点说") and not what was supposed to be ("按理说…应该通过的").
+fn should(clauses: &[&str], s: &mut Signals) {
+    for c in clauses {
+        for m in ["应该", "应当"] {
+            for (at, _) in c.match_indices(m) {
+                let before = c[..at].trim();
+                let after = c[at + m.len()..].trim();
+                let guess = [
+                    "是", "没", "不会", "会", "可以", "能", "已经", "就", "还", "有", "也是", "的",
+                    "吧",
+                ]
+                .iter()
+                .any(|w| after.starts_with(w))
+                    || after.is_empty()
+                    || after.ends_with(['的', '吧'])
+                    || [
+                        "本来",
+                        "原本",
+                        "按理",
+                        "照理",
+                        "理论上",
+                        "按说",
+                        "估计",
+                        "大概",
+                    ]
+                    .iter()
+                    .any(|w| c.contains(w));
+                let (subject, negated) = match before.strip_suffix('不') {
+                    Some(b) => (b.trim(), true),
+                    None => (before, false),
+                };
+                if guess || subject.ends_with('我') || subject == "这" || subject == "那" {
+                    continue;
+                }
+                if ["", "你", "您", "你们"].contains(&subject) {
+                    s.directive = true;
+                    if negated {
+                        s.prohibition = true;
+                    } else {
+                        s.requirement = true;
+                    }
+                } else {
+                    s.goal = true;
+                }
+            }
+        }
     }
 }
 
@@ -356,6 +449,9 @@ fn every_rule(clauses: &[&str], s: &mut Signals) {
         let modal = [
             "都要",
             "都用",
+            "都以",
+            "应该",
+            "应当",
             "都得",
             "都必须",
             "都需要",

@@ -14,7 +14,7 @@ const VERBS: &[&str] = &[
     "configure", "confirm", "continue", "convert", "copy", "create", "cut", "debug", "delete",
     "deploy", "describe", "disable", "do", "document", "double-check", "drop", "edit", "enable",
     "end", "explain", "extract", "fill", "find", "finish", "fix", "follow", "format", "generate",
-    "give", "go", "handle", "hide", "implement", "identify", "inspect", "examine", "locate",
+    "get", "give", "go", "handle", "hide", "implement", "identify", "inspect", "examine", "locate",
     "improve", "include", "increase", "decrease", "insert", "install", "investigate", "keep",
     "label", "leave", "lint", "list", "load", "look", "make", "mark", "merge", "migrate",
     "minimize", "modify", "move", "open", "optimize", "paste", "pick", "pin", "plot", "prepare",
@@ -245,6 +245,83 @@ fn rule_of_a_thing(words: &[String]) -> Option<bool> {
     None
 }
 
+/// A rule that an action waits for the user's approval: "any schema change needs my approval",
+/// "deploys require sign-off", "… need a go-ahead from me" (needs / requires + an approval
+/// word, owned by the speaker or a sign-off / go-ahead; not "needed", not "does … need").
+fn needs_approval(words: &[String]) -> bool {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    w.iter().enumerate().any(|(i, a)| {
+        if !["needs", "need", "requires", "require"].contains(a) {
+            return false;
+        }
+        let before = if i > 0 { w[i - 1] } else { "" };
+        if ["don't", "doesn't", "not", "never", "dont", "does", "do"].contains(&before) {
+            return false;
+        }
+        let window = &w[i + 1..w.len().min(i + 6)];
+        let personal = ["sign-off", "signoff", "go-ahead"];
+        let approval = [
+            "approval",
+            "approve",
+            "confirmation",
+            "permission",
+            "ok",
+            "okay",
+            "consent",
+        ];
+        window.iter().any(|x| personal.contains(x))
+            || window.windows(2).any(|p| p == ["sign", "off"])
+            || (window.iter().any(|x| approval.contains(x))
+                && window.iter().any(|x| {
+                    [
+                        "my", "our", "me", "us", "explicit", "prior", "written", "manual",
+                    ]
+                    .contains(x)
+                }))
+    })
+}
+
+/// A goal stated of a thing: "\<thing> should \<verb> …" ("The CLI should exit with code 2",
+/// "the dashboard should load in under two seconds"), not a guess ("it should work now", "that
+/// should be enough", "the tests should pass now, I think"), not "should have". `Some(true)` when
+/// negated ("… should not / should never …").
+fn should_goal(words: &[String], all: &[String]) -> Option<bool> {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    let first = *w.first()?;
+    #[rustfmt::skip]
+    let pronouns = [
+        "i", "we", "you", "it", "this", "that", "there", "he", "she", "they", "these", "those",
+        "which", "what", "who", "everything", "something", "nothing", "anything", "should",
+    ];
+    if pronouns.contains(&first) {
+        return None;
+    }
+    #[rustfmt::skip]
+    let hedges = [
+        "probably", "hopefully", "now", "think", "guess", "believe", "suppose", "maybe", "perhaps",
+        "theory", "likely", "fine", "expected", "supposedly",
+    ];
+    if all.iter().any(|x| hedges.contains(&x.as_str())) {
+        return None;
+    }
+    let i = w
+        .iter()
+        .take(10)
+        .position(|x| *x == "should" || *x == "shouldn't")?;
+    if i == 0
+        || w[..i]
+            .iter()
+            .any(|x| ["said", "says", "think", "thought"].contains(x))
+    {
+        return None;
+    }
+    let next = w.get(i + 1).copied().unwrap_or("");
+    if ["have", "'ve", "i", "we", "you", "it", "they"].contains(&next) || next.is_empty() {
+        return None;
+    }
+    Some(w[i] == "shouldn't" || next == "not" || next == "never")
+}
+
 /// The English signals of `outside` (the sentence with quotes and inline code replaced).
 pub(super) fn signals(outside: &str, s: &mut Signals) {
     // A parenthesis is an aside, not a clause: "… plan mode (like exact code snippets, …), read …".
@@ -303,6 +380,14 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
             Some(false) => s.requirement = true,
             None => {}
         }
+        if needs_approval(core) {
+            s.requirement = true;
+        }
+        match should_goal(core, &all.words) {
+            Some(true) => s.prohibition = true,
+            Some(false) => s.goal = true,
+            None => {}
+        }
         let w: Vec<&str> = core.iter().map(String::as_str).collect();
         if let ["that", "you", ..] = w.as_slice() {
             if prohibits(&core[1..]) || to_you(&core[1..]) {
@@ -321,7 +406,11 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
     {
         let rest_directive = clauses[1..].iter().any(|c| {
             let core = c.core();
-            imperative(core) || to_you(core) || prohibits(core) || starts(core, &["you", "can"])
+            imperative(core)
+                || to_you(core)
+                || prohibits(core)
+                || starts(core, &["you", "can"])
+                || should_goal(core, &all.words).is_some()
         });
         if rest_directive {
             s.condition = true;
@@ -359,7 +448,7 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
     let rule_subject = |c: &Clause| {
         let core = c.core();
         ["every", "each", "all"].contains(&core.first().map_or("", String::as_str))
-            && core.iter().skip(1).take(5).any(|w| {
+            && core.iter().skip(1).take(8).any(|w| {
                 [
                     "must", "should", "needs", "need", "has", "have", "goes", "go", "belongs",
                     "belong", "lives", "live", "gets", "get",
@@ -373,20 +462,26 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
     if clauses.iter().any(rule_subject) {
         s.directive = true;
     }
-    // Preferences.
+    // Preferences, in any clause ("For new tests, I prefer …"); "I prefer not to say" is not one.
+    let prefers = |core: &[String]| {
+        [
+            &["i", "prefer"][..],
+            &["i'd", "prefer"],
+            &["i", "would", "prefer"],
+            &["we", "prefer"],
+            &["i'd", "rather"],
+            &["i", "would", "rather"],
+            &["we'd", "rather"],
+            &["prefer"],
+        ]
+        .iter()
+        .any(|p| starts(core, p))
+            && !["say", "answer", "comment"]
+                .iter()
+                .any(|v| holds(core, &["not", "to", v]))
+    };
     let core = first.core();
-    if [
-        &["i", "prefer"][..],
-        &["i'd", "prefer"],
-        &["i", "would", "prefer"],
-        &["we", "prefer"],
-        &["i'd", "rather"],
-        &["i", "would", "rather"],
-        &["we'd", "rather"],
-        &["prefer"],
-    ]
-    .iter()
-    .any(|p| starts(core, p))
+    if clauses.iter().any(|c| prefers(c.core()))
         || (first.words.first().is_some_and(|w| w == "please")
             && core.first().is_some_and(|w| w == "use"))
         || (s.directive && (holds(words, &["instead", "of"]) || holds(words, &["rather", "than"])))
