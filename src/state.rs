@@ -122,6 +122,11 @@ pub struct State {
     /// below this many (calibrated) tokens, unless the hard threshold is crossed. Without it an
     /// agent compacted again at every call.
     pub hold_until: Option<usize>,
+    /// With `target_ratio = "auto"`: the (calibrated) context size from which the next
+    /// compaction is due, below the soft threshold, chosen when the last one ended (the cycle's
+    /// length that bills the least per call); `None`: the soft threshold. Any due compaction
+    /// clears it.
+    pub due_at: Option<usize>,
     /// The context's (calibrated) size at each of the last measurements since the latest
     /// compaction, oldest first: the growth per call ([`State::growth_per_call`]).
     sizes: Vec<usize>,
@@ -147,6 +152,7 @@ impl Default for State {
             cooldown_remaining: 0,
             last_summary: None,
             hold_until: None,
+            due_at: None,
             sizes: Vec::new(),
         }
     }
@@ -368,6 +374,7 @@ impl State {
     /// `tokens_after + growth` ([`State::held`]); else the hold is lifted.
     pub fn note_outcome(&mut self, stuck: bool, tokens_after: usize, growth: usize) {
         self.hold_until = (stuck && growth > 0).then(|| tokens_after.saturating_add(growth));
+        self.due_at = None;
         self.sizes.clear();
         self.sizes.push(tokens_after);
     }
@@ -497,8 +504,9 @@ mod tests {
         assert_eq!(s.hold_until, Some(1400));
         assert!(s.held(1399, 5000) && !s.held(1400, 5000) && !s.held(1399, 1399));
         assert_eq!(s.growth_per_call(), None); // a new cycle
+        s.due_at = Some(1200); // target_ratio = "auto"'s next due point: any due compaction clears it
         s.note_outcome(false, 800, 500);
-        assert_eq!(s.hold_until, None);
+        assert_eq!((s.hold_until, s.due_at), (None, None));
         s.note_outcome(true, 800, 0); // retry_growth_tokens = 0: no hold
         assert_eq!(s.hold_until, None);
         // A smaller context (messages removed) starts the window again.

@@ -155,7 +155,7 @@ def test_the_shared_reader_and_writer_files_are_not_a_formats_own() -> None:
     shared = ("mod.rs", "loc.rs", "source.rs", "value/read.rs", "value/write/mod.rs")
     for path in shared:
         assert not own_file(SRC / "formats" / path), path
-    for path in ("gemini/read.rs", "gemini/mod.rs", "responses.rs", "value/write/gemini.rs"):
+    for path in ("gemini/read.rs", "gemini/mod.rs", "openai/read.rs", "responses.rs", "value/write/gemini.rs"):
         assert own_file(SRC / "formats" / path), path
 
 

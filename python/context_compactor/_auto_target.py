@@ -25,6 +25,19 @@ of the budget. Candidates are the ratios from ``AUTO_MIN`` to ``AUTO_MAX`` in st
 ``AUTO_STEP`` and the floor's own ratio; ties go to the larger target (it keeps more). The choice
 is a pure function of the config, the counts and the state's observed growth (DESIGN invariant 4);
 without an observed growth the fixed ratio :data:`AUTO_FALLBACK` applies.
+
+Design note, when the next compaction is due (:func:`due_at`). The same cycle, left to run from
+the ``T`` tokens a compaction left to a due point ``S``, bills per call about
+``(T - F) w g / (S - T)`` (the prefix the compaction rewrote, spread over the cycle's calls) plus
+``r (T + S) / 2`` (the reads of a context between ``T`` and ``S``) plus ``g w`` (the growth, the
+same whatever ``S``). The first term falls and the second rises with ``S``; their sum is least at
+``S - T = sqrt(2 (w / r) (T - F) g)``. So with ``"auto"``, after each compaction the next one is
+due from ``T + max(g, that gap)`` when that is below the soft threshold: a conversation whose
+compactions end far below the soft threshold and grows slowly compared with the window (a long
+agent run in a large window) compacts earlier and reads a smaller context at each call; one whose
+compactions end near the soft threshold (a small window, where the floor is most of it) keeps the
+soft threshold. Deterministic: a function of the tokens after the compaction, the fixed part, the
+growth the state observed before it and the prices.
 """
 
 from __future__ import annotations
@@ -36,7 +49,16 @@ from typing import Any
 
 from context_compactor import _core
 
-__all__ = ["AUTO_FALLBACK", "AUTO_MAX", "AUTO_MIN", "AutoTarget", "choose_target", "cycle_cost", "ledger_tokens"]
+__all__ = [
+    "AUTO_FALLBACK",
+    "AUTO_MAX",
+    "AUTO_MIN",
+    "AutoTarget",
+    "choose_target",
+    "cycle_cost",
+    "due_at",
+    "ledger_tokens",
+]
 
 AUTO_MIN = 0.2
 AUTO_MAX = 0.7
@@ -58,6 +80,8 @@ class AutoTarget:
         growth: The growth per call it was computed from (``None``: the fixed fallback ratio).
         cost_per_call: The predicted billed input per model call over a cycle (dollars), at the
             chosen target (``None`` with the fallback).
+        fixed: The fixed part (system prompt and tool definitions), in tokens.
+        prices: The prices weighed (input, cached read, cache write, output per million tokens).
     """
 
     ratio: float
@@ -65,6 +89,8 @@ class AutoTarget:
     floor: int
     growth: float | None
     cost_per_call: float | None
+    fixed: int = 0
+    prices: tuple[float, ...] = ()
 
 
 def cycle_cost(
@@ -112,7 +138,7 @@ def choose_target(
     hi = min(int(AUTO_MAX * budget), soft)
     if growth is None or budget <= 0:
         t = min(max(int(AUTO_FALLBACK * budget), lo), soft)
-        return AutoTarget(t / budget if budget else AUTO_FALLBACK, t, floor, None, None)
+        return AutoTarget(t / budget if budget else AUTO_FALLBACK, t, floor, None, None, fixed, tuple(prices))
     steps = round((AUTO_MAX - AUTO_MIN) / AUTO_STEP)
     candidates = {int((AUTO_MIN + k * AUTO_STEP) * budget) for k in range(steps + 1)} | {lo}
     candidates = {min(max(c, lo), hi) for c in candidates} if lo <= hi else {min(lo, soft)}
@@ -126,7 +152,21 @@ def choose_target(
             best = (c, t)
     assert best is not None
     cost, t = best
-    return AutoTarget(t / budget, t, floor, growth, cost)
+    return AutoTarget(t / budget, t, floor, growth, cost, fixed, tuple(prices))
+
+
+def due_at(tokens_after: int, *, soft: int, fixed: int, growth: float | None, prices: Sequence[float]) -> int | None:
+    """The context size from which the compaction after one that left ``tokens_after`` tokens is
+    due under ``target_ratio="auto"`` (see the module note): ``tokens_after + max(growth, gap)``
+    with ``gap = sqrt(2 (w / r) (tokens_after - fixed) growth)``, ``w`` the price of what is not
+    read from the cache and ``r`` that of a cache read; ``None`` (the soft threshold) without an
+    observed growth or when that is not below ``soft``."""
+    _, r, w, _ = (float(p) for p in prices)
+    if growth is None or growth <= 0 or r <= 0:
+        return None
+    gap = math.sqrt(2.0 * (w / r) * max(0, tokens_after - fixed) * growth)
+    due = math.ceil(tokens_after + max(growth, gap))
+    return due if due < soft else None
 
 
 #: Room in the target's floor for the details the next compaction adds to the ledger (must-keep

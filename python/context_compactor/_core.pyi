@@ -247,6 +247,14 @@ class ConversationState:
         context size below which no compaction is due again, unless the hard threshold is
         crossed; ``None`` when nothing is held."""
     @property
+    def due_at(self) -> int | None:
+        """With ``target_ratio="auto"``: the context size (tokens, calibrated) from which the next
+        compaction is due below the soft threshold, chosen when the last one ended; ``None``: the
+        soft threshold. A compaction that was due clears it."""
+    def set_due_at(self, tokens: int | None) -> None:
+        """Set (or clear, with ``None``) :attr:`due_at`: ``target_ratio="auto"`` does it after each
+        compaction."""
+    @property
     def growth_per_call(self) -> float | None:
         """The context's mean growth per model call (tokens) over the last checks since the
         latest compaction; ``None`` before two."""

@@ -375,9 +375,9 @@ class SessionCore:
         raw = self.raw + self.extra
         state = self.state
         current = math.ceil(raw * state.calibration) if state.observations else raw
-        urgency: Urgency = (
-            "hard" if current >= cfg.hard_threshold else "soft" if current >= cfg.soft_threshold else "none"
-        )
+        # target_ratio="auto" may have set an earlier due point after the last compaction.
+        soft = cfg.soft_threshold if state.due_at is None else min(cfg.soft_threshold, state.due_at)
+        urgency: Urgency = "hard" if current >= cfg.hard_threshold else "soft" if current >= soft else "none"
         # The last compaction could not get under the soft threshold: none is due again until
         # the context grew by retry_growth_tokens (no compaction loops).
         hold = state.hold_until
@@ -388,7 +388,7 @@ class SessionCore:
             should_compact=urgency != "none",
             urgency=urgency,
             current_tokens=current,
-            threshold=cfg.soft_threshold,
+            threshold=soft,
             hard_threshold=cfg.hard_threshold,
             budget=cfg.budget,
             target_tokens=cfg.target_tokens,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import math
@@ -12,7 +13,7 @@ from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor import telemetry as _otel
-from context_compactor._auto_target import AutoTarget, choose_target, ledger_tokens
+from context_compactor._auto_target import AutoTarget, choose_target, due_at, ledger_tokens
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
@@ -281,7 +282,13 @@ class ContextCompactor(BatchMethods):
         current = counts.calibrated_total
         state.note_context(current)
         return self._verdict(
-            current, counts.total, state.calibration, counts.message_count, counts.format, state.hold_until
+            current,
+            counts.total,
+            state.calibration,
+            counts.message_count,
+            counts.format,
+            state.hold_until,
+            state.due_at,
         )
 
     def _verdict(
@@ -292,10 +299,14 @@ class ContextCompactor(BatchMethods):
         message_count: int,
         format: str,
         hold_until: int | None = None,
+        due_at: int | None = None,
     ) -> CompactionCheck:
         """The :class:`CompactionCheck` of a request of ``current`` (calibrated) tokens;
-        ``hold_until``: the state's hold (:attr:`ConversationState.hold_until`)."""
+        ``hold_until``: the state's hold (:attr:`ConversationState.hold_until`); ``due_at``: its
+        due point under ``target_ratio="auto"`` (:attr:`ConversationState.due_at`)."""
         soft, hard, budget, target, micro = self._limits
+        if due_at is not None:
+            soft = min(soft, due_at)
         held = None
         if current >= hard:
             urgency: Urgency = "hard"
@@ -395,8 +406,26 @@ class ContextCompactor(BatchMethods):
             instructions=instructions,
             state=state,
         )
+        on_applied = None
+        if auto is not None and state is not None:
+            on_applied = functools.partial(self._set_due, state, auto)
         return CompactionPlan(
-            core, self._config.tokenizer, target_ratio=auto.ratio if auto else float(config.target_ratio)
+            core,
+            self._config.tokenizer,
+            target_ratio=auto.ratio if auto else float(config.target_ratio),
+            on_applied=on_applied,
+        )
+
+    def _set_due(self, state: _core.ConversationState, auto: AutoTarget, result: CompactResult) -> None:
+        """``target_ratio="auto"``: after a compaction that changed the context (micro-compaction
+        alone included: it rewrites the cached prefix from what it cleared, so a new cycle starts)
+        and got under the soft threshold, the next one is due from
+        :func:`~context_compactor._auto_target.due_at` (the state's ``due_at``)."""
+        if result.strategy == "none" or result.over_budget or state.hold_until is not None:
+            return
+        soft = self._config.soft_threshold
+        state.set_due_at(
+            due_at(result.tokens_after, soft=soft, fixed=auto.fixed, growth=auto.growth, prices=auto.prices)
         )
 
     def auto_target(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from context_compactor import _core
@@ -60,10 +61,20 @@ class CompactionPlan:
         >>> messages = result.messages
     """
 
-    __slots__ = ("_core_plan", "_request", "_tokenizer", "target_ratio")
+    __slots__ = ("_core_plan", "_on_applied", "_request", "_tokenizer", "target_ratio")
 
-    def __init__(self, core_plan: _core.Plan, tokenizer: Any, *, target_ratio: float | None = None) -> None:
+    def __init__(
+        self,
+        core_plan: _core.Plan,
+        tokenizer: Any,
+        *,
+        target_ratio: float | None = None,
+        on_applied: Callable[[CompactResult], None] | None = None,
+    ) -> None:
         self._core_plan = core_plan
+        #: Called with the result of :meth:`apply` (``target_ratio="auto"`` sets the state's
+        #: next due point).
+        self._on_applied = on_applied
         self._tokenizer = tokenizer
         self._request: SummaryRequest | object | None = _UNSET
         #: The target the compaction aims at, as a share of the budget (with
@@ -101,7 +112,12 @@ class CompactionPlan:
         text = summary.text if isinstance(summary, SummaryResponse) else summary
         if not isinstance(text, str):
             raise SummarizerError(f"advance expects the summary text, got {type(text).__name__}")
-        return CompactionPlan(self._core_plan.advance(text), self._tokenizer, target_ratio=self.target_ratio)
+        return CompactionPlan(
+            self._core_plan.advance(text),
+            self._tokenizer,
+            target_ratio=self.target_ratio,
+            on_applied=self._on_applied,
+        )
 
     def apply(self, summary: str | SummaryResponse | None = None, **extra: Any) -> CompactResult:
         """Finish the compaction.
@@ -124,7 +140,10 @@ class CompactionPlan:
         d = self._core_plan.apply(summary, truncated, self._tokenizer)
         if self.target_ratio is not None:
             extra.setdefault("target_ratio", self.target_ratio)
-        return result_of(d, **extra)
+        result = result_of(d, **extra)
+        if self._on_applied is not None:
+            self._on_applied(result)
+        return result
 
     def __repr__(self) -> str:
         r = self.request

@@ -430,6 +430,7 @@ impl Compactor {
                 };
                 g.note_size(now);
                 cfg.held_until = g.hold_until;
+                cfg.due_at = g.due_at;
                 (ratio, cooldown)
             }
             None => (1.0, false),

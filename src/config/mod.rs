@@ -541,6 +541,7 @@ impl Config {
             min_savings_ratio: self.min_savings_ratio,
             retry_growth: self.retry_growth(),
             held_until: None,
+            due_at: None,
             repair: self.repair,
             profile: self.profile,
             framing: Framing {

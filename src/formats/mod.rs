@@ -1,18 +1,22 @@
 //! The wire formats' own rules in the core: one module per format for what only that format
 //! has (its pairing, its structure, the validity rules its provider adds, and its reader,
-//! written once for both APIs over [`source::Source`]: `gemini/read.rs`). This file decides,
+//! written once for both APIs over [`source::Source`]: `gemini/read.rs`, `openai/read.rs`). This file decides,
 //! per format, the rules it follows ([`rules`]) and how its messages are read
 //! ([`read_message`], [`read_system`], [`after_read`], [`misfit`]), so that neither reader
 //! (the Rust API's `value/`, the binding's `python/extract/`) names a format. The writers are
-//! `value/write*.rs` and `python/render/<format>.rs`. Chat Completions, Anthropic and Responses
-//! are still read by each reader's own code (`value/read*.rs`, `python/extract/`).
+//! `value/write*.rs` and `python/render/<format>.rs`. Messages with a role (Chat Completions,
+//! Anthropic, a Responses `message` item) are read by `openai/read.rs`, their content (parts
+//! and blocks) by `blocks.rs`; Responses items other than messages are still read by each
+//! reader's own code (`value/read_responses.rs`, `python/extract/responses.rs`).
 //!
 //! Adding a format: `docs/formats.md` "Adding a wire format" (and the doc comment on
 //! `crate::message::Format`).
 
 pub mod anthropic_compaction;
+pub mod blocks;
 pub mod gemini;
 pub mod loc;
+pub mod openai;
 pub mod responses;
 pub mod source;
 pub mod value;
@@ -72,7 +76,7 @@ pub fn read_system<'a, S: Source<'a>>(
 ) -> Result<Vec<Piece<'a>>, S::Error> {
     match format {
         Format::Gemini => gemini::read::system(src, v),
-        Format::OpenAi | Format::Anthropic | Format::Responses => src.content_system(v),
+        Format::OpenAi | Format::Anthropic | Format::Responses => blocks::system(src, v),
     }
 }
 

@@ -9,11 +9,13 @@
 //! is a dict, another mapping or an SDK object with attributes decides how its fields are read.
 //! Each method is one question the format readers ask (a field, a string, a list, the kind of
 //! object); the errors are built by the source ([`Source::error`]) from the shared [`Loc`], so
-//! both APIs name the same message index and field path. A format read this way:
-//! `formats/gemini/read.rs`.
+//! both APIs name the same message index and field path. Formats read this way:
+//! `formats/gemini/read.rs`, `formats/openai/read.rs` (every message with a role) and
+//! `formats/blocks.rs` (its content).
 
 use super::loc::Loc;
-use crate::message::{Format, FormatHints, Piece};
+use crate::image::ImageSize;
+use crate::message::{Format, FormatHints, Message, Piece};
 use crate::text::Text;
 
 /// The shapes of the messages read under a forced format: whether some had a Gemini
@@ -81,9 +83,25 @@ pub trait Source<'a> {
     fn plain(&mut self, v: Self::Node) -> Result<Self::Node, Self::Error>;
     /// `v` as compact JSON (numbers as Python's `repr`), appended to `out`, for counting.
     fn json(&mut self, v: &Self::Node, out: &mut String, loc: &Loc<'_>) -> Result<(), Self::Error>;
-    /// The separate system prompt of a message-list format (a string or content blocks), read
-    /// by the source's own content reader.
-    fn content_system(&mut self, v: &Self::Node) -> Result<Vec<Piece<'a>>, Self::Error>;
+    /// The tool results being read inside one another (`formats/blocks.rs` bounds it).
+    fn result_depth(&mut self) -> &mut usize;
+    /// The size of an image given as a base64 data URL string `v`, read from its header in
+    /// place; `None` when it is not one or cannot be read.
+    fn data_url_size(&mut self, v: &Self::Node) -> Option<ImageSize>;
+    /// The size of an image given as bare base64 text `v` (Anthropic's `source.data`).
+    fn base64_size(&mut self, v: &Self::Node) -> Option<ImageSize>;
+    /// Whether `v` has a length of zero (Python's `len(v) == 0`; `false` when it has none).
+    fn len_is_zero(&mut self, v: &Self::Node) -> bool;
+    /// A message without a role that the source reads another way (the binding's framework
+    /// objects: LangChain's `type`, pydantic-ai's `kind`); `None`: an error names `role`.
+    fn roleless(
+        &mut self,
+        obj: &Self::Obj,
+        index: usize,
+    ) -> Result<Option<Message<'a>>, Self::Error>;
+    /// What the source adds to a message read from `obj` (the binding: its fingerprint, for a
+    /// state's cache).
+    fn read_done(&mut self, obj: &Self::Obj, m: &mut Message<'a>);
     /// Every string inside `v` but the values of `type` keys, appended to `out`.
     fn strings(
         &mut self,
@@ -91,4 +109,77 @@ pub trait Source<'a> {
         out: &mut Vec<Piece<'a>>,
         loc: &Loc<'_>,
     ) -> Result<(), Self::Error>;
+}
+
+/// `v` as a string, or an error naming its type.
+pub fn text<'a, S: Source<'a>>(
+    src: &mut S,
+    v: &S::Node,
+    loc: &Loc<'_>,
+) -> Result<Text<'a>, S::Error> {
+    text_why(src, v, loc, None)
+}
+
+/// `v` as a string, or an error naming its type and, when given, why the message was read as
+/// it was (`why`, in parentheses).
+pub fn text_why<'a, S: Source<'a>>(
+    src: &mut S,
+    v: &S::Node,
+    loc: &Loc<'_>,
+    why: Option<&str>,
+) -> Result<Text<'a>, S::Error> {
+    match src.str(v)? {
+        Some(t) => Ok(t),
+        None => {
+            let t = src.type_name(v);
+            let what = match why {
+                Some(why) => format!("expected str, got {t} ({why})"),
+                None => format!("expected str, got {t}"),
+            };
+            Err(src.error(loc, &what))
+        }
+    }
+}
+
+/// The items of a list (or a tuple), or an error naming the type.
+pub fn list<'a, S: Source<'a>>(
+    src: &mut S,
+    v: &S::Node,
+    loc: &Loc<'_>,
+) -> Result<Vec<S::Node>, S::Error> {
+    match src.list(v) {
+        Some(items) => Ok(items),
+        None => {
+            let t = src.type_name(v);
+            Err(src.error(loc, &format!("expected a list, got {t}")))
+        }
+    }
+}
+
+/// A string field, copied (an id, a name); `loc` is `obj`'s place.
+pub fn opt_string<'a, S: Source<'a>>(
+    src: &mut S,
+    obj: &S::Obj,
+    key: &'static str,
+    loc: &Loc<'_>,
+) -> Result<Option<String>, S::Error> {
+    opt_string_why(src, obj, key, loc, None)
+}
+
+/// [`opt_string`], its error saying why the message was read as it was ([`text_why`]).
+pub fn opt_string_why<'a, S: Source<'a>>(
+    src: &mut S,
+    obj: &S::Obj,
+    key: &'static str,
+    loc: &Loc<'_>,
+    why: Option<&str>,
+) -> Result<Option<String>, S::Error> {
+    match src.field(obj, key, loc)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(
+            text_why(src, &v, &loc.child(key), why)?
+                .to_utf8()
+                .into_owned(),
+        )),
+    }
 }

@@ -166,6 +166,9 @@ pub struct PlanConfig {
     /// The state's hold: below this many (calibrated) tokens and the hard threshold, an
     /// automatic compaction is not due (an earlier one could not get under the soft threshold).
     pub held_until: Option<usize>,
+    /// The state's due point (`target_ratio = "auto"`): from this many (calibrated) tokens an
+    /// automatic compaction is due even below the soft threshold.
+    pub due_at: Option<usize>,
     pub repair: bool,
     pub profile: Option<Profile>,
     pub framing: Framing,
@@ -209,6 +212,7 @@ impl Default for PlanConfig {
             min_savings_ratio: 0.1,
             retry_growth: 0,
             held_until: None,
+            due_at: None,
             repair: true,
             profile: None,
             framing: Framing::default(),

@@ -251,7 +251,9 @@ pub fn plan<'a>(
     let held = mode == Mode::Auto
         && tokens_before < cfg.hard
         && cfg.held_until.is_some_and(|h| tokens_before < h);
-    let due = mode == Mode::Force || (now(&p) >= soft && !held);
+    // `target_ratio = "auto"` may have set an earlier due point (the state's `due_at`).
+    let due_from = cfg.due_at.map_or(soft, |d| raw_of(d.min(cfg.soft), ratio));
+    let due = mode == Mode::Force || (now(&p) >= due_from && !held);
     p.due = due && mode != Mode::Micro;
     p.forced = mode == Mode::Force;
     let run_micro = mode != Mode::Auto || now(&p) >= micro_threshold;

@@ -417,6 +417,7 @@ pub fn plan(
             let now = calibrated_total(tokens.iter().sum::<usize>() + sys + tls, ratio);
             g.note_size(now);
             cfg.held_until = g.hold_until;
+            cfg.due_at = g.due_at;
             (ratio, cooldown)
         }
         None => (1.0, false),

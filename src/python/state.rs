@@ -201,6 +201,21 @@ impl ConversationState {
         self.lock().hold_until
     }
 
+    /// With ``target_ratio="auto"``: the context size (tokens, calibrated) from which the next
+    /// compaction is due below the soft threshold, chosen when the last one ended; ``None``: the
+    /// soft threshold. A compaction that was due clears it.
+    #[getter]
+    fn due_at(&self) -> Option<usize> {
+        self.lock().due_at
+    }
+
+    /// Set (or clear, with ``None``) :attr:`due_at`: ``target_ratio="auto"`` does it after each
+    /// compaction.
+    #[pyo3(signature = (tokens))]
+    fn set_due_at(&self, tokens: Option<usize>) {
+        self.lock().due_at = tokens;
+    }
+
     /// The context's mean growth per model call (tokens) over the last checks since the latest
     /// compaction; ``None`` before two.
     #[getter]
@@ -222,13 +237,14 @@ impl ConversationState {
     fn __repr__(&self) -> String {
         let s = self.lock();
         format!(
-            "ConversationState(cached_messages={}, calibration={:.3}, observations={}, compactions={}, cooldown_remaining={}, hold_until={:?})",
+            "ConversationState(cached_messages={}, calibration={:.3}, observations={}, compactions={}, cooldown_remaining={}, hold_until={:?}, due_at={:?})",
             s.cached(),
             s.ratio(),
             s.observations(),
             s.compactions(),
             s.cooldown_remaining,
-            s.hold_until
+            s.hold_until,
+            s.due_at
         )
     }
 }

@@ -18,7 +18,7 @@
 //! list is read ([`super::pair_ids`]).
 
 use crate::formats::loc::Loc;
-use crate::formats::source::Source;
+use crate::formats::source::{list, opt_string_why, text_why, Source};
 use crate::message::{Block, BlockKind, Format, Message, Origin, Piece, Role};
 
 /// Why a message was read as Gemini, for error texts.
@@ -121,28 +121,7 @@ pub fn system<'a, S: Source<'a>>(src: &mut S, v: &S::Node) -> Result<Vec<Piece<'
 
 /// A string, or an error naming why the message was read as Gemini.
 fn text<'a, S: Source<'a>>(src: &mut S, v: &S::Node, loc: &Loc<'_>) -> Result<Piece<'a>, S::Error> {
-    match src.str(v)? {
-        Some(t) => Ok(Piece::Borrowed(t)),
-        None => {
-            let t = src.type_name(v);
-            Err(src.error(loc, &format!("expected str, got {t} ({WHY})")))
-        }
-    }
-}
-
-/// The items of a list, or an error naming the type.
-fn list<'a, S: Source<'a>>(
-    src: &mut S,
-    v: &S::Node,
-    loc: &Loc<'_>,
-) -> Result<Vec<S::Node>, S::Error> {
-    match src.list(v) {
-        Some(items) => Ok(items),
-        None => {
-            let t = src.type_name(v);
-            Err(src.error(loc, &format!("expected a list, got {t}")))
-        }
-    }
+    text_why(src, v, loc, Some(WHY)).map(Piece::Borrowed)
 }
 
 /// Field `snake`, or (read by key) its camelCase twin.
@@ -166,15 +145,7 @@ fn string<'a, S: Source<'a>>(
     key: &'static str,
     loc: &Loc<'_>,
 ) -> Result<Option<String>, S::Error> {
-    match src.field(obj, key, loc)? {
-        None => Ok(None),
-        Some(v) => Ok(Some(
-            text(src, &v, &loc.child(key))?
-                .text()
-                .to_utf8()
-                .into_owned(),
-        )),
-    }
+    opt_string_why(src, obj, key, loc, Some(WHY))
 }
 
 /// One Gemini `Part`.

@@ -5,7 +5,6 @@
 //! (`crate::formats::gemini::read`, over `source.rs`).
 
 mod read;
-mod read_blocks;
 mod read_responses;
 mod source;
 mod write;

@@ -4,16 +4,16 @@
 //!
 //! Strings are borrowed from the values, never copied; nothing is written to them. A value of
 //! the wrong JSON type is a [`ReadError`] naming the message index and the field path; values
-//! the provider would reject but that are well-typed are left for validation to report. Chat
-//! Completions and Anthropic messages are read here, their content blocks in `read_blocks.rs`,
-//! Responses items in `read_responses.rs`; Gemini contents by `crate::formats::gemini::read`,
-//! written once for both readers over [`Source`](crate::formats::source::Source) (`source.rs`).
+//! the provider would reject but that are well-typed are left for validation to report.
+//! Responses items are read in `read_responses.rs`; messages with a role by
+//! `crate::formats::openai::read`, their content by `crate::formats::blocks` and Gemini contents
+//! by `crate::formats::gemini::read`, written once for both readers over
+//! [`Source`](crate::formats::source::Source) (`source.rs`).
 
 use crate::formats::loc::{Loc, ReadError};
 use crate::formats::source::Shapes;
 use crate::json::py_float_repr;
-use crate::message::Role;
-use crate::message::{Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece};
+use crate::message::{Conversation, Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use serde_json::{Map, Value};
 
@@ -145,7 +145,8 @@ impl Reader {
             conv.system = crate::formats::read_system(&mut self, format, &s)?;
         }
         if let Some(t) = tools {
-            conv.tools = self.tools(t)?;
+            let items: Vec<&Value> = t.iter().collect();
+            conv.tools = crate::formats::blocks::tools(&mut self, &items)?;
         }
         Ok(ReadOutcome::Read(conv))
     }
@@ -163,7 +164,6 @@ impl Reader {
 
     /// Read one message.
     pub fn message<'a>(&mut self, v: &'a Value, index: usize) -> Res<Message<'a>> {
-        let loc = Loc::root(Some(index), "");
         let obj = self.object(v, &Loc::root(Some(index), "message"))?;
         if let Some(m) = crate::formats::read_message(self, &obj, index)? {
             return Ok(m);
@@ -176,119 +176,8 @@ impl Reader {
                 });
             }
         }
-        let saw_responses = std::mem::take(&mut self.hints.responses);
-        let m = self.chat_message(obj, &loc);
-        let mine = std::mem::replace(&mut self.hints.responses, saw_responses);
-        self.hints.responses |= mine;
-        let mut m = m?;
-        m.responses = mine;
-        Ok(m)
-    }
-
-    /// A message with a role (Chat Completions, Anthropic, a Responses `message` item).
-    fn chat_message<'a>(&mut self, obj: &'a Map<String, Value>, loc: &Loc<'_>) -> Res<Message<'a>> {
-        let role = match get(obj, "role") {
-            Some(r) => Role::parse(&self.text(r, &loc.child("role"))?.to_utf8()),
-            None => return Err(loc.child("role").error("missing role")),
-        };
-        if matches!(
-            role,
-            Role::Tool | Role::Function | Role::System | Role::Developer
-        ) {
-            self.hints.openai = true;
-        }
-        let mut blocks = Vec::new();
-        let content = get(obj, "content");
-        let mut empty = match content {
-            None => true,
-            Some(Value::String(s)) => s.is_empty(),
-            Some(Value::Array(a)) => a.is_empty(),
-            Some(Value::Object(o)) => o.is_empty(),
-            Some(_) => false,
-        };
-        match role {
-            Role::Tool | Role::Function => {
-                let mut b = Block::new(BlockKind::ToolResult);
-                b.origin = Origin::Whole;
-                if role == Role::Tool {
-                    b.id = self.opt_str(obj, "tool_call_id", loc)?;
-                } else {
-                    b.name = self.opt_str(obj, "name", loc)?;
-                }
-                if let Some(c) = content {
-                    self.result_content(c, &mut b, &loc.child("content"))?;
-                }
-                blocks.push(b);
-            }
-            _ => {
-                if let Some(c) = content {
-                    self.content(c, &mut blocks, &loc.child("content"))?;
-                }
-            }
-        }
-        if role == Role::Assistant {
-            if let Some(r) = get(obj, "refusal") {
-                let t = self.text(r, &loc.child("refusal"))?;
-                let mut b = Block::new(BlockKind::Refusal);
-                b.origin = Origin::Refusal;
-                b.texts.push(Piece::Borrowed(t));
-                blocks.push(b);
-                empty = false;
-            }
-        }
-        if let Some(calls) = get(obj, "tool_calls") {
-            let loc = loc.child("tool_calls");
-            let items = self.sequence(calls, &loc)?;
-            if !items.is_empty() {
-                self.hints.openai = true;
-                empty = false;
-            }
-            for (k, call) in items.iter().enumerate() {
-                let mut b = self.tool_call(call, &loc.item(k))?;
-                b.origin = Origin::Call(k);
-                blocks.push(b);
-            }
-        }
-        if let Some(fc) = get(obj, "function_call") {
-            self.hints.openai = true;
-            empty = false;
-            let loc = loc.child("function_call");
-            let f = self.object(fc, &loc)?;
-            let mut b = Block::new(BlockKind::ToolCall);
-            b.origin = Origin::FunctionCall;
-            b.name = self.opt_str(f, "name", &loc)?;
-            if let Some(a) = get(f, "arguments") {
-                b.texts
-                    .push(Piece::Borrowed(self.text(a, &loc.child("arguments"))?));
-            }
-            blocks.push(b);
-        }
-        let mut m = Message::new(role, blocks);
-        m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
-        Ok(m)
-    }
-
-    /// An OpenAI `tool_calls[k]` entry (`function` calls carry `arguments`, `custom` ones
-    /// `input`).
-    fn tool_call<'a>(&mut self, call: &'a Value, loc: &Loc<'_>) -> Res<Block<'a>> {
-        let obj = self.object(call, loc)?;
-        let mut b = Block::new(BlockKind::ToolCall);
-        b.id = self.opt_str(obj, "id", loc)?;
-        let (fname, akey, f) = match get(obj, "function") {
-            Some(f) => ("function", "arguments", f),
-            None => match get(obj, "custom") {
-                Some(c) => ("custom", "input", c),
-                None => return Err(loc.child("function").error("missing function")),
-            },
-        };
-        let floc = loc.child(fname);
-        let f = self.object(f, &floc)?;
-        b.name = self.opt_str(f, "name", &floc)?;
-        if let Some(a) = get(f, akey) {
-            b.texts
-                .push(Piece::Borrowed(self.text(a, &floc.child(akey))?));
-        }
-        Ok(b)
+        // A message with a role (Chat Completions, Anthropic, a Responses `message` item).
+        crate::formats::openai::read::message(self, &obj, index)
     }
 
     /// Every string value inside `v` but the values of `type` keys (blocks of unknown type).
@@ -357,26 +246,6 @@ impl Reader {
             }
         }
         Ok(())
-    }
-
-    /// The separate system prompt: a string, or a list of text blocks.
-    pub(super) fn system<'a>(&mut self, v: &'a Value) -> Res<Vec<Piece<'a>>> {
-        let loc = Loc::root(None, "system");
-        let mut blocks = Vec::new();
-        self.content(v, &mut blocks, &loc)?;
-        Ok(blocks.into_iter().flat_map(|b| b.texts).collect())
-    }
-
-    /// Tool definitions, each as compact JSON.
-    fn tools<'a>(&self, v: &'a [Value]) -> Res<Vec<Piece<'a>>> {
-        let loc = Loc::root(None, "tools");
-        let mut out = Vec::with_capacity(v.len());
-        for (k, t) in v.iter().enumerate() {
-            let mut json = String::new();
-            self.json(t, &mut json, &loc.item(k), 0)?;
-            out.push(Piece::Owned(json));
-        }
-        Ok(out)
     }
 }
 

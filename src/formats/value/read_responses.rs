@@ -111,7 +111,12 @@ impl Reader {
                         if ty == "shell_call_output" {
                             self.strings(o, &mut b.texts, &loc.child("output"), 0)?;
                         } else {
-                            self.result_content(o, &mut b, &loc.child("output"))?;
+                            crate::formats::blocks::result_content(
+                                self,
+                                &o,
+                                &mut b,
+                                &loc.child("output"),
+                            )?;
                         }
                     }
                     Some(o) => {

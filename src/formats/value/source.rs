@@ -1,10 +1,11 @@
 //! The Rust API's reader as a [`Source`]: JSON values, for the readers written once for both
-//! APIs (`formats/gemini/read.rs`, dispatched from `crate::formats`).
+//! APIs (`formats/gemini/read.rs`, `formats/openai/read.rs`, `formats/blocks.rs`, dispatched from `crate::formats`).
 
 use super::read::{truthy, type_name, Reader};
 use crate::formats::loc::{Loc, ReadError};
 use crate::formats::source::{Shapes, Source};
-use crate::message::{Format, FormatHints, Piece};
+use crate::image::{base64_image_size, data_url_size, ImageSize};
+use crate::message::{Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use serde_json::{Map, Value};
 
@@ -97,9 +98,36 @@ impl<'a> Source<'a> for Reader {
         Reader::json(self, v, out, loc, 0)
     }
 
-    fn content_system(&mut self, v: &&'a Value) -> Result<Vec<Piece<'a>>, ReadError> {
-        Reader::system(self, v)
+    fn result_depth(&mut self) -> &mut usize {
+        &mut self.result_depth
     }
+
+    fn data_url_size(&mut self, v: &&'a Value) -> Option<ImageSize> {
+        data_url_size(v.as_str()?.as_bytes())
+    }
+
+    fn base64_size(&mut self, v: &&'a Value) -> Option<ImageSize> {
+        base64_image_size(v.as_str()?.as_bytes())
+    }
+
+    fn len_is_zero(&mut self, v: &&'a Value) -> bool {
+        match v {
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        }
+    }
+
+    fn roleless(
+        &mut self,
+        _obj: &Self::Obj,
+        _index: usize,
+    ) -> Result<Option<Message<'a>>, ReadError> {
+        Ok(None)
+    }
+
+    fn read_done(&mut self, _obj: &Self::Obj, _m: &mut Message<'a>) {}
 
     fn strings(
         &mut self,

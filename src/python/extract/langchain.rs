@@ -277,7 +277,7 @@ impl<'py> Extractor<'py> {
         Ok(match ty.as_str() {
             // The wire formats' own blocks, read as for a dict message.
             "text" | "refusal" | "image_url" | "thinking" | "redacted_thinking" | "input_audio" => {
-                self.block(part, loc)?
+                crate::formats::blocks::block(self, part, loc)?
             }
             "reasoning" => {
                 // v1: `reasoning` text; ChatOpenAI (Responses): `summary` parts and opaque
@@ -294,7 +294,9 @@ impl<'py> Extractor<'py> {
             // An Anthropic `image` block with its `source` (as ChatAnthropic passes content on):
             // sized from its base64 header like the dict's. LangChain's own `image` blocks
             // (`url`, `base64` + `mime_type`, `file_id`) are images of unknown size.
-            "image" if acc.get(intern!(py, "source"), loc)?.is_some() => self.block(part, loc)?,
+            "image" if acc.get(intern!(py, "source"), loc)?.is_some() => {
+                crate::formats::blocks::block(self, part, loc)?
+            }
             "image" | "input_image" => Block::new(BlockKind::Image),
             "audio" | "video" => {
                 let mut b = Block::new(BlockKind::Audio);

@@ -12,22 +12,19 @@
 //!
 //! Parts: `loc` (where a value sits, for errors), `access` (dict, mapping or attribute
 //! reads), `json` (compact JSON and the strings of any Python value), `pipeline` (reading
-//! while counting on the pool), `blocks` (message content and each typed block), `parts`
-//! (untyped blocks, tool-result content, the separate system prompt and tools), `responses`
-//! (OpenAI Responses items other than messages), `source` (this reader as the core's
-//! `Source`, for the readers written once for both APIs: Gemini's is
-//! `crate::formats::gemini::read`), and the framework readers
-//! (`framework`, `langchain`, `pydantic_ai`); this file holds the extractor, the per-message
-//! dispatch between the five readers, and chat messages with their tool calls.
+//! while counting on the pool), `responses` (OpenAI Responses items other than messages),
+//! `source` (this reader as the core's `Source`, for the readers written once for both APIs:
+//! Gemini's is `crate::formats::gemini::read`, messages with a role
+//! `crate::formats::openai::read`, their content, the system prompt and the tool definitions
+//! `crate::formats::blocks`), and
+//! the framework readers (`framework`, `langchain`, `pydantic_ai`); this file holds the
+//! extractor and the per-message dispatch between the readers.
 
 mod access;
-mod blocks;
 mod framework;
-mod image;
 mod json;
 mod langchain;
 mod loc;
-mod parts;
 mod pipeline;
 mod pydantic_ai;
 mod responses;
@@ -35,9 +32,7 @@ mod source;
 
 use super::text::KeepAlive;
 use crate::formats::source::Shapes;
-use crate::message::{
-    Block, BlockKind, Conversation, Format, FormatHints, Message, Origin, Piece, Role,
-};
+use crate::message::{Conversation, Format, FormatHints, Message};
 use crate::text::Text;
 use crate::tokens::counter::{Framing, Tokenizer};
 use access::Access;
@@ -238,7 +233,8 @@ impl<'py> Extractor<'py> {
             conv.system = crate::formats::read_system(&mut self, conv.format, s)?;
         }
         if let Some(t) = tools.filter(|t| !t.is_none()) {
-            conv.tools = self.tools(t)?;
+            let items = self.sequence(t, &Loc::root(None, "tools"))?;
+            conv.tools = crate::formats::blocks::tools(&mut self, &items)?;
         }
         Ok(Extracted {
             conv,
@@ -289,124 +285,8 @@ impl<'py> Extractor<'py> {
                 }
             }
         }
-        // A message with `input_*`/`output_*` parts is a Responses message item.
-        let saw_responses = std::mem::take(&mut self.hints.responses);
-        let m = self.chat_message(obj, &acc, index);
-        let mine = std::mem::replace(&mut self.hints.responses, saw_responses);
-        self.hints.responses |= mine;
-        let mut m = m?;
-        m.responses = mine;
-        Ok(m)
-    }
-
-    /// Read a message with a role (Chat Completions, Anthropic, a Responses `message` item).
-    fn chat_message(
-        &mut self,
-        obj: &Bound<'py, PyAny>,
-        acc: &Access<'_, 'py>,
-        index: usize,
-    ) -> PyResult<Message<'static>> {
-        let py = self.py;
-        let loc = Loc::root(Some(index), "");
-        let object = matches!(acc, Access::Attrs(_));
-        let role = match acc.get(intern!(py, "role"), &loc)? {
-            Some(r) => {
-                let t = self.text(&r, &loc.child("role"))?;
-                Role::parse(&t.to_utf8())
-            }
-            None => {
-                // Framework objects without a role (LangChain's `type`, pydantic-ai's `kind`).
-                if object {
-                    if let Some(m) = self.framework_message(obj, index, false)? {
-                        return Ok(m);
-                    }
-                }
-                return Err(loc.child("role").err(py, "missing role"));
-            }
-        };
-        if matches!(
-            role,
-            Role::Tool | Role::Function | Role::System | Role::Developer
-        ) {
-            self.hints.openai = true;
-        }
-        let mut blocks = Vec::new();
-        let content = acc.get(intern!(py, "content"), &loc)?;
-        let mut empty = match &content {
-            None => true,
-            Some(c) => c.len().is_ok_and(|n| n == 0),
-        };
-
-        match role {
-            Role::Tool | Role::Function => {
-                let id = if role == Role::Tool {
-                    self.opt_str(acc, intern!(py, "tool_call_id"), &loc)?
-                } else {
-                    None
-                };
-                let mut b = Block::new(BlockKind::ToolResult);
-                b.origin = Origin::Whole;
-                b.id = id;
-                if role == Role::Function {
-                    b.name = self.opt_str(acc, intern!(py, "name"), &loc)?;
-                }
-                if let Some(c) = &content {
-                    self.result_content(c, &mut b, &loc.child("content"))?;
-                }
-                blocks.push(b);
-            }
-            _ => {
-                if let Some(c) = &content {
-                    self.content(c, &mut blocks, &loc.child("content"))?;
-                }
-            }
-        }
-
-        if role == Role::Assistant {
-            if let Some(r) = acc.get(intern!(py, "refusal"), &loc)? {
-                let t = self.text(&r, &loc.child("refusal"))?;
-                let mut b = Block::new(BlockKind::Refusal);
-                b.origin = Origin::Refusal;
-                b.texts.push(Piece::Borrowed(t));
-                blocks.push(b);
-                empty = false;
-            }
-        }
-        // Calls are read on every role so that validation can report misplaced ones.
-        if let Some(calls) = acc.get(intern!(py, "tool_calls"), &loc)? {
-            let loc = loc.child("tool_calls");
-            let items = self.sequence(&calls, &loc)?;
-            if !items.is_empty() {
-                self.hints.openai = true;
-                empty = false;
-            }
-            for (k, call) in items.iter().enumerate() {
-                let mut b = self.tool_call(call, &loc.item(k))?;
-                b.origin = Origin::Call(k);
-                blocks.push(b);
-            }
-        }
-        if let Some(fc) = acc.get(intern!(py, "function_call"), &loc)? {
-            self.hints.openai = true;
-            empty = false;
-            let loc = loc.child("function_call");
-            let facc = Access::of(&fc, &loc)?;
-            let name = self.opt_str(&facc, intern!(py, "name"), &loc)?;
-            let mut b = Block::new(BlockKind::ToolCall);
-            b.origin = Origin::FunctionCall;
-            b.name = name;
-            if let Some(a) = facc.get(intern!(py, "arguments"), &loc)? {
-                let t = self.text(&a, &loc.child("arguments"))?;
-                b.texts.push(Piece::Borrowed(t));
-            }
-            blocks.push(b);
-        }
-        let mut m = Message::new(role, blocks);
-        m.empty = empty && m.blocks.iter().all(|b| b.kind != BlockKind::ToolCall);
-        if self.fingerprints {
-            m.fingerprint = super::fingerprint::fingerprint(obj);
-        }
-        Ok(m)
+        // A message with a role (Chat Completions, Anthropic, a Responses `message` item).
+        crate::formats::openai::read::message(self, &pobj, index)
     }
 
     fn sequence(&self, v: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Vec<Bound<'py, PyAny>>> {
@@ -417,33 +297,6 @@ impl<'py> Extractor<'py> {
             return Ok(t.iter().collect());
         }
         Err(loc.err(self.py, &format!("expected a list, got {}", type_name(v))))
-    }
-
-    /// An OpenAI `tool_calls[k]` entry.
-    fn tool_call(&mut self, call: &Bound<'py, PyAny>, loc: &Loc<'_>) -> PyResult<Block<'static>> {
-        let py = self.py;
-        let acc = Access::of(call, loc)?;
-        let mut b = Block::new(BlockKind::ToolCall);
-        b.id = self.opt_str(&acc, intern!(py, "id"), loc)?;
-        // `function` calls carry `arguments`; `custom` tool calls carry `input`.
-        let (fkey, akey) = match acc.get(intern!(py, "function"), loc)? {
-            Some(f) => (Some(("function", f)), intern!(py, "arguments")),
-            None => (
-                acc.get(intern!(py, "custom"), loc)?.map(|c| ("custom", c)),
-                intern!(py, "input"),
-            ),
-        };
-        let Some((fname, f)) = fkey else {
-            return Err(loc.child("function").err(py, "missing function"));
-        };
-        let floc = loc.child(fname);
-        let facc = Access::of(&f, &floc)?;
-        b.name = self.opt_str(&facc, intern!(py, "name"), &floc)?;
-        if let Some(a) = facc.get(akey, &floc)? {
-            let t = self.text(&a, &floc.child(&akey.to_string_lossy()))?;
-            b.texts.push(Piece::Borrowed(t));
-        }
-        Ok(b)
     }
 
     /// Read a whole request.

@@ -165,7 +165,12 @@ impl<'py> Extractor<'py> {
                                 self.strings(&o, &mut b.texts, &loc.child("output"), 0)?;
                             } else {
                                 // Content parts: texts, images, files (the same block code).
-                                self.result_content(&o, &mut b, &loc.child("output"))?;
+                                crate::formats::blocks::result_content(
+                                    self,
+                                    &o,
+                                    &mut b,
+                                    &loc.child("output"),
+                                )?;
                             }
                         } else {
                             // A screenshot object or another structured output.

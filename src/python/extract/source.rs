@@ -1,11 +1,13 @@
 //! The binding's reader as a [`Source`]: Python objects (dicts, other mappings, SDK objects
-//! read by attribute), for the readers written once for both APIs (`formats/gemini/read.rs`).
+//! read by attribute), for the readers written once for both APIs (`formats/gemini/read.rs`,
+//! `formats/openai/read.rs`, `formats/blocks.rs`).
 
 use super::access::Access;
 use super::loc::{type_name, Loc, LocErr};
 use super::Extractor;
 use crate::formats::source::{Shapes, Source};
-use crate::message::{Format, FormatHints, Piece};
+use crate::image::ImageSize;
+use crate::message::{Format, FormatHints, Message, Piece};
 use crate::text::Text;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -48,15 +50,20 @@ impl<'py> PyObj<'py> {
 }
 
 impl<'py> Extractor<'py> {
-    /// `key` as an interned Python string, made once per extractor.
-    fn key(&mut self, key: &'static str) -> Bound<'py, PyString> {
-        let py = self.py;
-        if let Some((_, k)) = self.keys.iter().find(|(s, _)| *s == key) {
-            return k.bind(py).clone();
+    /// The place of `key`, as an interned Python string, in the extractor's keys (made once per
+    /// extractor). The readers ask with string literals: the address is compared first, so
+    /// that a lookup is a few integer comparisons on the hot path, not a string comparison.
+    fn key(&mut self, key: &'static str) -> usize {
+        if let Some(i) = self.keys.iter().position(|(s, _)| std::ptr::eq(*s, key)) {
+            return i;
         }
-        let k = PyString::intern(py, key);
-        self.keys.push((key, k.clone().unbind()));
-        k
+        let k = match self.keys.iter().find(|(s, _)| *s == key) {
+            Some((_, k)) => k.clone_ref(self.py),
+            None => PyString::intern(self.py, key).unbind(),
+        };
+        // A literal at another address (another crate's copy): remembered under it too.
+        self.keys.push((key, k));
+        self.keys.len() - 1
     }
 }
 
@@ -92,12 +99,13 @@ impl<'py> Source<'static> for Extractor<'py> {
         key: &'static str,
         loc: &Loc<'_>,
     ) -> PyResult<Option<Self::Node>> {
-        let k = self.key(key);
-        obj.access().get(&k, loc)
+        let i = self.key(key);
+        obj.access().get(self.keys[i].1.bind(self.py), loc)
     }
 
     fn has_key(&mut self, obj: &PyObj<'py>, key: &'static str) -> Option<bool> {
-        let k = self.key(key);
+        let i = self.key(key);
+        let k = self.keys[i].1.bind(self.py);
         match obj.access() {
             Access::Dict(d) => d.contains(k).ok(),
             Access::Mapping(m) => m.contains(k).ok(),
@@ -177,8 +185,33 @@ impl<'py> Source<'static> for Extractor<'py> {
         Extractor::json(self, v, out, loc, 0)
     }
 
-    fn content_system(&mut self, v: &Self::Node) -> PyResult<Vec<Piece<'static>>> {
-        Extractor::system(self, v)
+    fn result_depth(&mut self) -> &mut usize {
+        &mut self.result_depth
+    }
+
+    fn data_url_size(&mut self, v: &Self::Node) -> Option<ImageSize> {
+        crate::python::image::url_size(v)
+    }
+
+    fn base64_size(&mut self, v: &Self::Node) -> Option<ImageSize> {
+        crate::python::image::base64_size(v)
+    }
+
+    fn len_is_zero(&mut self, v: &Self::Node) -> bool {
+        v.len().is_ok_and(|n| n == 0)
+    }
+
+    fn roleless(&mut self, obj: &PyObj<'py>, index: usize) -> PyResult<Option<Message<'static>>> {
+        if obj.how != How::Attrs {
+            return Ok(None);
+        }
+        self.framework_message(&obj.obj, index, false)
+    }
+
+    fn read_done(&mut self, obj: &PyObj<'py>, m: &mut Message<'static>) {
+        if self.fingerprints {
+            m.fingerprint = super::super::fingerprint::fingerprint(&obj.obj);
+        }
     }
 
     fn strings(
