@@ -4,10 +4,14 @@
 //! Input (argv[1], JSON): a list of jobs `{"messages", "system"?, "tools"?, "format"?,
 //! "max_context_tokens", "summary"?, "items"?, "provider"?, "force"?}` (`summary`: a fixed text
 //! every summarizer call returns; `items`: a provider's compaction items every call returns, with
-//! `provider` `"provider:openai"` or `"provider:anthropic"`; absent: the rule summary). Output
-//! (stdout, JSON): one result per job, or `{"error": text}`.
+//! `provider` `"provider:openai"` or `"provider:anthropic"`; absent: the rule summary;
+//! `target_ratio`: `"auto"` or a ratio; `grow`: the prefix lengths checked with one
+//! `ConversationState` before the compaction, which then uses it). Output (stdout, JSON): one
+//! result per job, or `{"error": text}`.
 
-use context_compactor::{Compactor, Format, Options, Provider, Reply, SummarizerFailure};
+use context_compactor::{
+    Compactor, Config, ConversationState, Format, Options, Provider, Reply, SummarizerFailure,
+};
 use serde_json::{json, Value};
 
 fn run(job: &Value) -> Value {
@@ -15,7 +19,25 @@ fn run(job: &Value) -> Value {
     let tools = job["tools"].as_array().cloned().unwrap_or_default();
     let system = job.get("system").filter(|s| !s.is_null());
     let window = job["max_context_tokens"].as_u64().unwrap_or(128_000) as usize;
-    let compactor = Compactor::with_window(window);
+    let mut config = json!({"max_context_tokens": window});
+    if let Some(t) = job.get("target_ratio").filter(|t| !t.is_null()) {
+        config["target_ratio"] = t.clone();
+    }
+    let compactor = match serde_json::from_value::<Config>(config).map(Compactor::new) {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return json!({"error": e.to_string()}),
+        Err(e) => return json!({"error": e.to_string()}),
+    };
+    let state = ConversationState::new();
+    let grow: Vec<usize> = job["grow"]
+        .as_array()
+        .map(|g| {
+            g.iter()
+                .filter_map(|n| n.as_u64())
+                .map(|n| n as usize)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut opts = Options::new()
         .tools(&tools)
         .force(job["force"].as_bool().unwrap_or(false));
@@ -25,6 +47,17 @@ fn run(job: &Value) -> Value {
     if let Some(f) = job["format"].as_str().and_then(Format::parse) {
         opts = opts.format(f);
     }
+    if job.get("grow").is_some_and(|g| !g.is_null()) {
+        for &n in &grow {
+            if let Err(e) = compactor.check(
+                &messages[..n.min(messages.len())],
+                &opts.clone().state(&state),
+            ) {
+                return json!({"error": e.to_string()});
+            }
+        }
+        opts = opts.state(&state);
+    }
     let check = match compactor.check(&messages, &opts) {
         Ok(c) => c,
         Err(e) => return json!({"error": e.to_string()}),
@@ -33,8 +66,10 @@ fn run(job: &Value) -> Value {
         Some("provider:anthropic") => Provider::Anthropic,
         _ => Provider::OpenAi,
     };
+    let mut span: Option<Vec<usize>> = None;
     let result = match (job["summary"].as_str(), job["items"].as_array()) {
-        (text, Some(items)) => compactor.compact_with(messages, &opts, |_| {
+        (text, Some(items)) => compactor.compact_with(messages, &opts, |request| {
+            span.get_or_insert_with(|| request.span.clone());
             let reply = Reply::new(text.unwrap_or_default()).items(provider, items.clone());
             Ok::<_, SummarizerFailure>(reply)
         }),
@@ -61,6 +96,8 @@ fn run(job: &Value) -> Value {
             "repairs": r.repairs,
             "fallback_reason": r.fallback_reason,
             "compacted_count": r.compacted_count,
+            "target_ratio": r.target_ratio,
+            "span": span,
         }),
     }
 }

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from context_compactor import ContextCompactor, ConversationState, Session
-from context_compactor._auto_target import due_at
+from context_compactor._core import due_at
 from context_compactor.config import DEFAULT_PRICES
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from context_compactor import CompactionConfig, ConfigError, ContextCompactor, ConversationState
-from context_compactor._auto_target import AUTO_MAX, AUTO_MIN, cycle_cost
+from context_compactor._core import AUTO_MAX, AUTO_MIN, cycle_cost
 from context_compactor.config import DEFAULT_PRICES
 from context_compactor.eval.cost import PRICES
 

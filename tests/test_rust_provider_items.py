@@ -19,6 +19,7 @@ import pytest
 
 from _rust import example
 from context_compactor import ContextCompactor, SummaryResponse, _core
+from context_compactor._provider_items import span_of
 
 TASK_EN = "Port src/parser.py to Rust and keep https://example.com/spec.html in mind."
 TASK_ZH = "把 src/parser.py 移植到 Rust，参考 https://example.com/spec.html。"
@@ -173,3 +174,17 @@ def test_what_a_user_sees(rust: list[dict[str, Any]]) -> None:
     assert bad["fallback_reason"].startswith("BadReply: the items of provider:openai do not make a valid request")
     none = by_id["no items but our copy: the rule summary"]
     assert none["fallback_reason"] == "BadReply: provider:openai returned no items"
+
+
+def test_the_request_names_the_span_a_provider_is_sent(rust: list[dict[str, Any]]) -> None:
+    """``SummaryRequest::span`` (the Rust request) holds the input indices of the messages Python's
+    native summarizers are sent (``request.span``): the replaced messages, our ledger left out."""
+    for job, got in zip(_jobs(), rust, strict=True):
+        msgs = job["messages"]
+        plan = ContextCompactor(max_context_tokens=job["max_context_tokens"]).plan(
+            msgs, format=job["format"], force=True
+        )
+        span = span_of(plan, msgs)
+        want = [i for i, m in enumerate(msgs) if any(m is s for s in span)]
+        assert got["span"] == want, job["id"]
+        assert want and 0 not in want, job["id"]

@@ -14,6 +14,12 @@ a message whose text starts with it is an earlier summary, updated by the next c
 LEDGER_SENTINEL: Final[str]
 """The line that starts the ledger in a summary message (``"[context-compactor ledger v1]"``):
 the narrative is what comes before it."""
+AUTO_MIN: Final[float]
+"""The smallest target ``target_ratio="auto"`` chooses, as a share of the budget."""
+AUTO_MAX: Final[float]
+"""The largest target ``target_ratio="auto"`` chooses, as a share of the budget."""
+AUTO_FALLBACK: Final[float]
+"""The target ratio of ``"auto"`` without an observed growth."""
 
 PROFILES: Final[tuple[str, ...]]
 """The validity profiles' names: the formats' (``FORMATS``), then ``"strict"`` and
@@ -343,6 +349,34 @@ def image_tokens(
 ) -> int:
     """Tokens of one image by the provider's documented formula (``model``), or the highest
     documented count for ``provider`` when ``model`` is ``None``."""
+
+def auto_target(
+    messages: Sequence[Any],
+    *,
+    config: Any,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    format: str | None = None,
+    state: ConversationState | None = None,
+    llm: bool = False,
+) -> tuple[float, int, int, float | None, float | None, int, list[float]]:
+    """What ``target_ratio="auto"`` chooses now: ``(ratio, tokens, floor, growth, cost_per_call,
+    fixed, prices)``."""
+
+def due_at(tokens_after: int, *, soft: int, fixed: int, growth: float | None, prices: Sequence[float]) -> int | None:
+    """The context size from which the next compaction is due under ``"auto"`` (``None``: soft)."""
+
+def cycle_cost(
+    target: int,
+    *,
+    soft: int,
+    fixed: int,
+    growth: float,
+    prices: Sequence[float],
+    llm: bool,
+    summary_tokens: int,
+) -> float:
+    """The predicted billed input per model call (dollars) over a compaction cycle from ``target``."""
 
 def looks_like_error(reply: str) -> bool:
     """Whether a reply without ``<summary>`` tags reads like an error, a traceback or a refusal."""

@@ -6,14 +6,12 @@ import asyncio
 import functools
 import inspect
 import logging
-import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from context_compactor import _core
 from context_compactor import telemetry as _otel
-from context_compactor._auto_target import AutoTarget, choose_target, due_at, ledger_tokens
 from context_compactor._provider_items import place_items, span_of
 from context_compactor._recall_scope import check_recall
 from context_compactor._summarize import (
@@ -29,7 +27,7 @@ from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import ConfigError, SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
+from context_compactor.results import AutoTarget, CompactionPreview, CompactResult, SummaryResponse, candidates_of
 from context_compactor.tokens import TokenCounter
 
 log = logging.getLogger("context_compactor")
@@ -420,12 +418,12 @@ class ContextCompactor(BatchMethods):
         """``target_ratio="auto"``: after a compaction that changed the context (micro-compaction
         alone included: it rewrites the cached prefix from what it cleared, so a new cycle starts)
         and got under the soft threshold, the next one is due from
-        :func:`~context_compactor._auto_target.due_at` (the state's ``due_at``)."""
+        :func:`context_compactor._core.due_at` (the state's ``due_at``)."""
         if result.strategy == "none" or result.over_budget or state.hold_until is not None:
             return
         soft = self._config.soft_threshold
         state.set_due_at(
-            due_at(result.tokens_after, soft=soft, fixed=auto.fixed, growth=auto.growth, prices=auto.prices)
+            _core.due_at(result.tokens_after, soft=soft, fixed=auto.fixed, growth=auto.growth, prices=auto.prices)
         )
 
     def auto_target(
@@ -444,37 +442,16 @@ class ContextCompactor(BatchMethods):
         is set, bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
         task, the ledger (the one the context carries and the user's words the compaction moves
         into it) and the summary. Without an observed growth: half the budget."""
-        cfg = self._config
-        growth = state.growth_per_call if state is not None else None
-        counts = self._counter.count_each(messages, system=system, tools=tools, format=format, state=state)
-        scale = state.calibration if state is not None and state.observations else 1.0
-        per = counts.messages
-        head = sum(min(n, cfg.task_token_limit) for n in per[: cfg.keep_first_messages])
-        tail = tail_count = 0
-        for kept, n in enumerate(reversed(per[cfg.keep_first_messages :])):
-            if kept >= cfg.keep_recent_messages and tail >= (cfg.keep_recent_tokens or 0):
-                break
-            tail += n
-            tail_count = kept + 1
-        fixed = counts.system + counts.tools
-        share = cfg.summary_target_share
-        summary = (
-            cfg.summary_max_tokens if not share else max(256, min(cfg.summary_max_tokens, int(cfg.budget * share)))
-        )
-        ledger = ledger_tokens(messages, cfg.keep_first_messages, len(per) - tail_count, self._counter.count)
-        ledger = min(cfg.user_words_token_limit + cfg.details_token_limit, ledger)
-        floor = fixed + head + tail + summary + ledger
-        return choose_target(
-            budget=cfg.budget,
-            soft=cfg.soft_threshold,
-            fixed=math.ceil(fixed * scale),
-            floor=math.ceil(floor * scale),
-            growth=growth,
-            prices=cfg.price_table(counts.format),
+        ratio, tokens, floor, growth, cost, fixed, prices = _core.auto_target(
+            messages,
+            config=self._config,
+            system=system,
+            tools=tools,
+            format=format,
+            state=state,
             llm=self.summarizer is not None,
-            summary_share=share,
-            summary_max_tokens=cfg.summary_max_tokens,
         )
+        return AutoTarget(ratio, tokens, floor, growth, cost, fixed, tuple(prices))
 
     def micro_compact(
         self,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CompactResult", "CompactionPreview", "RecordEntry", "SummaryRequest", "SummaryResponse"]
+__all__ = ["AutoTarget", "CompactResult", "CompactionPreview", "RecordEntry", "SummaryRequest", "SummaryResponse"]
 
 Strategy = Literal["none", "micro", "selective", "summary", "rule_summary", "truncation"]
 
@@ -93,6 +93,31 @@ class SummaryResponse:
     usage: Any = None
     items: tuple[Any, ...] | None = None
     summary_source: str | None = None
+
+
+@dataclass(frozen=True)
+class AutoTarget:
+    """What ``target_ratio="auto"`` chose for one compaction (the core's chooser,
+    ``src/config/auto_target.rs``, which the Rust API runs too).
+
+    Attributes:
+        ratio: The target as a share of the budget.
+        tokens: The target in tokens.
+        floor: The smallest target that keeps the tail, the task, the ledger and the summary.
+        growth: The growth per call it was computed from (``None``: the fixed fallback ratio).
+        cost_per_call: The predicted billed input per model call over a cycle (dollars), at the
+            chosen target (``None`` with the fallback).
+        fixed: The fixed part (system prompt and tool definitions), in tokens.
+        prices: The prices weighed (input, cached read, cache write, output per million tokens).
+    """
+
+    ratio: float
+    tokens: int
+    floor: int
+    growth: float | None
+    cost_per_call: float | None
+    fixed: int = 0
+    prices: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

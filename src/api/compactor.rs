@@ -7,7 +7,8 @@ use super::plan::Plan;
 use super::settings::Settings;
 use super::state::{fingerprint, ConversationState};
 use super::system;
-use crate::config::Config;
+use crate::config::auto_target::{auto_target, AutoTarget};
+use crate::config::{Config, TargetRatio};
 use crate::message::{Conversation, FormatHints};
 use crate::planner::{self, Mode};
 use crate::state::CounterKey;
@@ -359,10 +360,49 @@ impl Compactor {
     /// assert!(!result.compacted());
     /// ```
     pub fn plan(&self, messages: Vec<Value>, opts: &Options<'_>) -> Result<Plan, Error> {
-        self.plan_mode(
-            messages,
-            opts,
-            if opts.force { Mode::Force } else { Mode::Auto },
+        self.plan_for(messages, opts, false)
+    }
+
+    /// [`plan`](Self::plan), `llm`: a summarizer will be called (`target_ratio = "auto"` weighs
+    /// its cost, as Python's does when the compactor has one).
+    pub(crate) fn plan_for(
+        &self,
+        messages: Vec<Value>,
+        opts: &Options<'_>,
+        llm: bool,
+    ) -> Result<Plan, Error> {
+        let mode = if opts.force { Mode::Force } else { Mode::Auto };
+        self.plan_mode(messages, opts, mode, llm)
+    }
+
+    /// What `target_ratio = "auto"` chooses for the conversation now.
+    fn auto_target_of(
+        &self,
+        conv: &Conversation<'_>,
+        tokens: &[usize],
+        fixed: usize,
+        state: Option<&ConversationState>,
+        llm: bool,
+    ) -> AutoTarget {
+        let (scale, growth) = match state {
+            Some(s) => {
+                let g = s.lock();
+                let scale = if g.observations() > 0 { g.ratio() } else { 1.0 };
+                (scale, g.growth_per_call())
+            }
+            None => (1.0, None),
+        };
+        let t = self.settings.tokenizer;
+        auto_target(
+            &self.settings.config,
+            &conv.messages,
+            tokens,
+            fixed,
+            scale,
+            growth,
+            conv.format == Format::Anthropic,
+            llm,
+            &move |x: Text<'_>| t.count(x),
         )
     }
 
@@ -380,7 +420,8 @@ impl Compactor {
         messages: Vec<Value>,
         opts: &Options<'_>,
     ) -> Result<super::CompactResult, Error> {
-        self.plan_mode(messages, opts, Mode::Micro)?.apply(None)
+        self.plan_mode(messages, opts, Mode::Micro, false)?
+            .apply(None)
     }
 
     fn plan_mode(
@@ -388,6 +429,7 @@ impl Compactor {
         messages: Vec<Value>,
         opts: &Options<'_>,
         mode: Mode,
+        summarizer: bool,
     ) -> Result<Plan, Error> {
         let mut cfg = self.settings.plan.clone();
         let n = messages.len();
@@ -411,6 +453,16 @@ impl Compactor {
             unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
         let mut conv = read(msgs, opts, true)?;
         let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
+        let mut target_ratio =
+            (mode != Mode::Micro).then(|| self.settings.config.target_ratio.ratio());
+        if self.settings.config.target_ratio == TargetRatio::Auto && mode != Mode::Micro {
+            // Chosen per conversation from the state's observed growth (before this call's).
+            let auto = self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer);
+            let mut config = self.settings.config.clone();
+            config.target_ratio = TargetRatio::Ratio(auto.ratio);
+            cfg = config.plan_config();
+            target_ratio = Some(auto.ratio);
+        }
         let (ratio, cooldown) = match opts.state {
             Some(s) => {
                 let mut g = s.lock();
@@ -478,7 +530,8 @@ impl Compactor {
                 opts.state.cloned(),
                 self.settings.clone(),
             )
-        })
+        }
+        .aiming_at(target_ratio))
     }
 }
 

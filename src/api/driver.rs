@@ -93,7 +93,7 @@ impl<'c> Run<'c> {
             rule: None,
             failure: None,
         };
-        let plan = match compactor.plan(messages, opts) {
+        let plan = match compactor.plan_for(messages, opts, summarizer) {
             Ok(p) => p,
             Err(e) => return (run, Next::Done(Err(e))),
         };

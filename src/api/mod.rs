@@ -55,6 +55,8 @@ impl<'de> serde::Deserialize<'de> for crate::Format {
 }
 
 #[cfg(test)]
+mod auto_tests;
+#[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
 mod hold_tests;

@@ -64,6 +64,11 @@ pub struct SummaryRequest {
     pub chunk: usize,
     /// The number of chunks.
     pub chunks: usize,
+    /// The input indices of the messages the summary replaces, in order, our earlier summary
+    /// message left out (the library carries its ledger itself): what to send a provider's own
+    /// compaction, whose output comes back as [`Reply::items`](crate::Reply::items). Set in the
+    /// first chunk's request (empty in later chunks).
+    pub span: Vec<usize>,
 }
 
 impl SummaryRequest {
@@ -96,6 +101,7 @@ impl SummaryRequest {
             replaced_count: r.replaced_count,
             chunk: r.chunk,
             chunks: r.chunks,
+            span: Vec::new(),
         }
     }
 }
@@ -141,6 +147,7 @@ pub struct Plan {
     state: Option<ConversationState>,
     settings: Arc<Settings>,
     usages: Vec<Value>,
+    target_ratio: Option<f64>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -178,7 +185,14 @@ impl Plan {
             state,
             settings,
             usages: Vec::new(),
+            target_ratio: None,
         }
+    }
+
+    /// The plan with the target it aims at (reported in the result).
+    pub(crate) fn aiming_at(mut self, target_ratio: Option<f64>) -> Plan {
+        self.target_ratio = target_ratio;
+        self
     }
 
     fn count(&self) -> impl Fn(Text<'_>) -> usize {
@@ -195,7 +209,22 @@ impl Plan {
     /// assert!(plan.request().is_none());
     /// ```
     pub fn request(&self) -> Option<SummaryRequest> {
-        self.planned.request(&self.count()).map(SummaryRequest::of)
+        let count = self.count();
+        let mut r = self.planned.request(&count).map(SummaryRequest::of)?;
+        if r.chunk == 0 {
+            // What the rule summary replaces (the ladder may take more than the planned span):
+            // the slot a provider's items go in, as Python's `span_of`.
+            let rule = self.planned.apply(None, false, &count);
+            let mut span: Vec<usize> = (rule.record.iter())
+                .filter(|e| e.action.as_str() == "summarized")
+                .map(|e| e.index)
+                .filter(|&i| self.messages.get(i).is_some_and(|m| !items::ours(m)))
+                .collect();
+            span.sort_unstable();
+            span.dedup();
+            r.span = span;
+        }
+        Some(r)
     }
 
     /// Chunks left after the current one.
@@ -357,6 +386,7 @@ impl Plan {
             state,
             settings,
             mut usages,
+            target_ratio,
         } = self;
         let (text, truncated) = match &reply {
             Some(r) => (Some(r.text.as_str()), r.truncated),
@@ -449,6 +479,7 @@ impl Plan {
             must_keep: planned.facts.clone(),
             summary_truncated: outcome.summary_truncated,
             language: language_code(planned.language),
+            target_ratio,
         };
         let summary = outcome.summary.clone();
         let strategy = outcome.strategy;

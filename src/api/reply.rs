@@ -78,9 +78,12 @@ impl Reply {
     ///     messages.push(json!({"type": "message", "role": "user", "content": "go on"}));
     /// }
     /// let compacted = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA..."});
+    /// let input = messages.clone();
     /// let result = Compactor::default()
-    ///     .compact_with(messages, &Options::new().force(true), |_request| {
+    ///     .compact_with(messages, &Options::new().force(true), |request| {
     ///         // Send the span to `responses.compact` here; its `output` comes back.
+    ///         let span: Vec<_> = request.span.iter().map(|&i| input[i].clone()).collect();
+    ///         assert!(!span.is_empty() && !request.span.contains(&0), "the task is kept");
     ///         Ok::<_, context_compactor::SummarizerFailure>(Reply::new("").items(Provider::OpenAi, vec![compacted.clone()]))
     ///     })
     ///     .unwrap();

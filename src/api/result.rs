@@ -161,6 +161,10 @@ pub struct CompactResult {
     pub summary_truncated: bool,
     /// The conversation's language (`"en"` or `"zh"`).
     pub language: &'static str,
+    /// The target the compaction aimed at, as a share of the budget (with `target_ratio =
+    /// "auto"`, the one chosen for this conversation now); `None` when no plan was made
+    /// (micro-compaction only, a veto).
+    pub target_ratio: Option<f64>,
 }
 
 impl CompactResult {

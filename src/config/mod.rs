@@ -11,6 +11,7 @@
 //! or the budget; target = `target_ratio * budget`, capped at the soft threshold. A `None`
 //! `reserve_tokens` is derived: `min(8000, max_context_tokens / 4)`.
 
+pub mod auto_target;
 pub mod presets;
 pub mod raw;
 pub mod validate;
@@ -191,7 +192,8 @@ pub enum TargetRatio {
     Ratio(f64),
     /// Per conversation, the target that minimises the predicted billed input per model call
     /// over a compaction cycle (Python's `target_ratio="auto"`); where no choice is made (the
-    /// derived `target_tokens`, the Rust API today) half the budget ([`AUTO_FALLBACK`]).
+    /// derived `target_tokens`, a conversation without an observed growth) half the budget
+    /// ([`AUTO_FALLBACK`]). Both APIs choose with [`auto_target::auto_target`].
     Auto,
 }
 
@@ -445,7 +447,7 @@ impl Config {
     }
 
     /// Where a compaction aims: `target_ratio * budget`, never above the soft threshold (with
-    /// `"auto"`: half the budget; each compaction of the Python API chooses its own).
+    /// `"auto"`: half the budget; each compaction chooses its own, [`auto_target`]).
     pub fn target_tokens(&self) -> usize {
         ((self.target_ratio.ratio() * self.budget() as f64) as usize).min(self.soft_threshold())
     }

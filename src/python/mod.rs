@@ -2,6 +2,7 @@
 //! of its arguments while attached, runs the core with the GIL released, and builds Python
 //! objects after (tiktoken's shape).
 
+mod auto_target;
 mod batch;
 mod config;
 mod counter;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let profiles = crate::validate::Profile::names();
     m.add("PROFILES", pyo3::types::PyTuple::new(m.py(), profiles)?)?;
     validate::register(m)?;
+    auto_target::register(m)?;
     config::register(m)?;
     driver::register(m)?;
     tokens::register(m)?;

@@ -30,7 +30,7 @@ pub(super) fn plan_config(cfg: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
 
 /// Run `f` with a `Count` for `counter`: the built-in tokenizer with the GIL released, or the
 /// Python callable (errors kept and raised after).
-fn with_counter<R: Send>(
+pub(super) fn with_counter<R: Send>(
     py: Python<'_>,
     counter: &Counter<'_>,
     f: impl FnOnce(&dyn planner::Count) -> R + Send,
