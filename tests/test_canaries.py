@@ -169,7 +169,7 @@ def test_at_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, flo
 
 
 @not_met(
-    "the full grid (make canaries) meets it: 97.0% (forced) and 95.4% (growing) at round 5, both summarizers; "
+    "the full grid (make canaries) meets it: 97.0% (forced) and 95.2% (growing) at round 5, both summarizers; "
     "this smoke keeps 91.7% because marshmallow loses 5 of 15 (418 + 330 tokens of system prompt and the "
     "task's floor, a 37-token last block and the summary's marker leave about 230 tokens of a 1,058-token "
     "soft threshold for the ledger), every loss listed; docs/canaries.md"

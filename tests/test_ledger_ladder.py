@@ -242,3 +242,18 @@ def test_the_continuation_floor_goes_after_the_ledgers_entries() -> None:
             seen.add("floor gone")
             assert narrative == "" and "Note" not in ledger_of(r.summary)
     assert seen == {"evicted, floor kept", "floor gone"}
+
+
+def test_over_the_hard_threshold_the_kept_narrative_and_ledger_stay_within_the_window() -> None:
+    """In a 300-token window (budget 225) the example session's system prompt and task leave no
+    room: late in the run not even the smallest legal context is within the budget, so the summary
+    keeps its narrative and ledger entries, but only as much of them as the window itself holds (a
+    call of 375 tokens before). The calls over the budget are still reported as such."""
+    from context_compactor.replay import replay
+
+    transcript = load(Path(__file__).parent.parent / "examples" / "agent_session.json")
+    report = replay(transcript, ContextCompactor(max_context_tokens=300))
+    assert report.over_window_turns, "some calls are over the budget either way"
+    assert max(t.tokens for t in report.turns) <= 300, [t.tokens for t in report.turns]
+    for t in report.over_window_turns:
+        assert t.over_budget

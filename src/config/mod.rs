@@ -510,6 +510,7 @@ impl Config {
         PlanConfig {
             soft: self.soft_threshold(),
             hard: self.hard_threshold(),
+            window: self.max_context_tokens,
             target: self.target_tokens(),
             micro_threshold: self.micro_threshold(),
             keep_first_messages: self.keep_first_messages,

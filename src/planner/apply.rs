@@ -233,6 +233,13 @@ impl<'a> Planned<'a> {
         // too; if even its minimum cannot bring the context under (over_budget either way), the
         // narrative stays unless the hard threshold needs it gone.
         let hard = raw_of(cfg.hard, self.ratio);
+        // Kept over the hard threshold, the narrative and the ledger still never take the context
+        // over the model's window while a smaller legal context exists (over_budget either way).
+        let window = if cfg.window == 0 {
+            usize::MAX
+        } else {
+            raw_of(cfg.window, self.ratio).max(hard)
+        };
         if d.tokens() > limit {
             if let Some(alt) = self.shorter_narrative(&d, limit, soft, counter) {
                 if alt.tokens() <= limit {
@@ -253,6 +260,19 @@ impl<'a> Planned<'a> {
                             if alt.tokens() <= aim
                                 || gains_nothing(&d)
                                 || self.evict_last(&alt, aim, soft, counter).tokens() <= aim
+                            {
+                                d = alt;
+                                cut = true;
+                            }
+                        }
+                        if d.tokens() > window {
+                            if let Some(alt) = self
+                                .shorter_narrative(&d, window, soft, counter)
+                                .filter(|alt| {
+                                    alt.tokens() <= window
+                                        || self.evict_last(alt, window, soft, counter).tokens()
+                                            <= window
+                                })
                             {
                                 d = alt;
                                 cut = true;
@@ -287,7 +307,13 @@ impl<'a> Planned<'a> {
                 if within.tokens() <= hard || gains_nothing(&d) {
                     within
                 } else {
-                    d
+                    // Not within the hard threshold either way: within the model's window if
+                    // the entries can bring it there, else they are all kept.
+                    Some(&d)
+                        .filter(|d| d.tokens() > window)
+                        .map(|d| self.evict_last(d, window, soft, counter))
+                        .filter(|w| w.tokens() <= window)
+                        .unwrap_or(d)
                 }
             };
         }

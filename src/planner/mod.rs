@@ -118,6 +118,10 @@ pub enum Mode {
 pub struct PlanConfig {
     pub soft: usize,
     pub hard: usize,
+    /// The model's window (`max_context_tokens`), 0 when unknown. A context the ladder cannot
+    /// bring within the hard threshold still gives up narrative and ledger entries to stay
+    /// within this (invariant 5 is unchanged: it is `over_budget` either way).
+    pub window: usize,
     pub target: usize,
     pub micro_threshold: usize,
     pub keep_first_messages: usize,
@@ -175,6 +179,7 @@ impl Default for PlanConfig {
         PlanConfig {
             soft: 96_000,
             hard: 120_000,
+            window: 0,
             target: 60_000,
             micro_threshold: 60_000,
             keep_first_messages: 1,
