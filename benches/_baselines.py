@@ -412,6 +412,7 @@ class MicroConfig:
     max_tool_arg_chars: int = 500
     clear_at_least_tokens: int = 2_000
     protected_tools: tuple[str, ...] = ()
+    hard_tokens: int = 120_000  # the hard threshold (a long failing output is not kept whole)
 
 
 def _is_result(m: dict[str, Any]) -> bool:
@@ -485,6 +486,126 @@ def _result_text(m: dict[str, Any]) -> tuple[str, int, int]:
     return "\n".join(texts), sum(map(estimate, texts)) + images * IMAGE_TOKENS, images
 
 
+_TODO_TOOLS = frozenset({"todowrite", "todo_write", "update_plan", "write_todos"})
+_FAIL_STARTS = (
+    "error:", "error[", "error ", "fatal:", "fatal error", "panic:", "failed", "fail:", "npm err!",
+    "exception:", "exception in", "caused by:", "segmentation fault", "assertion failed", "uncaught",
+)  # fmt: skip
+_ERROR_NAMES = frozenset({"KeyboardInterrupt", "SystemExit", "StopIteration", "StopAsyncIteration", "GeneratorExit"})
+_NO_RESULT = "(no result was recorded for this tool call)"
+_PATH_ARGS = ("path", "file_path", "filename", "file", "filePath")
+
+
+def _word(c: str) -> bool:
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
+def _is_error_name(name: str) -> bool:
+    if not name or not ("A" <= name[0] <= "Z") or not all(map(_word, name)):
+        return False
+    suffixes = ("Error", "Exception", "Warning")
+    return name in _ERROR_NAMES or any(len(name) > len(s) and name.endswith(s) for s in suffixes)
+
+
+def _failing(line: str) -> bool:
+    """Whether a line of tool output reports a failure (tools.rs `failing_line`)."""
+    t = line.strip()
+    if t.startswith("E "):
+        t = t[2:].lstrip()
+    if len(t.encode()) < 5 or not (t[0].isascii() and t[0].isalpha()):
+        return False
+    low = t[:20].lower()
+    if any(low.startswith(p) for p in _FAIL_STARTS) or (t.startswith("thread ") and "panicked at" in t):
+        return True
+    end = next((k for k, c in enumerate(t[:121]) if not (_word(c) or c == ".")), None)
+    if end is None or t[end] != ":":
+        return False
+    name = t[:end]
+    return _is_error_name(name.rsplit(".", 1)[-1]) and all(name.split("."))
+
+
+def _is_shell_tool(name: str) -> bool:
+    n = name.lower()
+    return (
+        n in ("sh", "zsh", "cmd", "run", "exec", "execute", "powershell", "pwsh")
+        or any(k in n for k in ("bash", "shell", "terminal", "command", "_cmd", "exec_"))
+        or n.startswith(("run_", "execute_"))
+    )
+
+
+def _shell_command(args: str) -> str | None:
+    try:
+        v = json.loads(args)
+    except ValueError:
+        return args.strip() or None
+    if isinstance(v, dict):
+        v = next((v[k] for k in ("command", "cmd", "script", "commands", "code") if k in v), None)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        parts = [x for x in v if isinstance(x, str)]
+        if len(parts) >= 2 and parts[0] in ("bash", "sh", "zsh", "/bin/bash", "/bin/sh") and parts[1].startswith("-"):
+            parts = parts[2:]
+        return " ".join(parts) or None
+    return None
+
+
+def _call_key(name: str, args: str) -> str:
+    if _is_shell_tool(name) and (cmd := _shell_command(args)) is not None:
+        return name + "\0" + " ".join(cmd.split()[:3])
+    try:
+        v = json.loads(args)
+    except ValueError:
+        v = None
+    path = ""
+    if isinstance(v, dict):
+        path = next((v[k] for k in _PATH_ARGS if isinstance(v.get(k), str)), "")
+    return name + "\0" + path
+
+
+def live_messages(messages: Sequence[dict[str, Any]], max_chars: int) -> set[int]:
+    """The messages micro-compaction leaves whole (continuation.rs `live_messages`): the latest
+    to-do list call, and the last unresolved error's result (at most `max_chars`) with its call."""
+    out: set[int] = set()
+    todo = error_done = False
+    later: list[tuple[str, bool]] = []
+    failing: tuple[str, int] | None = None
+    keys: dict[str, str] = {}
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        for call in m.get("tool_calls") or () if m.get("role") == "assistant" else ():
+            f = call.get("function") or {}
+            name = f.get("name") or "tool"
+            if not todo and name.lower() in _TODO_TOOLS:
+                todo = True
+                out.add(i)
+            cid = call.get("id")
+            if not error_done and cid is not None:
+                keys[cid] = _call_key(name, f.get("arguments") or "")
+                if failing is not None and failing[0] == cid:
+                    key = keys[cid]
+                    if not any(not bad and keys.get(lid) == key for lid, bad in later):
+                        out.update((i, failing[1]))
+                    error_done = True
+        if _is_result(m) and not error_done and failing is None:
+            text = _result_text(m)[0]
+            if text.strip() != _NO_RESULT:
+                bad = any(map(_failing, text.splitlines()))
+                rid = m.get("tool_call_id") if m.get("role") == "tool" else None
+                if bad and len(text.encode()) > max_chars:
+                    error_done = True
+                elif bad and rid is not None:
+                    failing = (rid, i)
+                elif bad:
+                    out.add(i)
+                    error_done = True
+                elif rid is not None:
+                    later.append((rid, False))
+        if todo and error_done:
+            break
+    return out
+
+
 def micro_compact(messages: Sequence[dict[str, Any]], cfg: MicroConfig | None = None) -> list[dict[str, Any]]:
     """The library's `micro_compact` for OpenAI dicts, in Python. Returns a new list; the input
     is not modified (edited messages are copies, the others the same objects)."""
@@ -493,6 +614,8 @@ def micro_compact(messages: Sequence[dict[str, Any]], cfg: MicroConfig | None = 
     tokens = [message_tokens(m) for m in messages]
     head_end, tail_start = head_and_tail(messages, cfg)
     frozen = [_is_instruction(m) or _is_summary(m) for m in messages]
+    for i in live_messages(messages, max(cfg.hard_tokens // 20, 200) * 4):
+        frozen[i] = True
     for i in list(range(head_end)) + list(range(min(max(tail_start, head_end), n), n)):
         frozen[i] = True
     names = {}
