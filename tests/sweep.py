@@ -1,6 +1,9 @@
 """The user-side sweep: every shared conversation compacted over a grid, each result checked by the
 independent oracle in ``tests/_oracle.py``.
 
+Over 600 lines on purpose: it is also a command-line tool (``make sweep``), and the grid, the
+tally, the three kinds of run (whole, prefixes, chains) and the report read as one page.
+
 Grid (``--full``): the 28 corpus conversations (22 OpenAI files; 6 Claude Code sessions loaded as
 Anthropic requests with their thinking blocks) x budgets of 5, 10, 20, 30, 50 and 80% of each
 conversation's own token count (``max_context_tokens`` = budget + ``reserve_tokens``, the reserve

@@ -1,4 +1,9 @@
-"""`ContextCompactor`: the immutable, thread-safe entry point, and `CompactionCheck`."""
+"""`ContextCompactor`: the immutable, thread-safe entry point, and `CompactionCheck`.
+
+Over 600 lines on purpose: this is the class a user reads first (the first entry of the API
+reference), and `_steps`, the one generator that carries out the core driver's decisions, is
+driven by both `compact` and `acompact` and needs the class's private helpers.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,11 @@
 //! placeholder or cut marker is never cut again. A micro pass whose savings stay under
 //! `clear_at_least_tokens` is dropped whole: editing an old message invalidates the provider's
 //! prompt cache from that point on, which costs more than a few hundred tokens save.
+//!
+//! Over 600 lines on purpose: the micro pass and the selective rules share what is frozen
+//! (`frozen`, the kept head and tail, the continuation's live messages) and the edit helpers
+//! (placeholders, argument cuts, recall ids, the record), so a change to one rule is read
+//! beside the other.
 
 use super::draft::{Count, Slot};
 use super::output::{Change, RecordEntry};
