@@ -1,14 +1,16 @@
 """Performing the core driver's steps (``_core.Driver``, ``src/driver/``) on Python objects: the
 plan, the preview, the hooks, the guard against messages changed in place. One generator,
-:func:`steps`, run by ``ContextCompactor.compact``/``acompact`` (``_drive``/``_adrive``) and
-``compact_many``.
+:func:`steps`, run by ``ContextCompactor.compact``/``acompact`` (``_drive``/``_adrive``),
+``compact_many`` and a Session's background jobs (``_background.Job``, with :class:`Background`):
+the chunk loop, the failure classes, the fallback to the rule summary and the cool-down exist
+once, in the core, for all of them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from context_compactor import _core
@@ -17,7 +19,7 @@ from context_compactor._summarize import check_reply, classify, describe
 from context_compactor.config import CompactionConfig
 from context_compactor.errors import SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactionPreview, CompactResult, SummaryResponse, candidates_of
+from context_compactor.results import CompactionPreview, CompactResult, SummaryRequest, SummaryResponse, candidates_of
 
 log = logging.getLogger("context_compactor")
 
@@ -123,6 +125,26 @@ def done(config: CompactionConfig, result: CompactResult) -> CompactResult:
     return result
 
 
+@dataclass(frozen=True)
+class Background:
+    """How a Session's background job (``_background.Job``) runs :func:`steps`: without hooks
+    (the Session calls them), without the in-place-change guard (the snapshot's messages are the
+    Session's), and without touching the conversation state from the job's thread: the Session
+    starts the cool-down when it applies the job's result.
+
+    Attributes:
+        previous: Applied to the first chunk's request (not a native strategy's): puts a summary
+            that arrived too late before its previous summary (``_background.with_previous``).
+        flushed: Memories the Session's ``on_before_compact`` hook reported before the job.
+        on_fallback: Told the failure a fallback follows and the cool-down the core's driver
+            names for it (calls), when the rule summary is applied in place of the summary.
+    """
+
+    previous: Callable[[SummaryRequest], SummaryRequest] | None
+    flushed: int
+    on_fallback: Callable[[BaseException | None, int], None]
+
+
 def steps(
     plan: CompactionPlan,
     messages: Sequence[Any],
@@ -133,10 +155,11 @@ def steps(
     on_before_compact: Callable[..., Any] | None,
     on_compacted: Callable[..., Any] | None,
     state: _core.ConversationState | None,
+    background: Background | None = None,
 ) -> Generator[tuple[str, Any], Any, CompactResult]:
     """The compaction of ``plan`` (made from ``messages``): yields ``("hook", (fn, arg))`` and
     ``("summarize", request)``; the sync or async driver performs them and sends back the value
-    (or throws the exception in).
+    (or throws the exception in). ``background``: a background job's (see :class:`Background`).
 
     The steps are decided by the core's driver (``_core.Driver``, ``src/driver/``: the fallback
     ladder, the failure policy, the cool-down, the chunk loop, the hooks and the veto), shared
@@ -153,13 +176,15 @@ def steps(
         request.replaced_count if request else 0,
         _candidates=candidates_of(plan),
     )
+    if background is not None:
+        preview._flushed = background.flushed
     driver = _core.Driver(
         config,
         has_request=request is not None,
         summarizer=summarizer is not None,
         before_hook=on_before_compact is not None,
         after_hook=on_compacted is not None,
-        has_state=state is not None,
+        has_state=state is not None or background is not None,
     )
     result: CompactResult | None = None
     early = False  # the result was applied before the hooks (no request)
@@ -167,7 +192,7 @@ def steps(
     current = plan  # advanced by each chunk's summary
     usages: list[Any] = []
     replied = False  # the apply due is of the summarizer's reply
-    error: Exception | None = None  # the failure a fallback or an error follows
+    error: BaseException | None = None  # the failure a fallback or an error follows
     step = driver.resume()
     while True:
         kind = step.kind
@@ -185,7 +210,9 @@ def steps(
                     step.failure_kind,
                     step.fallback_reason,
                 )
-                if state is not None and step.cooldown_calls:
+                if background is not None:
+                    background.on_fallback(error, step.cooldown_calls)
+                elif state is not None and step.cooldown_calls:
                     _core.start_cooldown(state, step.cooldown_calls)
                 result = current.apply(None, fallback_reason=step.fallback_reason, flushed_memories=preview._flushed)
             elif replied:
@@ -211,18 +238,25 @@ def steps(
             veto = (preview._veto or "vetoed") if preview.vetoed else None
             step = driver.hook_done(veto=veto, summary=preview._summary)
         elif kind == "summarize":
-            if guard is None:
+            if guard is None and background is None:
                 guard = _InputGuard(messages)
             try:
                 ask = current.request
-                if current is plan and ask is not None and getattr(summarizer, "wants_span", False):
-                    ask = replace(ask, span=span_of(plan, messages))
+                if current is plan and ask is not None:
+                    if getattr(summarizer, "wants_span", False):
+                        # A native strategy: the provider gets the span itself (its items replace
+                        # it whole); a late summary cannot be handed to it.
+                        ask = replace(ask, span=span_of(plan, messages))
+                    elif background is not None and background.previous is not None:
+                        ask = background.previous(ask)
                 try:
                     reply = yield ("summarize", ask)
                 except Exception:
-                    guard.check("the summarizer")
+                    if guard is not None:
+                        guard.check("the summarizer")
                     raise
-                guard.check("the summarizer")
+                if guard is not None:
+                    guard.check("the summarizer")
                 if isinstance(reply, SummaryResponse) and reply.items is not None:
                     # A native strategy: the provider's items replace the whole span at once.
                     usages.append(reply.usage)
