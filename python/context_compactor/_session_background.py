@@ -347,7 +347,7 @@ class BackgroundPolicy:
             make_plan,
             snap,
             c.summarizer,
-            float(c.config.summarizer_timeout_s),
+            c.config,
             plan=plan,
             carried=self._carry,
             flushed=flushed,
@@ -568,7 +568,7 @@ class BackgroundPolicy:
             self._planner(snap, instructions),
             snap,
             c.summarizer,
-            float(c.config.summarizer_timeout_s),
+            c.config,
             carried=self._carry,
             upgrade=upgrade,
         )
@@ -657,21 +657,14 @@ class BackgroundPolicy:
         result = job.result
         if job.error is not None:
             exc = job.error
-            cfg = self._core.compactor.config
-            kind = classify(exc)
-            if (
-                job.plan is None
-                or isinstance(exc, SummarizerError)
-                or not _core.falls_back(cfg.on_summarizer_error, kind)
-            ):
-                raise SummarizerError(f"the background summarizer failed ({kind}): {describe(exc)}") from exc
-            reason = describe(exc)
-            log.warning("background summarizer failed (%s, %s); the rule summary applies", kind, reason)
-            if cfg.cooldown_calls:
-                _core.start_cooldown(self._core.state, cfg.cooldown_calls)
+            if result is None:  # not a fallback (the core's driver's): the failure is raised
+                if isinstance(exc, SummarizerError) and exc.__cause__ is not None:
+                    exc = exc.__cause__  # the driver's "raise" step: its cause is the summarizer's failure
+                raise SummarizerError(f"the background summarizer failed ({classify(exc)}): {describe(exc)}") from exc
+            if job.cooldown_calls:
+                _core.start_cooldown(self._core.state, job.cooldown_calls)
             if not due:
                 return None
-            result = job.plan.apply(None, fallback_reason=reason)
         if result is None:
             return None
         if job.upgrade is not None:
