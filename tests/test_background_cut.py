@@ -128,3 +128,36 @@ def test_aprepare_cuts_the_jump_too() -> None:
         s.close()
 
     asyncio.run(main())
+
+
+def test_a_summary_running_when_a_jump_is_cut_still_applies() -> None:
+    """An early summary (started below the soft threshold) is running when the jump is cut: it goes
+    on over its snapshot, and its LLM summary is applied later with the cut output and the newer
+    messages after it, as they are."""
+    gate = Gate(block=1)
+    s = Session(compactor=compactor(gate), store=":memory:")
+    start(s)
+    k = 0
+    while s.pending is None and s.check().urgency == "none" and k < 40:
+        s.extend(tool_round(k, size=120))
+        k += 1
+        s.prepare()
+    job = s.pending
+    assert job is not None and job.early and gate.entered.wait(5)
+    prefix = s.context()
+    big = tool_round(90, size=800)
+    s.extend(big)
+    result = s.prepare()
+    assert_cut(s, prefix, result, big)
+    assert s.pending is job  # not cancelled: rebased onto the cut
+    cut = s.context()[-2:]
+    gate.release.set()
+    assert job.wait(5)
+    s.extend(tool_round(91, size=3))
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    ctx = s.context()
+    assert validate_messages(ctx, format="openai") == []
+    assert ctx[-4:] == cut + tool_round(91, size=3)
+    assert any("Checked the modules" in str(m.get("content")) for m in ctx)
+    s.close()
