@@ -232,12 +232,18 @@ fn reported(outside: &str) -> bool {
     ]
     .iter()
     .any(|who| {
-        ["said", "says", "told", "tells", "asked", "wrote"]
-            .iter()
-            .any(|verb| {
-                lower.starts_with(&format!("{who} {verb} "))
-                    || lower.contains(&format!(" {who} {verb} "))
-            })
+        // "<who> <verb> " at the start or after a space, matched in place (a format! per
+        // pair and sentence was a tenth of the classifier's time).
+        lower.match_indices(who).any(|(at, _)| {
+            (at == 0 || lower[..at].ends_with(' '))
+                && lower[at + who.len()..]
+                    .strip_prefix(' ')
+                    .is_some_and(|rest| {
+                        ["said ", "says ", "told ", "tells ", "asked ", "wrote "]
+                            .iter()
+                            .any(|verb| rest.starts_with(verb))
+                    })
+        })
     });
     let zh = [
         "他说",
