@@ -2,13 +2,14 @@
 
 use super::error::{ConfigError, Error, InvalidConversation};
 use super::hooks::{AfterHook, BeforeHook};
-use super::options::{read, Options};
+use super::options::{read, read_counted, Options};
 use super::plan::Plan;
 use super::settings::Settings;
 use super::state::{fingerprint, ConversationState};
 use super::system;
 use crate::config::auto_target::{auto_target, AutoTarget};
 use crate::config::{Config, TargetRatio};
+use crate::formats::value::Reader;
 use crate::message::{Conversation, FormatHints};
 use crate::planner::{self, Mode};
 use crate::state::CounterKey;
@@ -72,7 +73,8 @@ pub struct Check {
     pub urgency: Urgency,
     /// The request's tokens (calibrated when the state learned a ratio).
     pub current_tokens: usize,
-    /// The soft threshold.
+    /// The soft threshold; with `target_ratio = "auto"` and a state, the due point the last
+    /// compaction set when it is lower ([`ConversationState::due_at`]).
     pub threshold: usize,
     /// The hard threshold.
     pub hard_threshold: usize,
@@ -252,24 +254,26 @@ impl Compactor {
     /// assert!(check.current_tokens > 0);
     /// ```
     pub fn check(&self, messages: &[Value], opts: &Options<'_>) -> Result<Check, Error> {
-        let mut conv = read(messages, opts, false)?;
-        let (per, sys, tls) = self.count(&mut conv, messages, opts.state);
+        let (conv, per, sys, tls) = self.measure(messages, opts, false, false)?;
         let total = per.iter().sum::<usize>() + sys + tls;
-        let (current, calibration, hold_until) = match opts.state {
+        let (current, calibration, hold_until, due_at) = match opts.state {
             Some(s) => {
                 let mut st = s.lock();
                 st.record_total(total, sys + tls);
                 let current = st.calibrate(total);
                 st.note_size(current);
-                (current, st.ratio(), st.hold_until)
+                (current, st.ratio(), st.hold_until, st.due_at)
             }
-            None => (total, 1.0, None),
+            None => (total, 1.0, None, None),
         };
         let p = &self.settings.plan;
+        // `target_ratio = "auto"` may have set an earlier due point after the last compaction
+        // (`ConversationState::due_at`): the soft threshold is lowered to it, as in Python.
+        let soft = due_at.map_or(p.soft, |d| d.min(p.soft));
         let mut held_until = None;
         let urgency = if current >= p.hard {
             Urgency::Hard
-        } else if current >= p.soft {
+        } else if current >= soft {
             match hold_until {
                 // The last compaction could not get under the soft threshold: another now would
                 // end the same way (no compaction loops; `retry_growth_tokens`).
@@ -286,7 +290,7 @@ impl Compactor {
             should_compact: urgency != Urgency::None,
             urgency,
             current_tokens: current,
-            threshold: p.soft,
+            threshold: soft,
             hard_threshold: p.hard,
             budget: self.settings.budget,
             target_tokens: p.target,
@@ -299,26 +303,152 @@ impl Compactor {
         })
     }
 
-    /// Each message's tokens, and the system prompt's and the tools' (through the state's
-    /// cache when there is one).
+    /// The target `target_ratio = "auto"` chooses for these messages now (whatever the
+    /// configured `target_ratio`; Python's `ContextCompactor.auto_target`): the one that
+    /// minimises the predicted billed input per model call over a compaction cycle, from the
+    /// growth per call the state observed (its [`check`](Self::check)s), the price table of the
+    /// conversation's format and whether a summarizer will be called (`summarizer`: as
+    /// [`compact_with`](Self::compact_with) does, `false` for [`compact`](Self::compact)'s rule
+    /// summary), bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
+    /// task, the ledger and the summary. Without an observed growth: half the budget.
+    ///
+    /// A compaction with `"auto"` reports the ratio in [`CompactResult::target_ratio`] and, with
+    /// a state, sets the next due point ([`ConversationState::due_at`]) from this choice; the
+    /// state is read, not changed.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Config, ConversationState, Options};
+    /// use serde_json::json;
+    ///
+    /// let config: Config = serde_json::from_value(json!({
+    ///     "max_context_tokens": 12_000, "target_ratio": "auto"
+    /// }))?;
+    /// let compactor = Compactor::new(config)?;
+    /// let mut messages = vec![json!({"role": "user", "content": "Summarise every table."})];
+    /// for i in 0..40 {
+    ///     messages.push(json!({"role": "assistant", "content": format!("table {i}: {}", "a row ".repeat(60))}));
+    ///     messages.push(json!({"role": "user", "content": "go on"}));
+    /// }
+    /// // Without an observed growth: half the budget.
+    /// let first = compactor.auto_target(&messages, &Options::new(), false)?;
+    /// assert_eq!((first.ratio, first.growth), (0.5, None));
+    ///
+    /// // A state that saw the conversation grow call by call: a target chosen for it.
+    /// let state = ConversationState::new();
+    /// for n in (3..messages.len()).step_by(2) {
+    ///     compactor.check(&messages[..n], &Options::new().state(&state))?;
+    /// }
+    /// let opts = Options::new().state(&state);
+    /// let chosen = compactor.auto_target(&messages, &opts, false)?;
+    /// assert!(chosen.growth.is_some() && (0.2..=0.7).contains(&chosen.ratio));
+    ///
+    /// let result = compactor.compact(messages, &opts)?;
+    /// assert_eq!(result.target_ratio, Some(chosen.ratio));
+    /// // The next compaction is due earlier than the soft threshold (or at it: `None`).
+    /// assert!(state.due_at().is_none_or(|d| d < compactor.config().soft_threshold()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn auto_target(
+        &self,
+        messages: &[Value],
+        opts: &Options<'_>,
+        summarizer: bool,
+    ) -> Result<AutoTarget, Error> {
+        let (conv, tokens, sys, tls) = self.measure(messages, opts, false, true)?;
+        Ok(self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer))
+    }
+
+    /// Read the messages and count them: the view, each message's tokens, the system prompt's
+    /// and the tools'. Without a state, each message is counted as it is read (in blocks on the
+    /// pool for a long conversation); with one, through its cache. `keep`: whether the view
+    /// keeps the messages (`false`, for a count, may drop them as they are counted).
+    fn measure<'a>(
+        &self,
+        messages: &'a [Value],
+        opts: &Options<'a>,
+        refuse_misfit: bool,
+        keep: bool,
+    ) -> Result<(Conversation<'a>, Vec<usize>, usize, usize), Error> {
+        let t = self.settings.tokenizer;
+        let framing = self.settings.plan.framing;
+        if opts.state.is_none() {
+            let (conv, per) = read_counted(messages, opts, refuse_misfit, (t, framing), keep)?;
+            let sys = system_tokens(t, &conv.system, framing);
+            let tls = tools_tokens(t, &conv.tools);
+            return Ok((conv, per, sys, tls));
+        }
+        let state = opts.state.unwrap_or_else(|| unreachable!("handled above"));
+        if !keep {
+            return self.measure_cached(messages, opts, state);
+        }
+        let mut conv = read(messages, opts, refuse_misfit)?;
+        let (per, sys, tls) = self.count(&mut conv, messages, state);
+        Ok((conv, per, sys, tls))
+    }
+
+    /// The warm path of a count with a state (Python's `measure_cached`): each message is
+    /// fingerprinted without being read, and only those the state's cache does not know are read
+    /// and counted; the format is detected from the cached messages' hints and the read ones'.
+    /// The view holds the system prompt and the tools, no messages.
+    fn measure_cached<'a>(
+        &self,
+        messages: &'a [Value],
+        opts: &Options<'a>,
+        state: &ConversationState,
+    ) -> Result<(Conversation<'a>, Vec<usize>, usize, usize), Error> {
+        let t = self.settings.tokenizer;
+        let framing = self.settings.plan.framing;
+        let weight = if messages.len() >= 512 {
+            crate::parallel::PARALLEL_MIN_BYTES
+        } else {
+            0
+        };
+        let fps = crate::parallel::map(messages, weight, fingerprint);
+        let key = CounterKey::Builtin(t);
+        let cached = state.lock().lookup(key, framing, &fps);
+        let missing: Vec<usize> = (0..messages.len())
+            .filter(|&i| cached[i].is_none())
+            .collect();
+        let (fresh, bits, mut hints) =
+            Reader::count_some(messages, &missing, opts.format, (t, framing))
+                .map_err(Error::from)?;
+        let stored: Vec<(u64, usize, u8)> = (missing.iter().zip(&fresh).zip(&bits))
+            .map(|((&i, &n), &b)| (fps[i], n, b))
+            .collect();
+        state.lock().store(key, framing, &stored, messages.len());
+        let mut per = Vec::with_capacity(messages.len());
+        for c in &cached {
+            if let Some((_, b)) = *c {
+                hints.merge(FormatHints::from_bits(b));
+            }
+            per.push(c.map_or(0, |(n, _)| n));
+        }
+        for (&i, n) in missing.iter().zip(fresh) {
+            per[i] = n;
+        }
+        let format = opts.format.unwrap_or_else(|| hints.detect());
+        let extras = Options {
+            format: Some(format),
+            ..opts.clone()
+        };
+        let conv = read(&[], &extras, false)?;
+        let sys = system_tokens(t, &conv.system, framing);
+        let tls = tools_tokens(t, &conv.tools);
+        Ok((conv, per, sys, tls))
+    }
+
+    /// Each message's tokens, and the system prompt's and the tools', through the state's cache.
     pub(crate) fn count(
         &self,
         conv: &mut Conversation<'_>,
         messages: &[Value],
-        state: Option<&ConversationState>,
+        state: &ConversationState,
     ) -> (Vec<usize>, usize, usize) {
         let t = self.settings.tokenizer;
         let framing = self.settings.plan.framing;
         let sys = system_tokens(t, &conv.system, framing);
         let tls = tools_tokens(t, &conv.tools);
         let msgs = &mut conv.messages;
-        let Some(state) = state else {
-            let idx: Vec<usize> = (0..msgs.len()).collect();
-            let weight = text_bytes(msgs);
-            let msgs = &*msgs;
-            let per = crate::parallel::map(&idx, weight, |&i| message_tokens(t, &msgs[i], framing));
-            return (per, sys, tls);
-        };
         for (m, v) in msgs.iter_mut().zip(messages) {
             m.fingerprint = fingerprint(v);
         }
@@ -451,10 +581,10 @@ impl Compactor {
         let msgs: &[Value] = &messages;
         let msgs: &'static [Value] =
             unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
-        let mut conv = read(msgs, opts, true)?;
-        let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
+        let (conv, tokens, sys, tls) = self.measure(msgs, opts, true, true)?;
         let mut target_ratio =
             (mode != Mode::Micro).then(|| self.settings.config.target_ratio.ratio());
+        let mut chosen = None;
         if self.settings.config.target_ratio == TargetRatio::Auto && mode != Mode::Micro {
             // Chosen per conversation from the state's observed growth (before this call's).
             let auto = self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer);
@@ -462,6 +592,7 @@ impl Compactor {
             config.target_ratio = TargetRatio::Ratio(auto.ratio);
             cfg = config.plan_config();
             target_ratio = Some(auto.ratio);
+            chosen = Some(auto);
         }
         let (ratio, cooldown) = match opts.state {
             Some(s) => {
@@ -531,7 +662,7 @@ impl Compactor {
                 self.settings.clone(),
             )
         }
-        .aiming_at(target_ratio))
+        .aiming_at(target_ratio, chosen))
     }
 }
 

@@ -47,8 +47,20 @@ pub const PROMPT_TOKENS: usize = 600;
 /// of the span it replaces.
 pub const LEDGER_SLACK_TOKENS: usize = 256;
 
-/// What `target_ratio = "auto"` chose for one compaction.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What `target_ratio = "auto"` chose for one compaction (Python's `AutoTarget`): see
+/// [`Compactor::auto_target`](crate::Compactor::auto_target).
+///
+/// ```
+/// use context_compactor::{AutoTarget, Compactor, Options};
+/// let messages = [serde_json::json!({"role": "user", "content": "hello"})];
+/// let auto: AutoTarget = Compactor::default().auto_target(&messages, &Options::new(), false)?;
+/// assert_eq!(auto.ratio, 0.5); // no observed growth: the fallback
+/// assert_eq!(auto.tokens, 60_000); // half the budget (128,000 - 8,000)
+/// assert!(auto.cost_per_call.is_none());
+/// # Ok::<(), context_compactor::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct AutoTarget {
     /// The target as a share of the budget.
     pub ratio: f64,
