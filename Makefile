@@ -154,6 +154,11 @@ canaries: ## canaries of 5 kinds planted in the corpus, 5 chained compactions (f
 	@mkdir -p target
 	$(BIN)/python -m context_compactor.eval.grid $(EVAL_FILES) --json target/canaries.json --html target/canaries.html
 
+.PHONY: must-keep
+must-keep: ## must-keep facts per corpus file after one forced compaction at windows of 30%, 128k and 10%, counted by tests/_must_keep.py's own probe (kept verbatim, or lost and listed in must_keep_missing; ~1 min)
+	@mkdir -p target
+	$(BIN)/python tests/_must_keep.py $(EVAL_FILES) --json target/must-keep.json
+
 .PHONY: report
 report: ## the eval's HTML report opened in headless Chromium: target/eval-report.png (a screenshot)
 	CORPUS_DIR=$(CORPUS_DIR) $(BIN)/python benches/report_screenshot.py

@@ -6,8 +6,11 @@
 //! every summarizer call returns; `items`: a provider's compaction items every call returns, with
 //! `provider` `"provider:openai"` or `"provider:anthropic"`; absent: the rule summary;
 //! `target_ratio`: `"auto"` or a ratio; `grow`: the prefix lengths checked with one
-//! `ConversationState` before the compaction, which then uses it). Output (stdout, JSON): one
-//! result per job, or `{"error": text}`.
+//! `ConversationState` before the compaction, which then uses it; `more`: messages appended to
+//! the compacted ones, and `more_grow` the numbers of them checked with that state after the
+//! compaction, each check reported in `after`). Output (stdout, JSON): one result per job, or
+//! `{"error": text}`; with a state also `auto` (what `target_ratio = "auto"` chooses before the
+//! compaction) and `due_at` (the state's after it).
 
 use context_compactor::{
     Compactor, Config, ConversationState, Format, Options, Provider, Reply, SummarizerFailure,
@@ -66,6 +69,16 @@ fn run(job: &Value) -> Value {
         Some("provider:anthropic") => Provider::Anthropic,
         _ => Provider::OpenAi,
     };
+    let stateful = job.get("grow").is_some_and(|g| !g.is_null());
+    let summarizer = job["summary"].is_string() || job["items"].is_array();
+    let auto = if stateful {
+        match compactor.auto_target(&messages, &opts, summarizer) {
+            Ok(a) => serde_json::to_value(a).unwrap_or(Value::Null),
+            Err(e) => return json!({"error": e.to_string()}),
+        }
+    } else {
+        Value::Null
+    };
     let mut span: Option<Vec<usize>> = None;
     let result = match (job["summary"].as_str(), job["items"].as_array()) {
         (text, Some(items)) => compactor.compact_with(messages, &opts, |request| {
@@ -78,9 +91,27 @@ fn run(job: &Value) -> Value {
             compactor.compact_with(messages, &opts, |_| Ok::<_, SummarizerFailure>(text))
         }
     };
-    match result {
-        Err(e) => json!({"error": e.to_string()}),
-        Ok(r) => json!({
+    let r = match result {
+        Err(e) => return json!({"error": e.to_string()}),
+        Ok(r) => r,
+    };
+    // The conversation goes on from the compacted messages: each check with the state (the
+    // due point `"auto"` set lowers its threshold).
+    let more = job["more"].as_array().cloned().unwrap_or_default();
+    let mut after = Vec::new();
+    for k in job["more_grow"].as_array().into_iter().flatten() {
+        let k = k.as_u64().unwrap_or(0) as usize;
+        let mut grown = r.messages.clone();
+        grown.extend(more.iter().take(k).cloned());
+        match compactor.check(&grown, &opts) {
+            Ok(c) => after.push(json!({
+                "urgency": c.urgency, "threshold": c.threshold, "current_tokens": c.current_tokens,
+                "held_until": c.held_until,
+            })),
+            Err(e) => return json!({"error": e.to_string()}),
+        }
+    }
+    json!({
             "check": {"urgency": check.urgency, "current_tokens": check.current_tokens, "format": check.format},
             "messages": r.messages,
             "system": r.system,
@@ -98,8 +129,10 @@ fn run(job: &Value) -> Value {
             "compacted_count": r.compacted_count,
             "target_ratio": r.target_ratio,
             "span": span,
-        }),
-    }
+            "auto": auto,
+            "due_at": state.due_at(),
+            "after": after,
+    })
 }
 
 fn main() {

@@ -43,10 +43,10 @@ pub mod validate;
 mod api;
 
 pub use api::{
-    count_tokens, estimate_tokens, validate, Check, CompactResult, Compactor, Config, ConfigError,
-    ConversationState, Encoding, Error, FailureKind, FormatMismatch, InvalidConversation,
-    MessageError, MessageOrigin, Options, Plan, Preview, Problem, Provider, RecordEntry, Reply,
-    Strategy, SummarizerError, SummarizerFailure, SummaryRequest, Urgency,
+    count_tokens, estimate_tokens, validate, AutoTarget, Check, CompactResult, Compactor, Config,
+    ConfigError, ConversationState, Encoding, Error, FailureKind, FormatMismatch,
+    InvalidConversation, MessageError, MessageOrigin, Options, Plan, Preview, Problem, Provider,
+    RecordEntry, Reply, Strategy, SummarizerError, SummarizerFailure, SummaryRequest, Urgency,
 };
 pub use message::Format;
 

@@ -6,10 +6,12 @@ no-op; ``CARGO_TARGET_DIR`` is honoured."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,3 +40,19 @@ def example(name: str) -> Path:
         check=True,
     )
     return target_dir() / "examples" / "examples" / name
+
+
+def run_parity(jobs: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
+    """Run the Rust API over ``jobs`` (``examples/parity.rs``: the job keys are documented there),
+    written as JSON under ``tmp``: one result per job, or ``{"error": text}``."""
+    path = tmp / "jobs.json"
+    path.write_text(json.dumps(jobs, ensure_ascii=False), encoding="utf-8")
+    out = subprocess.run([str(example("parity")), str(path)], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def assert_same(got: dict[str, Any], want: dict[str, Any], label: str) -> None:
+    """The Rust API's result ``got`` has every key of the Python API's ``want``, equal."""
+    assert "error" not in got, got
+    for key in want:
+        assert got[key] == want[key], f"{label}: {key} differs"

@@ -172,12 +172,42 @@ def test_at_30_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, flo
     "the full grid (make canaries) meets it: 97.0% (forced) and 95.2% (growing) at round 5, both summarizers; "
     "this smoke keeps 91.7% because marshmallow loses 5 of 15 (418 + 330 tokens of system prompt and the "
     "task's floor, a 37-token last block and the summary's marker leave about 230 tokens of a 1,058-token "
-    "soft threshold for the ledger), every loss listed; docs/canaries.md"
+    "soft threshold for the ledger), every loss listed and in the stated order (the next test); "
+    "docs/canaries.md"
 )
 def test_at_20_percent_95_percent_survive_round_5(smoke: tuple[CanaryReport, float]) -> None:
     report, _ = smoke
     for row in _rows(report, budget="20%"):
         assert row["by_round"][-1] >= 0.95, row
+
+
+def test_what_a_budget_takes_goes_in_the_stated_order(smoke: tuple[CanaryReport, float]) -> None:
+    """The 20% cell above misses 95% on marshmallow alone (55 of 60): DESIGN's ladder, not a
+    leak. Judged from the canaries' own kinds (not the core's classifier): no safety rule is
+    ever lost, and whenever a canary that orders something (a constraint, goal or preference)
+    is gone, every fact the user stated before it is gone too (the ledger gives up the user's
+    non-instruction sentences first, oldest first). A fact kept in the context while an older
+    order is lost would be the wrong order."""
+    report, _ = smoke
+    lost_orders = 0
+    for run in report.runs:
+        items = run.canaries
+        for r in run.rounds:
+            for j, c in enumerate(items):
+                if not r.said[j] or r.kept[j]:
+                    continue
+                where = (run.file, run.summarizer, run.budget, run.chain, r.round, c.text)
+                assert c.kind != "safety", where
+                if c.kind == "fact":
+                    continue
+                lost_orders += 1
+                kept_older_facts = [
+                    f.text
+                    for k, f in enumerate(items)
+                    if f.kind == "fact" and r.said[k] and r.kept[k] and (f.index, k) < (c.index, j)
+                ]
+                assert not kept_older_facts, (where, kept_older_facts)
+    assert lost_orders, "the smoke's tight windows (marshmallow at 20%) do give up orders"
 
 
 def test_at_10_percent_within_the_budget(smoke: tuple[CanaryReport, float]) -> None:

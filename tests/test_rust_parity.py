@@ -17,14 +17,13 @@ import base64
 import functools
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _gemini import to_gemini
-from _rust import example
+from _rust import assert_same, run_parity
 from conftest import claude_code_corpus_files, corpus_or_skip, openai_corpus_files
 from context_compactor import ContextCompactor
 from context_compactor.io import load
@@ -90,11 +89,7 @@ def _jobs() -> list[dict[str, Any]]:
 
 @functools.cache
 def _rust_results(tmp: str) -> list[dict[str, Any]]:
-    jobs = _jobs()
-    path = Path(tmp) / "jobs.json"
-    path.write_text(json.dumps(jobs), encoding="utf-8")
-    out = subprocess.run([str(example("parity")), str(path)], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)  # type: ignore[no-any-return]
+    return run_parity(_jobs(), Path(tmp))
 
 
 def _python(job: dict[str, Any]) -> dict[str, Any]:
@@ -137,8 +132,5 @@ def test_the_jobs_cover_every_format() -> None:
 def test_same_compaction(rust: list[dict[str, Any]], index: int) -> None:
     job = _jobs()[index]
     got = rust[index]
-    assert "error" not in got, got
-    want = _python(job)
-    for key in want:
-        assert got[key] == want[key], f"{job['id']}: {key} differs"
+    assert_same(got, _python(job), job["id"])
     assert got["strategy"] != "none" or got["tokens_before"] < job["max_context_tokens"], job["id"]

@@ -11,13 +11,12 @@ with ``fallback_reason``), no items at all, and CJK text."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _rust import example
+from _rust import assert_same, run_parity
 from context_compactor import ContextCompactor, SummaryResponse, _core
 from context_compactor._provider_items import span_of
 
@@ -132,19 +131,13 @@ def _python(job: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def rust(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    path = Path(tmp_path_factory.mktemp("items")) / "jobs.json"
-    path.write_text(json.dumps(_jobs(), ensure_ascii=False), encoding="utf-8")
-    out = subprocess.run([str(example("parity")), str(path)], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)  # type: ignore[no-any-return]
+    return run_parity(_jobs(), Path(tmp_path_factory.mktemp("items")))
 
 
 @pytest.mark.parametrize("index", range(len(_jobs())), ids=[j["id"] for j in _jobs()])
 def test_the_same_placement(rust: list[dict[str, Any]], index: int) -> None:
     job = _jobs()[index]
-    got, want = rust[index], _python(job)
-    assert "error" not in got, got
-    for key in want:
-        assert got[key] == want[key], f"{job['id']}: {key} differs"
+    assert_same(rust[index], _python(job), job["id"])
 
 
 def test_what_a_user_sees(rust: list[dict[str, Any]]) -> None:

@@ -20,7 +20,10 @@ top-up runs at once with the built-in rule summary (it extends the summary just 
 blocking LLM call), and a new background job starts when it is over the soft threshold again.
 
 The hard threshold never waits. Micro-compaction first, when it gets the context under it (a
-running job is rebased onto its in-place edits). Else the rule summary applies now: over the
+running job is rebased onto its in-place edits). Then, when one call took the context from under
+the soft threshold past the hard one, the cut of that call's output alone (head + tail, nothing
+older touched, no summary: ``BackgroundPolicy._cut_new``; rebased the same way). Else the rule
+summary applies now: over the
 running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
 goes on), else over the whole context, after which a new job makes the LLM summary of that same
 snapshot, unless a job is still running (one summarizer call at a time: its summary, of an older
@@ -68,16 +71,17 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any
 
-from context_compactor import _core
+from context_compactor import _core, _driver
 from context_compactor import telemetry as _otel
-from context_compactor._provider_items import place_items, span_of
-from context_compactor._summarize import Cancelled, Deadline, call_async, call_sync, check_reply
+from context_compactor._summarize import Cancelled, Deadline, call_async, call_sync
+from context_compactor.config import CompactionConfig
+from context_compactor.errors import SummarizerError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import CompactResult, SummaryRequest, SummaryResponse
+from context_compactor.results import CompactResult, SummaryRequest
 
 __all__ = ["Job", "with_previous"]
 
@@ -112,14 +116,28 @@ def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
     return replace(request, previous_summary=merged, user_prompt=prompt)
 
 
+def _next(
+    steps: Generator[tuple[str, Any], Any, CompactResult], value: Any, error: BaseException | None
+) -> tuple[SummaryRequest | None, CompactResult | None]:
+    """One step of a job's compaction (``Job._steps``) with the summarizer's reply (``value``) or
+    failure (``error``): the next request, or ``None`` and the result."""
+    try:
+        _, request = steps.throw(error) if error is not None else steps.send(value)
+    except StopIteration as stop:
+        return None, stop.value
+    return request, None
+
+
 class Job:
     """One background summary of a snapshot (see the module's design note).
 
     Attributes:
         snap: The snapshot it compacts (the Session's ``_Snapshot``).
         plan: The plan (made in the job unless given).
-        result: The compaction of the snapshot, once done and successful.
-        error: The exception, once done and failed.
+        result: The compaction of the snapshot, once done (with ``fallback_reason`` set when the
+            summarizer failed and the core's driver fell back to the rule summary).
+        error: The summarizer's failure: with a ``result``, the one the fallback follows;
+            without, the job failed (the Session raises it).
         carried: The late summary it builds on (``previous_summary``), if any.
         early: Started below the soft threshold by the growth forecast: its result is held until
             the compaction is due.
@@ -133,7 +151,7 @@ class Job:
         make_plan: Callable[[], CompactionPlan],
         snap: Any,
         summarizer: Callable[[SummaryRequest], Any] | None,
-        timeout: float,
+        config: CompactionConfig,
         *,
         plan: CompactionPlan | None = None,
         carried: str | None = None,
@@ -155,7 +173,10 @@ class Job:
         self.summarizer_calls = 0
         self._make_plan = make_plan
         self._summarizer = summarizer
-        self._timeout = timeout
+        self._config = config
+        self._timeout = float(config.summarizer_timeout_s)
+        #: The cool-down the core's driver named for a fallback (calls; the Session starts it).
+        self.cooldown_calls = 0
         self._flushed = flushed
         self._done = threading.Event()
         self._wake = threading.Event()
@@ -168,24 +189,38 @@ class Job:
 
     # -- running ---------------------------------------------------------------------------------------
 
-    def _first(self, plan: CompactionPlan) -> SummaryRequest | None:
-        request = plan.request
-        if request is None:
-            return None
-        if getattr(self._summarizer, "wants_span", False):
-            # A native strategy: the provider gets the span itself (its items replace it whole);
-            # a late LLM summary cannot be handed to it.
-            return replace(request, span=span_of(plan, self.snap.messages))
-        if self.carried:
-            request = with_previous(request, self.carried)
-        return request
+    def _steps(self) -> Generator[tuple[str, Any], Any, CompactResult]:
+        """The job's compaction, once for both runners: its plan (made here unless given), then the
+        core driver's steps as a foreground compaction takes them (``_driver.steps``: the chunk
+        loop, the failure classes, the fallback to the rule summary, the cool-down), without hooks.
+        Yields ``("summarize", request)``; the runner sends back the reply or throws the failure in."""
+        plan = self.plan if self.plan is not None else self._make_plan()
+        self.plan = plan
+        carried = self.carried
+        background = _driver.Background(
+            previous=(lambda request: with_previous(request, carried)) if carried else None,
+            flushed=self._flushed,
+            on_fallback=self._fell_back,
+        )
+        return (
+            yield from _driver.steps(
+                plan,
+                self.snap.messages,
+                system=self.snap.system,
+                config=self._config,
+                summarizer=self._summarizer,
+                on_before_compact=None,
+                on_compacted=None,
+                state=None,
+                background=background,
+            )
+        )
 
-    def _placed(self, plan: CompactionPlan, reply: Any, usages: list[Any]) -> CompactResult | None:
-        """A native strategy's reply (provider items) placed over the whole span, else ``None``."""
-        if not (isinstance(reply, SummaryResponse) and reply.items is not None):
-            return None
-        usages.append(reply.usage)
-        return place_items(plan, reply, flushed_memories=self._flushed, summary_usage=tuple(usages))
+    def _fell_back(self, error: BaseException | None, cooldown_calls: int) -> None:
+        """The core's driver fell back to the rule summary after ``error``: the Session starts the
+        cool-down (``cooldown_calls``) when it takes the result."""
+        self.error = error if error is not None else SummarizerError("the summarizer failed")
+        self.cooldown_calls = cooldown_calls
 
     def run(self) -> None:
         """Run the job in this thread (``start_thread`` runs it in a new one)."""
@@ -196,41 +231,30 @@ class Job:
 
     def _run(self) -> None:
         try:
-            plan = self.plan if self.plan is not None else self._make_plan()
-            self.plan = plan
-            current = plan
-            usages: list[Any] = []
-            request = self._first(plan)
+            steps = self._steps()
             deadline = Deadline(self._timeout)
-            while not self._cancelled:
-                if request is None or self._summarizer is None:
-                    self.result = current.apply(None, flushed_memories=self._flushed)
+            value: Any = None
+            error: BaseException | None = None
+            while True:
+                request, self.result = _next(steps, value, error)
+                if request is None or self._cancelled:
                     break
                 self.summarizer_calls += 1
-                reply = call_sync(self._summarizer, request, deadline, self._wake)
-                placed = self._placed(plan, reply, usages)
-                if placed is not None:
-                    self.result = placed
+                value, error = None, None
+                try:
+                    value = call_sync(self._summarizer, request, deadline, self._wake)  # type: ignore[arg-type]
+                except Cancelled:
                     break
-                text, truncated, usage = check_reply(reply)
-                usages.append(usage)
-                if current.remaining_chunks == 0:
-                    self.result = current.apply(
-                        SummaryResponse(text, truncated), flushed_memories=self._flushed, summary_usage=tuple(usages)
-                    )
-                    break
-                current = current.advance(text)
-                request = current.request
-        except Cancelled:
-            pass
+                except Exception as e:
+                    error = e
         except Exception as e:
-            self.error = e
+            self.error, self.result = e, None
         finally:
             self.finished = clock()
             self._done.set()
 
     async def arun(self) -> None:
-        """Run the job in the event loop (the planning and applying in worker threads)."""
+        """Run the job in the event loop (its steps, planning and applying, in worker threads)."""
         if _otel.TRACER is None:
             await self._arun()
         else:
@@ -238,37 +262,24 @@ class Job:
 
     async def _arun(self) -> None:
         try:
-            plan = self.plan if self.plan is not None else await asyncio.to_thread(self._make_plan)
-            self.plan = plan
-            current = plan
-            usages: list[Any] = []
-            request = await asyncio.to_thread(self._first, plan)
+            steps = self._steps()
             deadline = Deadline(self._timeout)
-            while not self._cancelled:
-                if request is None or self._summarizer is None:
-                    self.result = await asyncio.to_thread(current.apply, None, flushed_memories=self._flushed)
+            value: Any = None
+            error: BaseException | None = None
+            while True:
+                request, self.result = await asyncio.to_thread(_next, steps, value, error)
+                if request is None or self._cancelled:
                     break
                 self.summarizer_calls += 1
-                reply = await call_async(self._summarizer, request, deadline)
-                if isinstance(reply, SummaryResponse) and reply.items is not None:
-                    self.result = await asyncio.to_thread(self._placed, plan, reply, usages)
-                    break
-                text, truncated, usage = check_reply(reply)
-                usages.append(usage)
-                if current.remaining_chunks == 0:
-                    self.result = await asyncio.to_thread(
-                        current.apply,
-                        SummaryResponse(text, truncated),
-                        flushed_memories=self._flushed,
-                        summary_usage=tuple(usages),
-                    )
-                    break
-                current = current.advance(text)
-                request = current.request
+                value, error = None, None
+                try:
+                    value = await call_async(self._summarizer, request, deadline)  # type: ignore[arg-type]
+                except Exception as e:
+                    error = e
         except asyncio.CancelledError:
             self._cancelled = True
         except Exception as e:
-            self.error = e
+            self.error, self.result = e, None
         finally:
             self.finished = clock()
             self._done.set()

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from context_compactor import _core
+from context_compactor import _core, _driver
 from context_compactor import telemetry as _otel
 from context_compactor.errors import CompactorError, ConfigError, MessageTypeError, SummarizerError
 from context_compactor.plan import CompactionPlan, result_of
@@ -242,7 +242,7 @@ class BatchMethods:
                     tokenizer=cc._config.tokenizer,
                 )
                 for i, d in zip(todo, done, strict=True):
-                    part_results[i] = d if isinstance(d, BaseException) else cc._done(result_of(d))
+                    part_results[i] = d if isinstance(d, BaseException) else _driver.done(cc._config, result_of(d))
                 results[start : start + CHUNK] = part_results
             return
         plans = cc._plan_many(items, results, force, instructions)

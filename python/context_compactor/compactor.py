@@ -1,8 +1,7 @@
 """`ContextCompactor`: the immutable, thread-safe entry point, and `CompactionCheck`.
 
-Over 600 lines on purpose: this is the class a user reads first (the first entry of the API
-reference), and `_steps`, the one generator that carries out the core driver's decisions, is
-driven by both `compact` and `acompact` and needs the class's private helpers.
+`compact` and `acompact` drive (`_drive`, `_adrive`) the one generator that carries out the core
+driver's decisions (`_driver.steps`).
 """
 
 from __future__ import annotations
@@ -12,27 +11,18 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from context_compactor import _core
+from context_compactor import _core, _driver
 from context_compactor import telemetry as _otel
-from context_compactor._provider_items import place_items, span_of
 from context_compactor._recall_scope import check_recall
-from context_compactor._summarize import (
-    Deadline,
-    call_async,
-    call_hook_sync,
-    call_sync,
-    check_reply,
-    classify,
-    describe,
-)
+from context_compactor._summarize import Deadline, call_async, call_hook_sync, call_sync
 from context_compactor.batch import BatchMethods
 from context_compactor.config import CompactionConfig
-from context_compactor.errors import ConfigError, SummarizerError
+from context_compactor.errors import ConfigError
 from context_compactor.plan import CompactionPlan
-from context_compactor.results import AutoTarget, CompactionPreview, CompactResult, SummaryResponse, candidates_of
+from context_compactor.results import AutoTarget, CompactResult
 from context_compactor.tokens import TokenCounter
 
 log = logging.getLogger("context_compactor")
@@ -42,78 +32,6 @@ Pinned = Iterable[int] | Callable[[int, Any], bool] | None
 __all__ = ["CompactionCheck", "ContextCompactor"]
 
 Urgency = Literal["none", "soft", "hard"]
-
-
-def _plain(message: Any) -> Any:
-    """A comparable copy of a message that has no cheap fingerprint (str subclasses such as a
-    ``StrEnum`` role, objects without ``__dict__``): plain values, containers, object fields.
-    Cycles are cut; a message of more than a million values raises ``OverflowError``."""
-    budget = [1_000_000]
-    path: set[int] = set()
-
-    def walk(value: Any) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise OverflowError("message too large to compare")
-        # The base classes' methods read subclasses' values without running their overrides.
-        if value is None or isinstance(value, bool):
-            return value
-        if isinstance(value, int):
-            return (type(value), int.__index__(value))
-        if isinstance(value, str):
-            return (type(value), str.__str__(value))
-        if isinstance(value, float):
-            return (type(value), float.__repr__(value))
-        if isinstance(value, bytes):
-            return (type(value), bytes.hex(value))
-        if id(value) in path:
-            return ("cycle", id(value))
-        path.add(id(value))
-        try:
-            if isinstance(value, dict):
-                return ("dict", tuple((walk(k), walk(v)) for k, v in value.items()))
-            if isinstance(value, (list, tuple)):
-                return (type(value), tuple(walk(v) for v in value))
-            fields = getattr(value, "__dict__", None)
-            if isinstance(fields, dict):
-                return (type(value), walk(fields), walk(getattr(value, "__pydantic_extra__", None)))
-            return ("object", id(value))
-        finally:
-            path.discard(id(value))
-
-    return walk(message)
-
-
-class _InputGuard:
-    """What the messages given to ``compact()`` were before user code (the summarizer, the
-    ``on_before_compact`` hook) ran, to tell whether it changed one of them in place."""
-
-    __slots__ = ("_items", "_marks")
-
-    def __init__(self, messages: Sequence[Any]) -> None:
-        self._items = list(messages)
-        fingerprints = _core.message_fingerprints(self._items)
-        self._marks = [fp if fp else self._plain(m) for m, fp in zip(self._items, fingerprints, strict=True)]
-
-    @staticmethod
-    def _plain(m: Any) -> Any:
-        try:
-            return ("plain", _plain(m))
-        except Exception:  # an object that cannot even be read: it cannot be checked either
-            return ("unreadable", id(m))
-
-    def check(self, who: str) -> None:
-        """Raise :class:`SummarizerError` when a message was changed in place since."""
-        fingerprints = _core.message_fingerprints(self._items)
-        for i, (m, fp, mark) in enumerate(zip(self._items, fingerprints, self._marks, strict=True)):
-            if (fp if isinstance(mark, int) else self._plain(m)) != mark:
-                raise SummarizerError(
-                    f"{who} changed message {i} of the conversation being compacted (in place) while "
-                    "compact() was running; the compaction was planned on the messages as they were, so "
-                    "its result would not match them and could be invalid. Summarizers and hooks must not "
-                    "modify the messages (copy them first); no result was returned and the messages are "
-                    "as your code left them."
-                )
 
 
 @dataclass(frozen=True)
@@ -487,33 +405,6 @@ class ContextCompactor(BatchMethods):
 
     # -- compaction -----------------------------------------------------------------------------------
 
-    def _unchanged(self, messages: Sequence[Any], system: Any, plan: CompactionPlan, reason: str) -> CompactResult:
-        n = len(messages)
-        return CompactResult(
-            messages=list(messages),
-            system=system,
-            tokens_before=plan.tokens_before,
-            tokens_after=plan.tokens_before,
-            original_count=n,
-            retained_count=n,
-            strategy="none",
-            reason=reason,
-        )
-
-    def _done(self, result: CompactResult) -> CompactResult:
-        if result.compacted:
-            log.info(
-                "compacted: strategy=%s tokens %d -> %d, %d messages replaced%s",
-                result.strategy,
-                result.tokens_before,
-                result.tokens_after,
-                result.compacted_count,
-                ", OVER BUDGET" if result.over_budget else "",
-            )
-            if self._config.log_content and result.summary:
-                log.debug("summary: %s", result.summary)
-        return result
-
     def _steps(
         self,
         messages: Sequence[Any],
@@ -527,14 +418,9 @@ class ContextCompactor(BatchMethods):
         state: _core.ConversationState | None,
         plan: CompactionPlan | None = None,
     ) -> Generator[tuple[str, Any], Any, CompactResult]:
-        """The compaction, once for both drivers: yields ``("hook", (fn, arg))`` and
-        ``("summarize", request)``; the sync or async driver performs them and sends back the
-        value (or throws the exception in). ``plan``: already planned (``compact_many``).
-
-        The steps are decided by the core's driver (``_core.Driver``, ``src/driver/``: the
-        fallback ladder, the failure policy, the cool-down, the chunk loop, the hooks and the
-        veto), shared with the Rust API; this performs them on Python objects: the plan, the
-        preview, the callables and the guard against messages changed in place."""
+        """The compaction, once for both drivers (:func:`_driver.steps`): yields ``("hook", (fn,
+        arg))`` and ``("summarize", request)``; the sync or async driver performs them and sends
+        back the value (or throws the exception in). ``plan``: already planned (``compact_many``)."""
         if plan is None:
             plan = self.plan(
                 messages,
@@ -546,129 +432,18 @@ class ContextCompactor(BatchMethods):
                 pinned=pinned,
                 state=state,
             )
-        # The request (and the transcript behind it) only when someone reads it: the summarizer
-        # or the hook's preview. The rule summary does not need it.
-        wants_request = self.summarizer is not None or self.on_before_compact is not None
-        request = plan.request if wants_request else None
-        preview = CompactionPreview(
-            messages,
-            plan.tokens_before,
-            request,
-            request.replaced_count if request else 0,
-            _candidates=candidates_of(plan),
+        return (
+            yield from _driver.steps(
+                plan,
+                messages,
+                system=system,
+                config=self._config,
+                summarizer=self.summarizer,
+                on_before_compact=self.on_before_compact,
+                on_compacted=self.on_compacted,
+                state=state,
+            )
         )
-        driver = _core.Driver(
-            self._config,
-            has_request=request is not None,
-            summarizer=self.summarizer is not None,
-            before_hook=self.on_before_compact is not None,
-            after_hook=self.on_compacted is not None,
-            has_state=state is not None,
-        )
-        result: CompactResult | None = None
-        early = False  # the result was applied before the hooks (no request)
-        guard: _InputGuard | None = None  # what the messages were before user code ran
-        current = plan  # advanced by each chunk's summary
-        usages: list[Any] = []
-        replied = False  # the apply due is of the summarizer's reply
-        error: Exception | None = None  # the failure a fallback or an error follows
-        step = driver.resume()
-        while True:
-            kind = step.kind
-            if early and kind in ("after_hook", "done"):
-                assert result is not None
-                result = replace(result, flushed_memories=preview._flushed)
-                early = False
-            if kind == "apply":
-                if request is None and result is None:
-                    result = plan.apply(None)
-                    early = result.compacted
-                elif step.fallback_reason is not None:
-                    log.warning(
-                        "summarizer failed (%s, %s); falling back to the built-in rule summary",
-                        step.failure_kind,
-                        step.fallback_reason,
-                    )
-                    if state is not None and step.cooldown_calls:
-                        _core.start_cooldown(state, step.cooldown_calls)
-                    result = current.apply(
-                        None, fallback_reason=step.fallback_reason, flushed_memories=preview._flushed
-                    )
-                elif replied:
-                    try:
-                        result = current.apply(
-                            SummaryResponse(step.text or "", step.truncated),
-                            flushed_memories=preview._flushed,
-                            summary_usage=tuple(usages),
-                        )
-                    except SummarizerError:
-                        raise
-                    except Exception as e:
-                        error, step = e, driver.fail(classify(e), describe(e))
-                        continue
-                else:  # the hook's summary, or the rule summary
-                    result = plan.apply(step.text, flushed_memories=preview._flushed)
-                step = driver.applied(result.compacted)
-            elif kind == "before_hook":
-                if guard is None:
-                    guard = _InputGuard(messages)
-                yield ("hook", (self.on_before_compact, preview))
-                guard.check("the on_before_compact hook")
-                veto = (preview._veto or "vetoed") if preview.vetoed else None
-                step = driver.hook_done(veto=veto, summary=preview._summary)
-            elif kind == "summarize":
-                if guard is None:
-                    guard = _InputGuard(messages)
-                try:
-                    ask = current.request
-                    if current is plan and ask is not None and getattr(self.summarizer, "wants_span", False):
-                        ask = replace(ask, span=span_of(plan, messages))
-                    try:
-                        reply = yield ("summarize", ask)
-                    except Exception:
-                        guard.check("the summarizer")
-                        raise
-                    guard.check("the summarizer")
-                    if isinstance(reply, SummaryResponse) and reply.items is not None:
-                        # A native strategy: the provider's items replace the whole span at once.
-                        usages.append(reply.usage)
-                        result = place_items(
-                            plan, reply, flushed_memories=preview._flushed, summary_usage=tuple(usages)
-                        )
-                        step = driver.items_placed()
-                        continue
-                    text, truncated, usage = check_reply(reply)
-                    usages.append(usage)
-                    remaining = current.remaining_chunks
-                except SummarizerError:
-                    raise
-                except Exception as e:
-                    # A failure at a later chunk keeps the chunks summarised before it: the
-                    # fallback applies the rule summary to `current`, the rest only.
-                    error, step = e, driver.fail(classify(e), describe(e))
-                    continue
-                replied = remaining == 0
-                step = driver.reply(text, truncated, remaining)
-            elif kind == "advance":
-                try:
-                    current = current.advance(step.text or "")
-                except SummarizerError:
-                    raise
-                except Exception as e:
-                    replied = False
-                    error, step = e, driver.fail(classify(e), describe(e))
-                    continue
-                step = driver.resume()
-            elif kind == "after_hook":
-                yield ("hook", (self.on_compacted, result))
-                step = driver.resume()
-            elif kind == "unchanged":
-                return self._unchanged(messages, system, plan, step.text or "vetoed")
-            elif kind == "raise":
-                raise SummarizerError(step.text) from error
-            else:
-                assert result is not None
-                return self._done(result)
 
     def compact(
         self,

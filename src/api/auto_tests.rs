@@ -2,7 +2,7 @@
 //! growth (the core's chooser, which Python calls too), reported in the result.
 
 use crate::config::TargetRatio;
-use crate::{Compactor, Config, ConversationState, Options};
+use crate::{Compactor, Config, ConversationState, Options, Urgency};
 use serde_json::{json, Value};
 
 fn conversation(calls: usize) -> Vec<Value> {
@@ -69,4 +69,52 @@ fn without_a_state_half_the_budget_and_micro_aims_at_nothing() {
             .target_ratio,
         None
     );
+}
+
+#[test]
+fn the_due_point_lowers_the_threshold_check_compares_with() {
+    let c = Compactor::new(Config {
+        max_context_tokens: 40_000,
+        target_ratio: TargetRatio::Auto,
+        ..Config::default()
+    })
+    .unwrap();
+    let all = conversation(200);
+    let (before, more) = all.split_at(261);
+    let state = grown(&c, before);
+    assert_eq!(state.due_at(), None, "no due point before a compaction");
+    let opts = Options::new().state(&state);
+    let chosen = c.auto_target(before, &opts, false).unwrap();
+    let r = c.compact(before.to_vec(), &opts).unwrap();
+    assert_eq!(r.target_ratio, Some(chosen.ratio));
+    let soft = c.config().soft_threshold();
+    let due = state
+        .due_at()
+        .expect("a due point below the soft threshold");
+    assert!(
+        r.tokens_after < due && due < soft,
+        "{} {due} {soft}",
+        r.tokens_after
+    );
+    let mut messages = r.messages.clone();
+    let mut early = 0;
+    for pair in more.chunks(2) {
+        messages.extend(pair.iter().cloned());
+        let check = c.check(&messages, &opts).unwrap();
+        assert_eq!(check.threshold, due);
+        if check.current_tokens >= soft {
+            break;
+        }
+        let want = if check.current_tokens >= due {
+            early += 1;
+            Urgency::Soft
+        } else {
+            Urgency::None
+        };
+        assert_eq!(check.urgency, want, "{} tokens", check.current_tokens);
+        // Without the state, the configured soft threshold.
+        let cold = c.check(&messages, &Options::new()).unwrap();
+        assert_eq!((cold.threshold, cold.should_compact), (soft, false));
+    }
+    assert!(early > 0, "due before the soft threshold");
 }

@@ -72,7 +72,8 @@ pub struct Check {
     pub urgency: Urgency,
     /// The request's tokens (calibrated when the state learned a ratio).
     pub current_tokens: usize,
-    /// The soft threshold.
+    /// The soft threshold; with `target_ratio = "auto"` and a state, the due point the last
+    /// compaction set when it is lower ([`ConversationState::due_at`]).
     pub threshold: usize,
     /// The hard threshold.
     pub hard_threshold: usize,
@@ -255,21 +256,24 @@ impl Compactor {
         let mut conv = read(messages, opts, false)?;
         let (per, sys, tls) = self.count(&mut conv, messages, opts.state);
         let total = per.iter().sum::<usize>() + sys + tls;
-        let (current, calibration, hold_until) = match opts.state {
+        let (current, calibration, hold_until, due_at) = match opts.state {
             Some(s) => {
                 let mut st = s.lock();
                 st.record_total(total, sys + tls);
                 let current = st.calibrate(total);
                 st.note_size(current);
-                (current, st.ratio(), st.hold_until)
+                (current, st.ratio(), st.hold_until, st.due_at)
             }
-            None => (total, 1.0, None),
+            None => (total, 1.0, None, None),
         };
         let p = &self.settings.plan;
+        // `target_ratio = "auto"` may have set an earlier due point after the last compaction
+        // (`ConversationState::due_at`): the soft threshold is lowered to it, as in Python.
+        let soft = due_at.map_or(p.soft, |d| d.min(p.soft));
         let mut held_until = None;
         let urgency = if current >= p.hard {
             Urgency::Hard
-        } else if current >= p.soft {
+        } else if current >= soft {
             match hold_until {
                 // The last compaction could not get under the soft threshold: another now would
                 // end the same way (no compaction loops; `retry_growth_tokens`).
@@ -286,7 +290,7 @@ impl Compactor {
             should_compact: urgency != Urgency::None,
             urgency,
             current_tokens: current,
-            threshold: p.soft,
+            threshold: soft,
             hard_threshold: p.hard,
             budget: self.settings.budget,
             target_tokens: p.target,
@@ -297,6 +301,62 @@ impl Compactor {
             format: conv.format,
             held_until,
         })
+    }
+
+    /// The target `target_ratio = "auto"` chooses for these messages now (whatever the
+    /// configured `target_ratio`; Python's `ContextCompactor.auto_target`): the one that
+    /// minimises the predicted billed input per model call over a compaction cycle, from the
+    /// growth per call the state observed (its [`check`](Self::check)s), the price table of the
+    /// conversation's format and whether a summarizer will be called (`summarizer`: as
+    /// [`compact_with`](Self::compact_with) does, `false` for [`compact`](Self::compact)'s rule
+    /// summary), bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
+    /// task, the ledger and the summary. Without an observed growth: half the budget.
+    ///
+    /// A compaction with `"auto"` reports the ratio in [`CompactResult::target_ratio`] and, with
+    /// a state, sets the next due point ([`ConversationState::due_at`]) from this choice; the
+    /// state is read, not changed.
+    ///
+    /// ```
+    /// use context_compactor::{Compactor, Config, ConversationState, Options};
+    /// use serde_json::json;
+    ///
+    /// let config: Config = serde_json::from_value(json!({
+    ///     "max_context_tokens": 12_000, "target_ratio": "auto"
+    /// }))?;
+    /// let compactor = Compactor::new(config)?;
+    /// let mut messages = vec![json!({"role": "user", "content": "Summarise every table."})];
+    /// for i in 0..40 {
+    ///     messages.push(json!({"role": "assistant", "content": format!("table {i}: {}", "a row ".repeat(60))}));
+    ///     messages.push(json!({"role": "user", "content": "go on"}));
+    /// }
+    /// // Without an observed growth: half the budget.
+    /// let first = compactor.auto_target(&messages, &Options::new(), false)?;
+    /// assert_eq!((first.ratio, first.growth), (0.5, None));
+    ///
+    /// // A state that saw the conversation grow call by call: a target chosen for it.
+    /// let state = ConversationState::new();
+    /// for n in (3..messages.len()).step_by(2) {
+    ///     compactor.check(&messages[..n], &Options::new().state(&state))?;
+    /// }
+    /// let opts = Options::new().state(&state);
+    /// let chosen = compactor.auto_target(&messages, &opts, false)?;
+    /// assert!(chosen.growth.is_some() && (0.2..=0.7).contains(&chosen.ratio));
+    ///
+    /// let result = compactor.compact(messages, &opts)?;
+    /// assert_eq!(result.target_ratio, Some(chosen.ratio));
+    /// // The next compaction is due earlier than the soft threshold (or at it: `None`).
+    /// assert!(state.due_at().is_none_or(|d| d < compactor.config().soft_threshold()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn auto_target(
+        &self,
+        messages: &[Value],
+        opts: &Options<'_>,
+        summarizer: bool,
+    ) -> Result<AutoTarget, Error> {
+        let mut conv = read(messages, opts, false)?;
+        let (tokens, sys, tls) = self.count(&mut conv, messages, opts.state);
+        Ok(self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer))
     }
 
     /// Each message's tokens, and the system prompt's and the tools' (through the state's
@@ -455,6 +515,7 @@ impl Compactor {
         let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
         let mut target_ratio =
             (mode != Mode::Micro).then(|| self.settings.config.target_ratio.ratio());
+        let mut chosen = None;
         if self.settings.config.target_ratio == TargetRatio::Auto && mode != Mode::Micro {
             // Chosen per conversation from the state's observed growth (before this call's).
             let auto = self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer);
@@ -462,6 +523,7 @@ impl Compactor {
             config.target_ratio = TargetRatio::Ratio(auto.ratio);
             cfg = config.plan_config();
             target_ratio = Some(auto.ratio);
+            chosen = Some(auto);
         }
         let (ratio, cooldown) = match opts.state {
             Some(s) => {
@@ -531,7 +593,7 @@ impl Compactor {
                 self.settings.clone(),
             )
         }
-        .aiming_at(target_ratio))
+        .aiming_at(target_ratio, chosen))
     }
 }
 

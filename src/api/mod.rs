@@ -20,6 +20,7 @@ mod system;
 mod tokens;
 mod validate;
 
+pub use crate::config::auto_target::AutoTarget;
 pub use crate::config::Config;
 pub use compactor::{Check, Compactor, Urgency};
 pub use error::{

@@ -14,6 +14,7 @@ use super::result::{CompactResult, MessageOrigin, RecordEntry};
 use super::settings::Settings;
 use super::state::ConversationState;
 use super::system;
+use crate::config::auto_target::{due_at, AutoTarget};
 use crate::formats::value::Writer;
 use crate::message::Conversation;
 use crate::planner::{self, Planned};
@@ -148,6 +149,9 @@ pub struct Plan {
     settings: Arc<Settings>,
     usages: Vec<Value>,
     target_ratio: Option<f64>,
+    /// What `target_ratio = "auto"` chose (its due point is set in the state after the
+    /// compaction).
+    auto: Option<AutoTarget>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -186,12 +190,15 @@ impl Plan {
             settings,
             usages: Vec::new(),
             target_ratio: None,
+            auto: None,
         }
     }
 
-    /// The plan with the target it aims at (reported in the result).
-    pub(crate) fn aiming_at(mut self, target_ratio: Option<f64>) -> Plan {
+    /// The plan with the target it aims at (reported in the result) and, with `target_ratio =
+    /// "auto"`, what the chooser chose.
+    pub(crate) fn aiming_at(mut self, target_ratio: Option<f64>, auto: Option<AutoTarget>) -> Plan {
         self.target_ratio = target_ratio;
+        self.auto = auto;
         self
     }
 
@@ -387,6 +394,7 @@ impl Plan {
             settings,
             mut usages,
             target_ratio,
+            auto,
         } = self;
         let (text, truncated) = match &reply {
             Some(r) => (Some(r.text.as_str()), r.truncated),
@@ -511,6 +519,14 @@ impl Plan {
                     || (tokens_after > plan_cfg.target
                         && tokens_after.saturating_add(plan_cfg.retry_growth) > plan_cfg.soft);
                 g.note_outcome(stuck, tokens_after, plan_cfg.retry_growth);
+            }
+            // `target_ratio = "auto"`: after a compaction that changed the context and got under
+            // the soft threshold, the next one is due from `due_at` (Python's `_set_due`).
+            if let Some(a) = auto {
+                if strategy != planner::Strategy::None && !over_budget && g.hold_until.is_none() {
+                    let soft = settings.config.soft_threshold();
+                    g.due_at = due_at(tokens_after, soft, a.fixed, a.growth, a.prices);
+                }
             }
         }
         let _ = usages;

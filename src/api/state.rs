@@ -139,6 +139,19 @@ impl ConversationState {
         self.lock().hold_until
     }
 
+    /// With `target_ratio = "auto"`: the context size from which the next compaction is due,
+    /// set after a compaction that got under the soft threshold (from `T + sqrt(2 (w/r) (T − F)
+    /// g)`: the tokens after it, the fixed part, the write and read prices and the growth per
+    /// call), when that is below the soft threshold; [`Compactor::check`](crate::Compactor::check)
+    /// lowers its threshold to it. `None`: the soft threshold applies.
+    ///
+    /// ```
+    /// assert_eq!(context_compactor::ConversationState::new().due_at(), None);
+    /// ```
+    pub fn due_at(&self) -> Option<usize> {
+        self.lock().due_at
+    }
+
     /// The summary of the latest compaction with this state.
     ///
     /// ```

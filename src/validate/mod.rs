@@ -54,11 +54,7 @@ pub fn validate(messages: &[Message<'_>], format: Format, profile: Profile) -> V
     };
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
-        out.push(Problem {
-            index: Some(index),
-            rule,
-            message,
-        })
+        out.push(Problem::at(index, rule, message))
     };
     let n = messages.len();
     let anthropic = format == Format::Anthropic;

@@ -115,6 +115,17 @@ pub struct Problem {
     pub message: String,
 }
 
+impl Problem {
+    /// A problem of the message at `index`.
+    pub fn at(index: usize, rule: &'static str, message: String) -> Problem {
+        Problem {
+            index: Some(index),
+            rule,
+            message,
+        }
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.index {

@@ -118,11 +118,7 @@ pub fn splits_reasoning<'a, M: AsRef<Message<'a>>>(messages: &[M], c: usize) -> 
 pub fn validate(messages: &[Message<'_>], profile: Profile) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut push = |index: usize, rule: &'static str, message: String| {
-        out.push(Problem {
-            index: Some(index),
-            rule,
-            message,
-        })
+        out.push(Problem::at(index, rule, message))
     };
     let n = messages.len();
     let mut call_at: HashMap<&str, usize> = HashMap::new();

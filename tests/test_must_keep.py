@@ -1,0 +1,120 @@
+"""Must-keep facts survive a forced compaction at windows of 30% and 128k, counted by the probe of
+``tests/_must_keep.py`` (its own regexes: neither the core's scanner nor the eval's reader), with
+facts planted in the middle of corpus conversations (an assistant's text and a tool call's
+argument values) that no compaction may lose without listing them. ``make must-keep`` runs the
+probe over the whole corpus at 30%, 128k and 10%."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _must_keep import facts_of, measure, request_text, window_of
+from context_compactor import ContextCompactor
+from context_compactor.io import Transcript, load
+
+FILES = [
+    "openai/swe-agent__marshmallow-1867__function_calling_replace_from_source.json",
+    "openai/openhands__multi_swe_bench_ponylang__ponyc-4588.json",
+    "claude-code/cc_08_60e52c3d41_2.jsonl",
+    "openai/kimi-cli-claude-code__cc_3d_feb22da51f_3.json",
+]
+TEXT_FACTS = ("src/planted_pkg/q7_module.py", "https://planted.example.org/q7/spec.html", "PlantedQ7Error")
+ARG_FACTS = ("/srv/planted/q7/config.toml", "tests/planted_q7/test_probe.py")
+
+
+def text_of_plant() -> str:
+    return f" Planted: see {TEXT_FACTS[0]} and {TEXT_FACTS[1]}; it raised {TEXT_FACTS[2]}."
+
+
+def _is_call(m: dict[str, Any]) -> bool:
+    c = m.get("content")
+    return bool(m.get("tool_calls")) or (
+        isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in c)
+    )
+
+
+def _plant(t: Transcript) -> Transcript:
+    """A copy of ``t`` with TEXT_FACTS appended to an assistant's text and ARG_FACTS added as an
+    argument of a tool call, both about halfway through (the part a compaction replaces)."""
+    messages = copy.deepcopy(t.messages)
+    n = len(messages)
+    order = sorted(range(1, n - 2), key=lambda i: abs(i - n // 2))
+    text = text_of_plant()
+    said = False
+    for i in order:
+        m = messages[i]
+        if m.get("role") != "assistant":
+            continue
+        if isinstance(m.get("content"), str) and m["content"]:
+            m["content"] += text
+        elif isinstance(m.get("content"), list) and any(b.get("type") == "text" for b in m["content"]):
+            next(b for b in m["content"] if b.get("type") == "text")["text"] += text
+        else:
+            continue
+        said = True
+        break
+    called = False
+    for i in order:
+        m = messages[i]
+        if m.get("role") != "assistant" or not _is_call(m):
+            continue
+        if m.get("tool_calls"):
+            fn = m["tool_calls"][0]["function"]
+            args = json.loads(fn["arguments"] or "{}")
+            args["planted_paths"] = list(ARG_FACTS)
+            fn["arguments"] = json.dumps(args)
+        else:
+            block = next(b for b in m["content"] if b.get("type") == "tool_use")
+            block["input"] = {**block["input"], "planted_paths": list(ARG_FACTS)}
+        called = True
+        break
+    assert said and called, t.path
+    return Transcript(messages=messages, format=t.format, system=t.system, tools=t.tools, source=t.source, path=t.path)
+
+
+@pytest.mark.parametrize("window", ["30%", "128k"])
+@pytest.mark.parametrize("name", FILES)
+def test_planted_facts_are_kept_or_listed(corpus_dir: Path, name: str, window: str) -> None:
+    t = _plant(load(corpus_dir / name))
+    assert set(TEXT_FACTS + ARG_FACTS) <= facts_of(t.messages), "the probe sees what was planted"
+    tokens = ContextCompactor().counter.count_each(t.messages, system=t.system, tools=t.tools, format=t.format).total
+    r = ContextCompactor(max_context_tokens=window_of(tokens, window)).compact(
+        t.messages, system=t.system, tools=t.tools, format=t.format, force=True
+    )
+    assert r.strategy != "none", r.reason
+    out = request_text(r.messages, r.system if r.system is not None else t.system)
+    planted = TEXT_FACTS + ARG_FACTS
+    planted_messages = [m for m in t.messages if text_of_plant() in json.dumps(m)]
+    assert planted_messages and not [m for m in r.messages if any(m is p for p in planted_messages)], (
+        "the planted message was replaced (kept messages come back as the same objects)"
+    )
+    for fact in planted:
+        assert fact in out or any(fact in m for m in r.must_keep_missing), (name, window, fact)
+    kept = [f for f in planted if f in out]
+    assert len(kept) == len(planted), (name, window, sorted(set(planted) - set(kept)), r.must_keep_missing)
+
+
+@pytest.mark.parametrize("window", ["30%", "128k"])
+@pytest.mark.parametrize("name", FILES)
+def test_corpus_facts_at_98_percent(corpus_dir: Path, name: str, window: str) -> None:
+    row = measure(load(corpus_dir / name), window, name)
+    assert not row.silent, row
+    assert row.share >= 0.98, row
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="#23 target not met on this file: at 30% (window 3,921, soft threshold 2,353) the system "
+    "prompt (1,424) and the task (599, under its floor task_max_tokens=735) leave 330 tokens for the "
+    "summary and the last block; the ladder evicts 10 preserved details, 4 of the probe's 14 facts "
+    "(10/14 = 71.4%), every one listed in must_keep_missing (DESIGN's stated order)",
+)
+def test_ctf_web_at_30_percent(corpus_dir: Path) -> None:
+    row = measure(load(corpus_dir / "openai/swe-agent__ctf_web_i_got_id_demo.json"), "30%")
+    assert not row.silent, row
+    assert row.share >= 0.98, row
