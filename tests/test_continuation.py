@@ -244,13 +244,19 @@ def test_an_earlier_unresolved_error_stays_through_a_chain() -> None:
         for i in range(10):
             cid = f"m{round_}_{i}"
             msgs += [
-                {"role": "assistant", "content": f"More {i}.", "tool_calls": [call(cid, "read_file", {"path": f"d{i}"})]},
+                {
+                    "role": "assistant",
+                    "content": f"More {i}.",
+                    "tool_calls": [call(cid, "read_file", {"path": f"d{i}"})],
+                },
                 {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
             ]
 
 
 def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
-    r = ContextCompactor(max_context_tokens=6_000, target_ratio=0.25).compact(two_failures(first_fixed=True), force=True)
+    r = ContextCompactor(max_context_tokens=6_000, target_ratio=0.25).compact(
+        two_failures(first_fixed=True), force=True
+    )
     s = summary_of(r)
     assert f"Last unresolved error: {GIT_ERROR}" in s
     assert "Earlier unresolved error" not in s
