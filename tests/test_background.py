@@ -29,6 +29,7 @@ from context_compactor import (
     SummaryRequest,
     validate_messages,
 )
+from context_compactor._session_background import BackgroundPolicy
 from context_compactor.session import Session
 from test_session import integrity, tool_round
 
@@ -190,10 +191,13 @@ def test_a_late_summary_that_no_longer_fits_is_carried_to_the_next_compaction() 
     s.close()
 
 
-def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_later(tmp_path: Path) -> None:
-    """No job was running (the context jumped from under the soft threshold past the hard one): the
-    rule summary applies now, the LLM summary of the same snapshot is made in the background and
-    replaces it."""
+def test_a_tool_output_that_jumps_past_the_hard_threshold_gets_the_llm_summary_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No job was running (the context jumped from under the soft threshold past the hard one) and
+    the jump is not cut (the cut is off here; tests/test_background_cut.py has it): the rule summary
+    applies now, the LLM summary of the same snapshot is made in the background and replaces it."""
+    monkeypatch.setattr(BackgroundPolicy, "cut_jumps", False)
     gate = Gate(block=1)
     path = tmp_path / "j.db"
     s = Session("s", compactor=compactor(gate), store=path)
@@ -548,9 +552,10 @@ def test_slow_growth_starts_the_summary_at_the_soft_threshold() -> None:
     s.close()
 
 
-def test_asyncio_rule_summary_then_the_llm_summary_replaces_it() -> None:
-    """aprepare(): past the hard threshold at once, the rule summary now, the LLM summary of the same
-    snapshot in an asyncio task, re-applied by a later aprepare()."""
+def test_asyncio_rule_summary_then_the_llm_summary_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aprepare(): past the hard threshold at once (the jump not cut), the rule summary now, the LLM
+    summary of the same snapshot in an asyncio task, re-applied by a later aprepare()."""
+    monkeypatch.setattr(BackgroundPolicy, "cut_jumps", False)
     release = asyncio.Event()
 
     async def summarize(request: SummaryRequest) -> str:
@@ -581,9 +586,10 @@ def test_asyncio_rule_summary_then_the_llm_summary_replaces_it() -> None:
     asyncio.run(main())
 
 
-def test_the_re_apply_on_both_stores(store_target: str) -> None:
+def test_the_re_apply_on_both_stores(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The re-apply saved by SQLite and PostgreSQL alike: a reopened Session sees the same context,
-    and expand() of the re-apply gives the originals the rule summary replaced."""
+    and expand() of the re-apply gives the originals the rule summary replaced (the jump not cut)."""
+    monkeypatch.setattr(BackgroundPolicy, "cut_jumps", False)
     gate = Gate(block=1)
     s = Session("s", compactor=compactor(gate), store=store_target)
     start(s)

@@ -20,7 +20,10 @@ top-up runs at once with the built-in rule summary (it extends the summary just 
 blocking LLM call), and a new background job starts when it is over the soft threshold again.
 
 The hard threshold never waits. Micro-compaction first, when it gets the context under it (a
-running job is rebased onto its in-place edits). Else the rule summary applies now: over the
+running job is rebased onto its in-place edits). Then, when one call took the context from under
+the soft threshold past the hard one, the cut of that call's output alone (head + tail, nothing
+older touched, no summary: ``BackgroundPolicy._cut_new``; rebased the same way). Else the rule
+summary applies now: over the
 running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
 goes on), else over the whole context, after which a new job makes the LLM summary of that same
 snapshot, unless a job is still running (one summarizer call at a time: its summary, of an older

@@ -3,12 +3,13 @@ Session holds (:class:`BackgroundPolicy`).
 
 What it does and costs is in :mod:`context_compactor._background`'s design note; this module
 holds the part that decides, in ``prepare()``/``aprepare()``, when to start a job, apply a finished
-one with the delta rule, clear tool output or apply the rule summary at the hard threshold, and
-rebase a running job. It works on the Session's context through
+one with the delta rule, clear tool output, cut a jump's output or apply the rule summary at the
+hard threshold, and rebase a running job. It works on the Session's context through
 :class:`~context_compactor._session_core.SessionCore`'s public methods.
 
-Over 600 lines since the jump forecast: the start, apply and upgrade rules read the same
-forecast state (observed latencies, growth per call, jumps), so they stay in one policy class;
+Over 600 lines since the jump forecast: the start, apply, cut and upgrade rules read the same
+forecast state (observed latencies, growth per call, jumps, the last call's growth), so they stay
+in one policy class;
 the forecast alone is the part to move out if it grows again.
 """
 
@@ -83,6 +84,9 @@ class BackgroundPolicy:
     #: The jump forecast (see :meth:`jump_line`); off: the timed policy as before it, kept for
     #: ``make bench-background`` to measure against in the same run.
     jump_forecast = True
+    #: The cut of a jump (see :meth:`_cut_new`); off: the jump forecast as before it, kept for
+    #: ``make bench-background`` to measure against in the same run.
+    cut_jumps = True
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
@@ -106,6 +110,9 @@ class BackgroundPolicy:
         self._bg_jumps: list[int] = []
         #: The context's size after the last compaction a finished job applied.
         self._bg_applied: int | None = None
+        #: The row id of the context's last message after the previous ``prepare()``: the messages
+        #: after it are this call's growth (the cut of a jump).
+        self._bg_last_row: int | None = None
 
     def rule_compactor(self) -> ContextCompactor:
         """The compactor without its summarizer: what runs when the agent must not wait (aimed at
@@ -254,6 +261,7 @@ class BackgroundPolicy:
             return result
         finally:
             self._bg_after = self._core.make_check().current_tokens  # the in-memory counts: no store call
+            self._bg_last_row = self._core.rows[-1] if self._core.rows else None
 
     def _background_rest(
         self, instructions: str | None, applied: CompactResult | None
@@ -270,6 +278,7 @@ class BackgroundPolicy:
         # get under it (the job's LLM summary replaces the rule summary when it arrives: same span).
         steps: tuple[Callable[[], CompactResult | None], ...] = (
             lambda: self._micro_under(self.job),
+            lambda: self._cut_new(self.job),
             lambda: self._rule_from_job(self.job) if self.job else None,
         )
         for step in steps:
@@ -372,6 +381,12 @@ class BackgroundPolicy:
             )
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
+        return self._in_place(snap, result, job)
+
+    def _in_place(self, snap: Snapshot, result: CompactResult, job: Job | None) -> CompactResult | None:
+        """Save ``result`` (a compaction of ``snap`` that removed or inserted nothing while ``job``
+        runs: else ``None``) and rebase the running job onto it: its snapshot's rows become the
+        edited copies at the same positions, and its summary still applies."""
         if job is not None and (
             len(result.origins) != len(snap.messages)
             or any(kind not in ("kept", "edited") or i != pos for pos, (kind, i) in enumerate(result.origins))
@@ -393,6 +408,77 @@ class BackgroundPolicy:
                     job.snap.system,
                     covered,
                 )
+        return done
+
+    def _cut_new(self, job: Job | None) -> CompactResult | None:
+        """At the hard threshold, when the context was under the soft threshold before this call's
+        growth (the messages appended since the previous ``prepare()``, e.g. one large read): that
+        growth's tool output and arguments cut head + tail (marked, recorded ``shortened``, the
+        originals kept), nothing else touched, instead of a rule summary. The narrative in the
+        context (an LLM summary, or none yet) and the cached prefix up to this call stay; the cut
+        aims half-way from where the context was to the soft threshold, at least the target, so
+        that the next calls have room. ``None`` when it would touch an older message, summarise,
+        or not get under the soft threshold (then the rule summary applies as before)."""
+        last = self._bg_last_row
+        c = self._core.compactor
+        cfg = c.config
+        if last is None or c.summarizer is None or not self.cut_jumps:
+            return None
+        with self._core.store.locked():
+            self._core.refresh()
+            if job is not None and self._core.head != job.snap.head:
+                return None
+            rows = self._core.rows
+            if last not in rows:
+                return None  # another connection compacted it: no growth to tell apart
+            first = rows.index(last) + 1
+            if first >= len(rows):
+                return None
+            current = self._core.make_check().current_tokens
+            raw = sum(self._core.tok[first:])
+            if self._core.state.observations:
+                raw = math.ceil(raw * self._core.state.calibration)
+            snap = self._core.snapshot()
+        before = current - raw
+        if before >= cfg.soft_threshold:
+            return None
+        aim = min(cfg.soft_threshold, max(cfg.target_tokens, before + (cfg.soft_threshold - before) // 2))
+        n = len(snap.messages)
+        cut = ContextCompactor(
+            cfg.replace(
+                keep_recent_messages=n,
+                keep_recent_tool_results=n,
+                target_ratio=min(1.0, aim / cfg.budget),
+                retry_growth_tokens=0,
+            )
+        )
+        with session_scope():
+            result = cut.compact(
+                snap.messages,
+                system=snap.system,
+                tools=self._core.tools,
+                format=self._core.fmt,
+                state=self._core.state,
+                pinned=list(range(first)),
+            )
+        if (
+            not result.compacted
+            or result.over_budget
+            or result.summary_source is not None
+            or result.tokens_after > cfg.soft_threshold
+            or len(result.origins) != n
+            or any(e.index < first for e in result.record)
+            or any(
+                kind not in ("kept", "edited") or i != pos or (kind == "edited" and pos < first)
+                for pos, (kind, i) in enumerate(result.origins)
+            )
+        ):
+            return None
+        done = self._in_place(snap, result, job)
+        if done is not None:
+            # The cut output sits in the kept tail: an early summary before the context grows by
+            # half the soft-to-hard gap again would find little to replace (as after an apply).
+            self._bg_applied = self._core.make_check().current_tokens
         return done
 
     def _fits(self, tokens_after: int, delta: list[int]) -> bool:

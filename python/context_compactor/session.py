@@ -366,8 +366,9 @@ class Session:
 
         With ``background=True`` the summary never runs here: from the soft threshold a job
         summarises a snapshot in a thread and a later call applies it with the messages appended
-        meanwhile kept verbatim; at the hard threshold old tool output is cleared or the rule
-        summary applies now (:mod:`context_compactor._background`). ``force=True`` cancels a
+        meanwhile kept verbatim; at the hard threshold old tool output is cleared, the output of
+        a call that jumped past it from under the soft threshold is cut, or the rule summary
+        applies now (:mod:`context_compactor._background`). ``force=True`` cancels a
         running job and compacts now, waiting for the summary.
 
         Args:
