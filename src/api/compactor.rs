@@ -2,13 +2,14 @@
 
 use super::error::{ConfigError, Error, InvalidConversation};
 use super::hooks::{AfterHook, BeforeHook};
-use super::options::{read, Options};
+use super::options::{read, read_counted, Options};
 use super::plan::Plan;
 use super::settings::Settings;
 use super::state::{fingerprint, ConversationState};
 use super::system;
 use crate::config::auto_target::{auto_target, AutoTarget};
 use crate::config::{Config, TargetRatio};
+use crate::formats::value::Reader;
 use crate::message::{Conversation, FormatHints};
 use crate::planner::{self, Mode};
 use crate::state::CounterKey;
@@ -253,8 +254,7 @@ impl Compactor {
     /// assert!(check.current_tokens > 0);
     /// ```
     pub fn check(&self, messages: &[Value], opts: &Options<'_>) -> Result<Check, Error> {
-        let mut conv = read(messages, opts, false)?;
-        let (per, sys, tls) = self.count(&mut conv, messages, opts.state);
+        let (conv, per, sys, tls) = self.measure(messages, opts, false, false)?;
         let total = per.iter().sum::<usize>() + sys + tls;
         let (current, calibration, hold_until, due_at) = match opts.state {
             Some(s) => {
@@ -354,31 +354,101 @@ impl Compactor {
         opts: &Options<'_>,
         summarizer: bool,
     ) -> Result<AutoTarget, Error> {
-        let mut conv = read(messages, opts, false)?;
-        let (tokens, sys, tls) = self.count(&mut conv, messages, opts.state);
+        let (conv, tokens, sys, tls) = self.measure(messages, opts, false, true)?;
         Ok(self.auto_target_of(&conv, &tokens, sys + tls, opts.state, summarizer))
     }
 
-    /// Each message's tokens, and the system prompt's and the tools' (through the state's
-    /// cache when there is one).
+    /// Read the messages and count them: the view, each message's tokens, the system prompt's
+    /// and the tools'. Without a state, each message is counted as it is read (in blocks on the
+    /// pool for a long conversation); with one, through its cache. `keep`: whether the view
+    /// keeps the messages (`false`, for a count, may drop them as they are counted).
+    fn measure<'a>(
+        &self,
+        messages: &'a [Value],
+        opts: &Options<'a>,
+        refuse_misfit: bool,
+        keep: bool,
+    ) -> Result<(Conversation<'a>, Vec<usize>, usize, usize), Error> {
+        let t = self.settings.tokenizer;
+        let framing = self.settings.plan.framing;
+        if opts.state.is_none() {
+            let (conv, per) = read_counted(messages, opts, refuse_misfit, (t, framing), keep)?;
+            let sys = system_tokens(t, &conv.system, framing);
+            let tls = tools_tokens(t, &conv.tools);
+            return Ok((conv, per, sys, tls));
+        }
+        let state = opts.state.unwrap_or_else(|| unreachable!("handled above"));
+        if !keep {
+            return self.measure_cached(messages, opts, state);
+        }
+        let mut conv = read(messages, opts, refuse_misfit)?;
+        let (per, sys, tls) = self.count(&mut conv, messages, state);
+        Ok((conv, per, sys, tls))
+    }
+
+    /// The warm path of a count with a state (Python's `measure_cached`): each message is
+    /// fingerprinted without being read, and only those the state's cache does not know are read
+    /// and counted; the format is detected from the cached messages' hints and the read ones'.
+    /// The view holds the system prompt and the tools, no messages.
+    fn measure_cached<'a>(
+        &self,
+        messages: &'a [Value],
+        opts: &Options<'a>,
+        state: &ConversationState,
+    ) -> Result<(Conversation<'a>, Vec<usize>, usize, usize), Error> {
+        let t = self.settings.tokenizer;
+        let framing = self.settings.plan.framing;
+        let weight = if messages.len() >= 512 {
+            crate::parallel::PARALLEL_MIN_BYTES
+        } else {
+            0
+        };
+        let fps = crate::parallel::map(messages, weight, fingerprint);
+        let key = CounterKey::Builtin(t);
+        let cached = state.lock().lookup(key, framing, &fps);
+        let missing: Vec<usize> = (0..messages.len())
+            .filter(|&i| cached[i].is_none())
+            .collect();
+        let (fresh, bits, mut hints) =
+            Reader::count_some(messages, &missing, opts.format, (t, framing))
+                .map_err(Error::from)?;
+        let stored: Vec<(u64, usize, u8)> = (missing.iter().zip(&fresh).zip(&bits))
+            .map(|((&i, &n), &b)| (fps[i], n, b))
+            .collect();
+        state.lock().store(key, framing, &stored, messages.len());
+        let mut per = Vec::with_capacity(messages.len());
+        for c in &cached {
+            if let Some((_, b)) = *c {
+                hints.merge(FormatHints::from_bits(b));
+            }
+            per.push(c.map_or(0, |(n, _)| n));
+        }
+        for (&i, n) in missing.iter().zip(fresh) {
+            per[i] = n;
+        }
+        let format = opts.format.unwrap_or_else(|| hints.detect());
+        let extras = Options {
+            format: Some(format),
+            ..opts.clone()
+        };
+        let conv = read(&[], &extras, false)?;
+        let sys = system_tokens(t, &conv.system, framing);
+        let tls = tools_tokens(t, &conv.tools);
+        Ok((conv, per, sys, tls))
+    }
+
+    /// Each message's tokens, and the system prompt's and the tools', through the state's cache.
     pub(crate) fn count(
         &self,
         conv: &mut Conversation<'_>,
         messages: &[Value],
-        state: Option<&ConversationState>,
+        state: &ConversationState,
     ) -> (Vec<usize>, usize, usize) {
         let t = self.settings.tokenizer;
         let framing = self.settings.plan.framing;
         let sys = system_tokens(t, &conv.system, framing);
         let tls = tools_tokens(t, &conv.tools);
         let msgs = &mut conv.messages;
-        let Some(state) = state else {
-            let idx: Vec<usize> = (0..msgs.len()).collect();
-            let weight = text_bytes(msgs);
-            let msgs = &*msgs;
-            let per = crate::parallel::map(&idx, weight, |&i| message_tokens(t, &msgs[i], framing));
-            return (per, sys, tls);
-        };
         for (m, v) in msgs.iter_mut().zip(messages) {
             m.fingerprint = fingerprint(v);
         }
@@ -511,8 +581,7 @@ impl Compactor {
         let msgs: &[Value] = &messages;
         let msgs: &'static [Value] =
             unsafe { std::mem::transmute::<&[Value], &'static [Value]>(msgs) };
-        let mut conv = read(msgs, opts, true)?;
-        let (tokens, sys, tls) = self.count(&mut conv, msgs, opts.state);
+        let (conv, tokens, sys, tls) = self.measure(msgs, opts, true, true)?;
         let mut target_ratio =
             (mode != Mode::Micro).then(|| self.settings.config.target_ratio.ratio());
         let mut chosen = None;

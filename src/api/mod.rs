@@ -61,3 +61,5 @@ mod auto_tests;
 mod fuzz_tests;
 #[cfg(test)]
 mod hold_tests;
+#[cfg(test)]
+mod read_tests;

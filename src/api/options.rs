@@ -5,6 +5,7 @@ use super::error::{Error, FormatMismatch};
 use super::state::ConversationState;
 use crate::formats::value::{ReadOutcome, Reader};
 use crate::message::Conversation;
+use crate::tokens::counter::{Framing, Tokenizer};
 use crate::Format;
 use serde_json::Value;
 
@@ -131,16 +132,33 @@ pub(crate) fn read<'a>(
     opts: &Options<'a>,
     refuse_misfit: bool,
 ) -> Result<Conversation<'a>, Error> {
+    Ok(read_with(Reader::default(), messages, opts, refuse_misfit)?.0)
+}
+
+/// [`read`], each message counted with `tok` and `framing` as it is read (on the pool, in
+/// blocks, for a long conversation): the view and each message's tokens. `keep`: whether the
+/// view keeps the messages (`false` for a count: its messages are then empty).
+pub(crate) fn read_counted<'a>(
+    messages: &'a [Value],
+    opts: &Options<'a>,
+    refuse_misfit: bool,
+    (tok, framing): (Tokenizer, Framing),
+    keep: bool,
+) -> Result<(Conversation<'a>, Vec<usize>), Error> {
+    let reader = Reader::default().counting(tok, framing, keep);
+    read_with(reader, messages, opts, refuse_misfit)
+}
+
+fn read_with<'a>(
+    reader: Reader,
+    messages: &'a [Value],
+    opts: &Options<'a>,
+    refuse_misfit: bool,
+) -> Result<(Conversation<'a>, Vec<usize>), Error> {
     let tools = (!opts.tools.is_empty()).then_some(opts.tools);
-    match Reader::default().conversation(
-        messages,
-        opts.format,
-        opts.system,
-        tools,
-        refuse_misfit,
-    )? {
-        ReadOutcome::Read(c) => Ok(c),
-        ReadOutcome::Misfit(forced, m) => Err(Error::FormatMismatch(FormatMismatch {
+    match reader.conversation_counted(messages, opts.format, opts.system, tools, refuse_misfit)? {
+        (ReadOutcome::Read(c), counts) => Ok((c, counts)),
+        (ReadOutcome::Misfit(forced, m), _) => Err(Error::FormatMismatch(FormatMismatch {
             forced,
             detected: m.detected,
             why: m.why,

@@ -15,12 +15,23 @@ use crate::formats::source::Shapes;
 use crate::json::py_float_repr;
 use crate::message::{Conversation, Format, FormatHints, Message, Piece};
 use crate::text::Text;
+use crate::tokens::counter::{message_tokens, Framing, Tokenizer};
+use rayon::prelude::*;
 use serde_json::{Map, Value};
 
 /// Nesting deeper than this inside one block is refused.
 pub(super) const MAX_DEPTH: usize = 64;
 
+/// Messages per block read (and counted) on the pool: large enough that handing a block over
+/// (~1 µs) is lost in reading it, small enough that the blocks spread over the threads.
+const BLOCK: usize = 128;
+/// From this many messages, reading goes to the pool in blocks.
+const PARALLEL_MIN_MESSAGES: usize = 4 * BLOCK;
+
 type Res<T> = Result<T, ReadError>;
+/// A block read on the pool: its messages (none when not kept), their counts, and what its
+/// reader saw.
+type Block<'a> = (Vec<Message<'a>>, Vec<usize>, FormatHints, Shapes);
 
 /// The Python name of a JSON value's type (the errors read as the Python API's).
 pub(super) fn type_name(v: &Value) -> &'static str {
@@ -37,7 +48,21 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 
 /// `obj[key]`, `None` when absent or `null` (as the Python reader treats `None`).
 pub(super) fn get<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
+    entry(obj, key).filter(|v| !v.is_null())
+}
+
+/// Objects up to this many keys are searched in order rather than hashed.
+const SCAN_KEYS: usize = 8;
+
+/// `obj.get(key)`: a message or block has a handful of keys, and comparing them in order (the
+/// lengths first) is several times cheaper than hashing the key (SipHash, the map's) and then
+/// comparing it; reading a conversation looks up a few keys per message and block.
+pub(super) fn entry<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if obj.len() <= SCAN_KEYS {
+        obj.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        obj.get(key)
+    }
 }
 
 /// Python's truthiness of a JSON value.
@@ -61,6 +86,10 @@ pub struct Reader {
     /// The format the caller forced.
     pub(super) format: Option<Format>,
     pub(super) shapes: Shapes,
+    /// Count each message as it is read ([`Reader::counting`]).
+    counting: Option<(Tokenizer, Framing)>,
+    /// Drop each message once counted.
+    drop_messages: bool,
 }
 
 /// Why a forced format does not fit the messages: the format they are detected as, and why.
@@ -95,18 +124,160 @@ impl Reader {
     /// separate system prompt and the tool definitions. `refuse_misfit`: a forced format that
     /// does not fit the messages is refused ([`ReadOutcome::Misfit`]).
     pub fn conversation<'a>(
-        mut self,
+        self,
         messages: &'a [Value],
         format: Option<Format>,
         system: Option<&'a Value>,
         tools: Option<&'a [Value]>,
         refuse_misfit: bool,
     ) -> Res<ReadOutcome<'a>> {
+        Ok(self
+            .conversation_counted(messages, format, system, tools, refuse_misfit)?
+            .0)
+    }
+
+    /// Count each message with `tok` and `framing` as it is read
+    /// ([`conversation_counted`](Self::conversation_counted)). `keep`: whether the view keeps
+    /// the messages (`false`: each is dropped as soon as it is counted, where it was read, and
+    /// the view holds only the system prompt and the tools: for a count).
+    pub fn counting(mut self, tok: Tokenizer, framing: Framing, keep: bool) -> Self {
+        self.counting = Some((tok, framing));
+        self.drop_messages = !keep;
+        self
+    }
+
+    /// [`conversation`](Self::conversation), and each message's tokens when the reader is
+    /// [`counting`](Self::counting) (empty otherwise).
+    pub fn conversation_counted<'a>(
+        mut self,
+        messages: &'a [Value],
+        format: Option<Format>,
+        system: Option<&'a Value>,
+        tools: Option<&'a [Value]>,
+        refuse_misfit: bool,
+    ) -> Res<(ReadOutcome<'a>, Vec<usize>)> {
         self.format = format;
-        let mut msgs = Vec::with_capacity(messages.len());
-        for (i, m) in messages.iter().enumerate() {
-            msgs.push(self.message(m, i)?);
+        let (msgs, counts) = self.messages(messages, self.counting, !self.drop_messages)?;
+        Ok((
+            self.finish(messages, msgs, system, tools, refuse_misfit)?,
+            counts,
+        ))
+    }
+
+    /// Read (and count) every message: on this thread for a short conversation, else in blocks
+    /// of [`BLOCK`] messages on the pool, each read by a reader of its own and counted right
+    /// after (the Python binding cannot read on other threads: it reads under the GIL and counts
+    /// on the pool, `python/extract/pipeline.rs`). The readers' hints and shapes only ever
+    /// accumulate, so merging the blocks' is reading them in order; the error is the first
+    /// message's in order, as reading in order would stop at.
+    fn messages<'a>(
+        &mut self,
+        messages: &'a [Value],
+        counting: Option<(Tokenizer, Framing)>,
+        keep: bool,
+    ) -> Res<(Vec<Message<'a>>, Vec<usize>)> {
+        let pool = crate::parallel::pool().filter(|_| messages.len() >= PARALLEL_MIN_MESSAGES);
+        let Some(pool) = pool else {
+            let mut msgs = Vec::with_capacity(messages.len());
+            for (i, m) in messages.iter().enumerate() {
+                msgs.push(self.message(m, i)?);
+            }
+            let counts = match counting {
+                Some((t, f)) => msgs.iter().map(|m| message_tokens(t, m, f)).collect(),
+                None => Vec::new(),
+            };
+            if !keep {
+                msgs.clear();
+            }
+            return Ok((msgs, counts));
+        };
+        let format = self.format;
+        let blocks: Vec<Res<Block<'a>>> = pool.install(|| {
+            messages
+                .par_chunks(BLOCK)
+                .enumerate()
+                .map(|(k, part)| {
+                    let mut r = Reader {
+                        format,
+                        ..Reader::default()
+                    };
+                    let mut msgs = Vec::with_capacity(part.len());
+                    for (j, m) in part.iter().enumerate() {
+                        msgs.push(r.message(m, k * BLOCK + j)?);
+                    }
+                    let counts = match counting {
+                        Some((t, f)) => msgs.iter().map(|m| message_tokens(t, m, f)).collect(),
+                        None => Vec::new(),
+                    };
+                    if !keep {
+                        msgs = Vec::new();
+                    }
+                    Ok((msgs, counts, r.hints, r.shapes))
+                })
+                .collect()
+        });
+        let mut msgs = Vec::with_capacity(if keep { messages.len() } else { 0 });
+        let mut counts = Vec::with_capacity(messages.len());
+        for block in blocks {
+            let (m, c, hints, shapes) = block?;
+            msgs.extend(m);
+            counts.extend(c);
+            self.hints.merge(hints);
+            self.shapes.gemini |= shapes.gemini;
+            self.shapes.other |= shapes.other;
         }
+        Ok((msgs, counts))
+    }
+
+    /// Read and count only the messages at `indices` (those a state's cache does not know), on
+    /// the pool in blocks when there are many, each dropped once counted: their counts, their
+    /// [`FormatHints::of`] bits (for the cache), and the hints their reading gave.
+    pub fn count_some(
+        messages: &[Value],
+        indices: &[usize],
+        format: Option<Format>,
+        (tok, framing): (Tokenizer, Framing),
+    ) -> Res<(Vec<usize>, Vec<u8>, FormatHints)> {
+        let block = |part: &[usize]| -> Res<(Vec<usize>, Vec<u8>, FormatHints)> {
+            let mut r = Reader {
+                format,
+                ..Reader::default()
+            };
+            let (mut counts, mut bits) = (Vec::with_capacity(part.len()), Vec::new());
+            for &i in part {
+                let m = r.message(&messages[i], i)?;
+                counts.push(message_tokens(tok, &m, framing));
+                bits.push(FormatHints::of(&m).bits());
+            }
+            Ok((counts, bits, r.hints))
+        };
+        let pool = crate::parallel::pool().filter(|_| indices.len() >= PARALLEL_MIN_MESSAGES);
+        let Some(pool) = pool else {
+            return block(indices);
+        };
+        let blocks: Vec<_> = pool.install(|| indices.par_chunks(BLOCK).map(block).collect());
+        let (mut counts, mut bits) = (Vec::with_capacity(indices.len()), Vec::new());
+        let mut hints = FormatHints::default();
+        for b in blocks {
+            let (c, h, seen) = b?;
+            counts.extend(c);
+            bits.extend(h);
+            hints.merge(seen);
+        }
+        Ok((counts, bits, hints))
+    }
+
+    /// The view of messages read: the forced format's fit, the format, the system prompt and the
+    /// tools.
+    fn finish<'a>(
+        mut self,
+        messages: &'a [Value],
+        mut msgs: Vec<Message<'a>>,
+        system: Option<&'a Value>,
+        tools: Option<&'a [Value]>,
+        refuse_misfit: bool,
+    ) -> Res<ReadOutcome<'a>> {
+        let format = self.format;
         if let Some(forced) = format.filter(|_| refuse_misfit) {
             if let Some(m) = self.misfit(forced, messages) {
                 return Ok(ReadOutcome::Misfit(forced, m));

@@ -44,7 +44,7 @@ impl<'a> Source<'a> for Reader {
     }
 
     fn has_key(&mut self, obj: &Self::Obj, key: &'static str) -> Option<bool> {
-        Some(obj.contains_key(key))
+        Some(super::read::entry(obj, key).is_some())
     }
 
     fn sdk_type_is(&self, _obj: &Self::Obj, _module: &str, _name: &str) -> Option<bool> {
