@@ -333,6 +333,19 @@ def _dumps(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+_PATH_KEYS = ("file_path", "path", "filename", "target_file", "notebook_path", "file")
+_PATH_MAX_CHARS = 260
+
+
+def _is_path_value(args: str, key: tuple[int, int, bool, bool], raw: str) -> bool:
+    """Whether `raw` (a string literal) is one path under a path key (cut.rs `is_one_path`)."""
+    try:
+        name, value = json.loads(args[key[0] : key[1]]), json.loads(raw)
+    except ValueError:
+        return False
+    return name in _PATH_KEYS and 0 < len(value) <= _PATH_MAX_CHARS and not any(c.isspace() for c in value)
+
+
 def cut_json_args(args: str, max_chars: int) -> str | None:
     """Tool-call arguments over `max_chars` cut to fit (text.rs `cut_json_args`)."""
     total = len(args)
@@ -342,10 +355,12 @@ def cut_json_args(args: str, max_chars: int) -> str | None:
     if spans is None:
         return head_tail(args, max_chars)
     cands = []
-    for start, end, is_key, escaped in spans:
+    for k, (start, end, is_key, escaped) in enumerate(spans):
         if is_key:
             continue
         raw = args[start:end]
+        if k > 0 and spans[k - 1][2] and _is_path_value(args, spans[k - 1], raw):
+            continue  # the path a call works on stays whole
         if end - start <= _JSON_MIN_KEEP and len(raw.encode("utf-8")) <= _JSON_MIN_KEEP:
             continue
         if escaped:

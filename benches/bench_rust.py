@@ -1,10 +1,13 @@
 """The Rust API next to the Python API on the same conversation, in one run (`make bench-rust`).
 
-    python benches/bench_rust.py [--size 10000] [--repeat 5]
+    python benches/bench_rust.py [--size 10000] [--repeat 5] [--profile release] [--binary PATH]
 
 Input: one valid request of ``--size`` messages built from the corpus (`_data.conversation`),
-written as JSON for the Rust side (`examples/bench_api.rs`, built in the `examples` profile:
-release code without LTO) and handed as dicts to the Python side. Timed: `check()` (cold: no
+written as JSON for the Rust side (`examples/bench_api.rs`) and handed as dicts to the Python
+side. The Rust side is built as the Python extension is (``--profile release``: fat LTO, one
+codegen unit; and mimalloc, the extension's allocator), so the two APIs' code is compared, not two
+builds; ``--profile examples`` (no LTO, 16 codegen units, the tests' build) shows what a quicker
+build costs, and ``--binary`` times a bench_api built elsewhere (an older commit). Timed: `check()` (cold: no
 state) and `compact()` with the built-in rule summary, at a window of 10% of the conversation
 (so a compaction is due), best of ``--repeat``; the two sides take turns on the same machine.
 The Rust side reads `serde_json::Value`s; the Python side reads dicts (its boundary walks them in
@@ -33,11 +36,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--profile", default="release", choices=("release", "examples"))
+    ap.add_argument("--binary", type=Path, default=None)
     args = ap.parse_args()
     messages = conversation(args.size)
     tokens = ContextCompactor().check(messages).current_tokens
     window = max(1_500, tokens // 10)
-    binary = example("bench_api")
+    binary = args.binary or example("bench_api", args.profile)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "messages.json"
         path.write_text(json.dumps(messages), encoding="utf-8")
@@ -54,7 +59,8 @@ def main() -> None:
         after = compactor.compact(messages).tokens_after
         py_compact.append(time.perf_counter() - t)
     assert after == rust["tokens_after"], (after, rust["tokens_after"])
-    print(f"{args.size:,} messages, {tokens:,} tokens, window {window:,} (10%); best of {args.repeat}")
+    built = f"binary {args.binary}" if args.binary else f"Rust built in the {args.profile} profile"
+    print(f"{args.size:,} messages, {tokens:,} tokens, window {window:,} (10%); best of {args.repeat}; {built}")
     print(f"{'':10} {'Rust API':>12} {'Python API':>12} {'Python / Rust':>14}")
     for name, r, p in (("check()", rust["check_s"], py_check), ("compact()", rust["compact_s"], py_compact)):
         print(f"{name:10} {min(r) * 1e3:10.1f}ms {min(p) * 1e3:10.1f}ms {min(p) / min(r):13.2f}x")

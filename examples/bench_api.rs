@@ -9,6 +9,13 @@ use context_compactor::{Compactor, Options};
 use serde_json::Value;
 use std::time::Instant;
 
+// The Python extension's allocator (`src/python/mod.rs`): the benchmark compares the APIs, built
+// alike (`benches/bench_rust.py` builds this in the release profile, as maturin builds the
+// extension: fat LTO, one codegen unit). With the `python` feature the library sets it already.
+#[cfg(not(feature = "python"))]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args

@@ -12,6 +12,7 @@
 //! `preserve_order` feature and allocated the whole tree.
 
 use crate::json::{json_escaped_chars, json_string_literal, json_strings, JsonStr};
+use crate::summary::tools::PATH_KEYS;
 use crate::text::Text;
 use std::borrow::Cow;
 
@@ -287,13 +288,23 @@ impl CutSizer {
     }
 }
 
+/// Whether `v` is one file path (a value the artifact trail reads): no whitespace, at most
+/// [`PATH_MAX_CHARS`] characters.
+fn is_one_path(v: &str) -> bool {
+    !v.is_empty() && v.chars().count() <= PATH_MAX_CHARS && !v.contains(char::is_whitespace)
+}
+
+/// The longest path value a cut of JSON arguments leaves whole.
+const PATH_MAX_CHARS: usize = 260;
+
 /// Shortest a string value is cut to inside JSON arguments (marker included).
 const JSON_MIN_KEEP: usize = 40;
 
 /// Tool-call arguments over `max_chars` cut to fit. Valid JSON stays valid JSON with the same
 /// keys, numbers and structure: its longest string values are cut (head + marker + tail) to
 /// one common length, the largest at which the whole fits, never below 40 characters; values
-/// cut before are left alone. Anything else is cut as plain text ([`head_tail`]). `None`
+/// cut before are left alone, and so is the path under a path key (`file_path`, `path`, …).
+/// Anything else is cut as plain text ([`head_tail`]). `None`
 /// when the arguments already fit or nothing can be cut.
 pub fn cut_json_args(args: &str, max_chars: usize) -> Option<String> {
     cut_json_args_with(args, max_chars, false)
@@ -315,10 +326,21 @@ pub fn cut_json_args_with(args: &str, max_chars: usize, recut: bool) -> Option<S
         return head_tail(args, max_chars);
     };
     // Candidates: (span, decoded value, its chars, its encoded chars, how its cuts measure).
+    // The path a call works on (a value under a path key that is one path) stays whole: it is a
+    // must-keep fact and what the artifact trail reads the call by.
+    let path_values: Vec<bool> = (0..spans.len())
+        .map(|i| {
+            i > 0
+                && spans[i - 1].is_key
+                && PATH_KEYS.contains(&spans[i - 1].decode(args).as_ref())
+                && is_one_path(&spans[i].decode(args))
+        })
+        .collect();
     let cands: Vec<(JsonStr, Cow<'_, str>, usize, usize, CutSizer)> = spans
         .into_iter()
-        .filter(|s| !s.is_key && s.end - s.start > JSON_MIN_KEEP)
-        .filter_map(|s| {
+        .zip(path_values)
+        .filter(|(s, path)| !s.is_key && !path && s.end - s.start > JSON_MIN_KEEP)
+        .filter_map(|(s, _)| {
             let v = s.decode(args);
             // An ASCII text may decode to non-ASCII (`\\u4e2d`): ask the value.
             let n = if v.is_ascii() {
@@ -438,6 +460,31 @@ mod tests {
                 assert_eq!(sizer.encoded_chars(l), built, "{v:?} cut to {l}");
             }
         }
+    }
+
+    #[test]
+    fn json_args_keep_the_path_a_call_works_on() {
+        // An edit's long strings are cut; its path stays whole, even when the cut must go deep
+        // (the budget ladder's recut), so the trail and the facts still read it.
+        let path = format!(
+            "/Users/someone/dev/{}/src/hooks/useSessionStream.ts",
+            "deep/".repeat(8)
+        );
+        let args = serde_json::json!({
+            "file_path": path,
+            "old_string": "a".repeat(2_000),
+            "new_string": "b".repeat(2_000),
+        })
+        .to_string();
+        for recut in [false, true] {
+            let cut = cut_json_args_with(&args, 200, recut).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
+            assert_eq!(v["file_path"], path.as_str(), "{cut}");
+            assert!(is_cut(v["old_string"].as_str().unwrap()));
+        }
+        // A long text under a path key is not a path: it is cut like any value.
+        let args = serde_json::json!({"path": "word ".repeat(400)}).to_string();
+        assert!(cut_json_args(&args, 200).is_some());
     }
 
     #[test]

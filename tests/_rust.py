@@ -32,14 +32,15 @@ def target_dir() -> Path:
     return Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
 
 
-def example(name: str) -> Path:
-    """Build example ``name`` (profile ``examples``) and return its path."""
+def example(name: str, profile: str = "examples") -> Path:
+    """Build example ``name`` (profile ``examples``, or ``release`` as the extension is built:
+    fat LTO, one codegen unit) and return its path."""
     subprocess.run(
-        [cargo(), "build", "--quiet", "--profile", "examples", "--example", name],
+        [cargo(), "build", "--quiet", "--profile", profile, "--example", name],
         cwd=REPO,
         check=True,
     )
-    return target_dir() / "examples" / "examples" / name
+    return target_dir() / profile / "examples" / name
 
 
 def run_parity(jobs: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:

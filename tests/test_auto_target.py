@@ -101,9 +101,28 @@ def test_never_below_what_keeps_the_recent_tail() -> None:
     grow(state, c, msgs, 40, 400)
     a = c.auto_target(msgs, state=state)
     tail = sum(c.counter.count_each(msgs[-30:]).messages)
-    assert a.tokens >= min(tail, int(AUTO_MAX * c.config.budget))
+    assert a.floor >= tail
+    if a.floor <= int(AUTO_MAX * c.config.budget):
+        assert a.tokens >= a.floor
+    else:  # a floor the bounds cannot keep: the fixed ratio
+        assert a.ratio == 0.5
     small_tail = ContextCompactor(max_context_tokens=40_000, target_ratio="auto", keep_recent_messages=2)
     assert small_tail.auto_target(msgs, state=state).ratio <= a.ratio
+
+
+def test_a_floor_over_the_bound_gives_the_fixed_ratio_not_the_bound() -> None:
+    """A recent tail larger than AUTO_MAX of the budget cannot be kept: held at AUTO_MAX, every
+    cycle would last a call or two. The target is then the fixed ratio, with the growth still
+    reported."""
+    c = ContextCompactor(max_context_tokens=8_000, target_ratio="auto", keep_recent_messages=40)
+    state = ConversationState()
+    msgs = task()
+    grow(state, c, msgs, 40, 400)
+    a = c.auto_target(msgs, state=state)
+    assert a.floor > AUTO_MAX * c.config.budget
+    assert a.ratio == 0.5 and a.growth == state.growth_per_call and a.cost_per_call is not None
+    r = c.compact(msgs, state=state)
+    assert r.compacted and r.target_ratio == 0.5
 
 
 def test_the_floor_holds_the_ledger_the_context_carries_not_the_ledgers_budgets() -> None:

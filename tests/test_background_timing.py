@@ -102,6 +102,26 @@ def replay(
     return applied, slow, while_running, s
 
 
+def _session(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> tuple[Session, Slow]:
+    """A background Session on ``clock`` (3,000-token window, ``bash`` output protected) whose
+    summarizer answers only when the test releases it, with the user's task as its first message."""
+    monkeypatch.setattr(_background, "clock", clock)
+    slow = Slow()
+    s = Session(
+        compactor=ContextCompactor(
+            max_context_tokens=3000,
+            reserve_tokens=300,
+            summarizer=slow,
+            summarizer_timeout_s=20,
+            protected_tools=("bash",),
+            background=True,
+        ),
+        store=":memory:",
+    )
+    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    return s, slow
+
+
 def summarizing(applied: list[Any]) -> list[Any]:
     """The compactions that replaced a span with a summary (a re-apply upgrades the one before)."""
     return [r for r in applied if r.summary_source is not None and ("reapply", r.tokens_after) not in r.phases]
@@ -150,20 +170,7 @@ def test_an_early_summary_sets_no_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     where the context was; ending above that point is no compaction loop, so it leaves no hold
     (``retry_growth_tokens``) that would keep the next early summary from compacting anything."""
     clock = Clock()
-    monkeypatch.setattr(_background, "clock", clock)
-    slow = Slow()
-    s = Session(
-        compactor=ContextCompactor(
-            max_context_tokens=3000,
-            reserve_tokens=300,
-            summarizer=slow,
-            summarizer_timeout_s=20,
-            protected_tools=("bash",),
-            background=True,
-        ),
-        store=":memory:",
-    )
-    s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+    s, slow = _session(monkeypatch, clock)
     soft = s.compactor.config.soft_threshold
     early: list[tuple[int, int | None]] = []
     age: dict[Job, int] = {}
@@ -190,20 +197,7 @@ def test_the_measured_latency_moves_the_start_earlier(monkeypatch: pytest.Monkey
     starts: dict[int, list[int]] = {}
     for latency in (2, 5):
         clock = Clock()
-        monkeypatch.setattr(_background, "clock", clock)
-        slow = Slow()
-        s = Session(
-            compactor=ContextCompactor(
-                max_context_tokens=3000,
-                reserve_tokens=300,
-                summarizer=slow,
-                summarizer_timeout_s=20,
-                protected_tools=("bash",),
-                background=True,
-            ),
-            store=":memory:",
-        )
-        s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+        s, slow = _session(monkeypatch, clock)
         age: dict[Job, int] = {}
         results = []
         for k in range(45):

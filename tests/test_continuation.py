@@ -194,3 +194,69 @@ def test_a_cut_failing_run_in_the_kept_tail_keeps_its_error_line() -> None:
     last = str(r.messages[-1]["content"])
     assert "omitted]" in last and ERROR in text(r)
     assert f"(cut part's last error: {ERROR})" in last
+
+
+GIT_ERROR = "fatal: not a git repository (or any of the parent directories): .git"
+
+
+def two_failures(*, first_fixed: bool = False) -> list[dict[str, Any]]:
+    """The test run fails, then another command fails too (its error is the last one); the test
+    run's error is still unresolved unless the same run comes back clean later."""
+    msgs = run()[:-2]
+    msgs += [
+        {"role": "assistant", "content": None, "tool_calls": [call("g1", "bash", {"command": "git status"})]},
+        {"role": "tool", "tool_call_id": "g1", "content": GIT_ERROR},
+    ]
+    if first_fixed:
+        msgs += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("r3", "bash", {"command": "pytest tests/billing -q"})],
+            },
+            {"role": "tool", "tool_call_id": "r3", "content": "collected 40 items\n\n40 passed"},
+        ]
+    for i in range(12):
+        msgs += [
+            {
+                "role": "assistant",
+                "content": f"Reading notes {i}.",
+                "tool_calls": [call(f"k{i}", "read_file", {"path": f"notes/n{i}.md"})],
+            },
+            {"role": "tool", "tool_call_id": f"k{i}", "content": "plain notes text " * 60},
+        ]
+    return [*msgs, {"role": "user", "content": "Go on."}, {"role": "assistant", "content": "Next."}]
+
+
+def test_an_earlier_unresolved_error_stays_through_a_chain() -> None:
+    """Another command failing after the test run does not resolve the test run: both errors
+    stay, labelled, through chained compactions whose summaries are small (the rule summary's
+    list of errors seen keeps only the newest)."""
+    c = ContextCompactor(max_context_tokens=6_000, target_ratio=0.25)
+    msgs = two_failures()
+    for round_ in range(3):
+        r = c.compact(msgs, force=True)
+        assert r.compacted, round_
+        s = summary_of(r)
+        assert f"Last unresolved error: {GIT_ERROR}" in s, round_
+        assert f"Earlier unresolved error: {ERROR}" in s, round_
+        msgs = [*r.messages]
+        for i in range(10):
+            cid = f"m{round_}_{i}"
+            msgs += [
+                {
+                    "role": "assistant",
+                    "content": f"More {i}.",
+                    "tool_calls": [call(cid, "read_file", {"path": f"d{i}"})],
+                },
+                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
+            ]
+
+
+def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
+    r = ContextCompactor(max_context_tokens=6_000, target_ratio=0.25).compact(
+        two_failures(first_fixed=True), force=True
+    )
+    s = summary_of(r)
+    assert f"Last unresolved error: {GIT_ERROR}" in s
+    assert "Earlier unresolved error" not in s

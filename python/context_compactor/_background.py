@@ -48,9 +48,15 @@ gap (a *jump*), the jump forecast (``BackgroundPolicy.jump_line``) aims the summ
 for such a call to fit after them, starts one early from where such a call would cross the hard
 threshold and applies a ready one there.
 
-A job that fails starts the cool-down (``cooldown_calls``) and its plan is applied with the rule
-summary and ``fallback_reason`` set, as a synchronous compaction would; an error that
-``on_summarizer_error`` says to raise is raised by the next ``prepare()``. ``prepare(force=True)``
+A job takes the steps of a foreground compaction: ``Job._steps`` runs ``_driver.steps`` (the core
+driver's chunk loop, failure classes, fallback to the rule summary and cool-down: one copy, shared
+with ``compact()`` and the Rust API) without hooks, and the thread (``run``) and the task
+(``arun``, each step in a worker thread) only make the summarizer calls, with the compaction's
+deadline and the cancel event. A job that fails has its plan applied with the rule summary and
+``fallback_reason`` set, keeping the chunks summarised before the failure, as a synchronous
+compaction would; the Session starts the cool-down the driver named (``Job.cooldown_calls``) when
+it takes the result, and raises by the next ``prepare()`` an error that ``on_summarizer_error``
+says to raise. ``prepare(force=True)``
 and ``close()`` cancel a running job: its result is dropped, a task is cancelled, a thread stops
 waiting at once (the user's summarizer call itself cannot be interrupted in a thread: it runs on
 in its daemon thread and its reply is discarded). A job never touches the store: only the

@@ -563,6 +563,3 @@ def classify_failure(*, transient_type: bool, class_names: list[str], programmin
 
 def reply_problem(text: str) -> str | None:
     """Why a reply's text cannot be a summary; ``None`` when it can."""
-
-def falls_back(policy: str, kind: str) -> bool:
-    """Whether ``on_summarizer_error`` falls back to the rule summary from a failure of ``kind``."""

@@ -202,7 +202,7 @@ def steps(
             early = False
         if kind == "apply":
             if request is None and result is None:
-                result = plan.apply(None)
+                result = plan.apply(None, flushed_memories=preview._flushed)  # 0 before a hook
                 early = result.compacted
             elif step.fallback_reason is not None:
                 log.warning(

@@ -364,7 +364,8 @@ class ContextCompactor(BatchMethods):
         :meth:`CompactionConfig.price_table` of the conversation's format and whether a summarizer
         is set, bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
         task, the ledger (the one the context carries and the user's words the compaction moves
-        into it) and the summary. Without an observed growth: half the budget."""
+        into it) and the summary. Without an observed growth, or when what keeps those is over
+        0.7 of the budget (no target within the bounds keeps it): half the budget."""
         ratio, tokens, floor, growth, cost, fixed, prices = _core.auto_target(
             messages,
             config=self._config,

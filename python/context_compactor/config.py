@@ -126,7 +126,8 @@ class CompactionConfig:
     #: ``"auto"``: per conversation, the target that minimises the predicted billed input per
     #: model call over a compaction cycle, from the growth per call a :class:`ConversationState`
     #: observed and :attr:`price_table` (0.2-0.7 of the budget, never below what keeps the recent
-    #: tail, the task, the ledger and the summary; 0.5 without a state). With a state it also
+    #: tail, the task, the ledger and the summary; 0.5 without a state, and when what keeps them
+    #: is over 0.7 of the budget, which no target within the bounds can keep). With a state it also
     #: chooses when the next compaction is due: from ``T + sqrt(2 (w / r) (T - F) g)`` tokens
     #: after a compaction that left ``T`` (``F`` the system prompt and tools, ``g`` the growth per
     #: call, ``w / r`` the price of uncached input over a cache read) when that is below the soft

@@ -25,6 +25,17 @@ impl<'a> Planned<'a> {
         truncated: bool,
         counter: &dyn Count,
     ) -> Outcome<'a> {
+        // Each ladder step assembles again and asks the classifier about the same sentences.
+        crate::summary::instruction::memoized(|| self.apply_memoized(summary, truncated, counter))
+    }
+
+    /// [`Planned::apply`] within the classifier's memo.
+    fn apply_memoized(
+        &self,
+        summary: Option<&str>,
+        truncated: bool,
+        counter: &dyn Count,
+    ) -> Outcome<'a> {
         let out = self.apply_summary(summary, truncated, counter);
         // A forced call with min_savings_ratio=0 asked for a compaction: when the summarizer's
         // narrative would grow the context (refused: a compaction never grows it), the rule

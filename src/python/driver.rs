@@ -1,6 +1,7 @@
 //! The compaction driver ([`crate::driver`]) for Python's `ContextCompactor`: the shell performs
 //! the steps (hooks, summarizer calls with their timeouts, the plan's `advance`/`apply`) and the
-//! core decides them. Also the failure classes and the reply check the background jobs share.
+//! core decides them; a Session's background jobs take the same steps (`_driver.steps`). Also
+//! the failure classes and the reply check that `_summarize` applies to a summarizer's answer.
 
 use super::config::config_of;
 use crate::driver::{self, Driver as CoreDriver, Failure, FailureKind, HookOutcome, Setup, Step};
@@ -190,20 +191,10 @@ fn reply_problem(text: &str) -> Option<&'static str> {
     driver::reply_problem(text)
 }
 
-/// Whether ``on_summarizer_error`` (``policy``) falls back to the rule summary from a failure of
-/// class ``kind`` (else the failure is an error).
-#[pyfunction]
-fn falls_back(policy: &str, kind: &str) -> bool {
-    let policy = crate::config::OnSummarizerError::parse(policy).unwrap_or_default();
-    let kind = FailureKind::parse(kind).unwrap_or(FailureKind::Unknown);
-    driver::falls_back(policy, kind)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Driver>()?;
     m.add_class::<DriverStep>()?;
     m.add_function(wrap_pyfunction!(classify_failure, m)?)?;
     m.add_function(wrap_pyfunction!(reply_problem, m)?)?;
-    m.add_function(wrap_pyfunction!(falls_back, m)?)?;
     Ok(())
 }

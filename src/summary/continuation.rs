@@ -7,7 +7,12 @@
 //!
 //! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
 //! first line of a result marked `is_error`), unless a later run of the same command (the same
-//! tool and first words, or the same path) came back clean. The repair pass's synthetic result
+//! tool and first words, or the same path) came back clean. An error stays unresolved when
+//! another command fails after it: the earlier ones (up to [`MAX_ERRORS`] in all, one per
+//! command) are carried too, after the to-do items and within the same room, as "Earlier
+//! unresolved error" lines. Which failure is "the last" depends on what counts as failing (a
+//! log line inside a clean run's output, a non-zero exit the result only marks); carrying the
+//! unresolved ones of other commands keeps the one the agent must go back to whichever it is. The repair pass's synthetic result
 //! for a call that got none (`crate::message::NO_RESULT`) is neither: a call still waiting has
 //! not failed.
 
@@ -23,6 +28,8 @@ const ITEM_CHARS: usize = 100;
 const ERROR_CHARS: usize = 160;
 /// To-do items carried at most (the open ones of the latest list, in its order).
 const MAX_TODOS: usize = 24;
+/// Unresolved errors carried at most (the last one and the earlier ones, one per command).
+const MAX_ERRORS: usize = 3;
 /// To-do items of the narrative's floor (what stays when the ladder leaves the narrative out):
 /// the next open ones, the rest counted.
 const FLOOR_TODOS: usize = 3;
@@ -33,8 +40,9 @@ pub struct Continuation {
     todos: Todos,
     /// A to-do list was seen (or carried): its open items are the plan.
     has_list: bool,
-    /// (the command's key, the line) of the last unresolved error.
-    error: Option<(String, String)>,
+    /// (the command's key, the line) of the unresolved errors, oldest first: the last one is
+    /// the last unresolved error. A key is empty for a line read back from a narrative.
+    errors: Vec<(String, String)>,
 }
 
 /// The error a tool result reports: its last failing line, or the first line of a result marked
@@ -60,6 +68,21 @@ pub fn cut_error_note(out: &str, is_error: bool, cut: &str) -> Option<String> {
     let line = failing_of(out, is_error)?;
     let line = shorten(line, ERROR_CHARS);
     (!cut.contains(line.as_ref())).then(|| format!(" (cut part's last error: {line}) "))
+}
+
+/// Whether `narrative` carries the error `line` under one of the error labels (either language:
+/// a rule summary of an earlier summary keeps its lines, and the language vote can flip).
+fn carries(narrative: &str, line: &str) -> bool {
+    let line = shorten(line, ERROR_CHARS);
+    narrative.lines().any(|l| {
+        let l = l.trim();
+        l.ends_with(line.as_ref())
+            && [Language::En, Language::Zh].iter().any(|lang| {
+                [Label::LastError, Label::EarlierError]
+                    .iter()
+                    .any(|&label| l.starts_with(lang.label(label)))
+            })
+    })
 }
 
 /// The key of a call: its tool and the first words of its shell command, or its path.
@@ -96,6 +119,7 @@ impl Continuation {
     pub fn seed(&mut self, narrative: &str) {
         let mut in_todos = false;
         let mut todos: Option<Vec<String>> = None;
+        let (mut earlier, mut last) = (Vec::new(), None);
         for line in narrative.lines() {
             let t = line.trim_end();
             if let Some(item) = t.strip_prefix("- ") {
@@ -118,11 +142,17 @@ impl Continuation {
                     in_todos = true;
                     todos = Some(Vec::new());
                 }
-                let err = lang.label(Label::LastError);
-                if let Some(rest) = t.strip_prefix(err) {
-                    let rest = rest.trim_start_matches([':', '：']).trim();
-                    if !rest.is_empty() {
-                        self.error = Some((String::new(), rest.to_owned()));
+                for label in [Label::EarlierError, Label::LastError] {
+                    if let Some(rest) = t.strip_prefix(lang.label(label)) {
+                        let rest = rest.trim_start_matches([':', '：']).trim();
+                        if !rest.is_empty() {
+                            let line = (String::new(), rest.to_owned());
+                            if label == Label::LastError {
+                                last = Some(line);
+                            } else {
+                                earlier.push(line);
+                            }
+                        }
                     }
                 }
             }
@@ -130,6 +160,20 @@ impl Continuation {
         if let Some(items) = todos {
             self.todos.seed(items);
             self.has_list = true;
+        }
+        for e in earlier.into_iter().chain(last) {
+            self.failed(e.0, e.1);
+        }
+    }
+
+    /// A failure of the command `key` (empty: unknown): it replaces that command's earlier one
+    /// and is now the last; the oldest goes past [`MAX_ERRORS`].
+    fn failed(&mut self, key: String, line: String) {
+        self.errors
+            .retain(|(k, l)| *l != line && (k.is_empty() || *k != key));
+        self.errors.push((key, line));
+        if self.errors.len() > MAX_ERRORS {
+            self.errors.remove(0);
         }
     }
 
@@ -163,15 +207,12 @@ impl Continuation {
                         }
                         match failing_of(&out, b.is_error) {
                             Some(line) => {
-                                self.error = Some((key, shorten(line, ERROR_CHARS).into_owned()));
+                                self.failed(key, shorten(line, ERROR_CHARS).into_owned());
                             }
                             None => {
-                                if self
-                                    .error
-                                    .as_ref()
-                                    .is_some_and(|(k, _)| *k == key && !k.is_empty())
-                                {
-                                    self.error = None;
+                                // A clean run of a failing command resolves it.
+                                if !key.is_empty() {
+                                    self.errors.retain(|(k, _)| *k != key);
                                 }
                             }
                         }
@@ -219,22 +260,33 @@ impl Continuation {
         max_todos: usize,
     ) -> String {
         let mut later = Continuation {
-            error: self.error.clone(),
+            errors: self.errors.clone(),
             ..Continuation::default()
         };
         later.visit(after);
-        // The error first (one line), then the open items in the list's order, within
-        // `max_chars` (a share of the budget: a small window cannot carry a long list).
+        // The last error first (one line), then the open items in the list's order, then the
+        // earlier unresolved errors, within `max_chars` (a share of the budget: a small window
+        // cannot carry a long list). An error the tail resolved or shows failing again (its
+        // command run again) is left to the tail; one the tail shows a newer failure after is an
+        // earlier one.
         let mut out = String::new();
-        let same = matches!((&self.error, &later.error), (Some(a), Some(b)) if a == b);
-        if let (Some((_, line)), true) = (&self.error, same) {
-            // The tail ran the failing command again (clean or failing again) or failed
-            // elsewhere: it shows the latest state itself.
-            let line = shorten(line, ERROR_CHARS);
-            if !narrative.contains(line.as_ref()) {
-                out.push_str(lang.label(Label::LastError));
-                out.push_str(lang.colon());
-                out.push_str(&line);
+        let still: Vec<&(String, String)> = self
+            .errors
+            .iter()
+            .filter(|e| later.errors.contains(e))
+            .collect();
+        let last_still = self
+            .errors
+            .last()
+            .filter(|e| later.errors.last() == Some(e));
+        // Written under its label also when the narrative shows the line (in a list of the
+        // errors seen, say): the next compaction reads the label back, not the narrative's lists.
+        let labelled =
+            |label: Label, line: &str| format!("{}{}{line}", lang.label(label), lang.colon());
+        if let Some((_, line)) = last_still {
+            let entry = labelled(Label::LastError, &shorten(line, ERROR_CHARS));
+            if !carries(narrative, line) {
+                out.push_str(&entry);
             }
         }
         if self.has_list && !later.has_list {
@@ -271,6 +323,22 @@ impl Continuation {
                     out.push_str(&list);
                 }
             }
+        }
+        for (_, line) in still.iter().rev() {
+            if last_still.is_some_and(|l| l.1 == *line) {
+                continue;
+            }
+            let entry = labelled(Label::EarlierError, &shorten(line, ERROR_CHARS));
+            if carries(narrative, line) {
+                continue;
+            }
+            if out.chars().count() + entry.chars().count() + 1 > max_chars {
+                break;
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&entry);
         }
         out
     }

@@ -39,6 +39,8 @@ pub enum Label {
     Todos,
     /// The last unresolved error, carried after the narrative (`continuation.rs`).
     LastError,
+    /// An unresolved error older than the last one (its command was not run clean since).
+    EarlierError,
     /// Rule summary: shell commands run.
     Commands,
     /// Rule summary: errors seen.
@@ -108,6 +110,7 @@ impl Language {
             (Language::En, Constraints) => "The user's constraints (verbatim)",
             (Language::En, Todos) => "Open to-do items",
             (Language::En, LastError) => "Last unresolved error",
+            (Language::En, EarlierError) => "Earlier unresolved error",
             (Language::En, Commands) => "Commands run",
             (Language::En, Errors) => "Errors seen",
             (Language::En, Counts) => "Replaced",
@@ -125,6 +128,7 @@ impl Language {
             (Language::Zh, Constraints) => "用户的约束（原文）",
             (Language::Zh, Todos) => "未完成的待办事项",
             (Language::Zh, LastError) => "最近未解决的错误",
+            (Language::Zh, EarlierError) => "更早未解决的错误",
             (Language::Zh, Commands) => "执行的命令",
             (Language::Zh, Errors) => "遇到的错误",
             (Language::Zh, Counts) => "已压缩",
