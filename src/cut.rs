@@ -12,7 +12,6 @@
 //! `preserve_order` feature and allocated the whole tree.
 
 use crate::json::{json_escaped_chars, json_string_literal, json_strings, JsonStr};
-use crate::summary::tools::PATH_KEYS;
 use crate::text::Text;
 use std::borrow::Cow;
 
@@ -287,6 +286,17 @@ impl CutSizer {
         )
     }
 }
+
+/// The argument keys that name the file a tool call reads or edits (the artifact trail and the
+/// superseded-read pass look for the path under these; a cut of arguments leaves it whole).
+pub(crate) const PATH_KEYS: &[&str] = &[
+    "file_path",
+    "path",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "file",
+];
 
 /// Whether `v` is one file path (a value the artifact trail reads): no whitespace, at most
 /// [`PATH_MAX_CHARS`] characters.

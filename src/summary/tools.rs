@@ -18,15 +18,9 @@ pub(crate) fn is_shell_tool(name: &str) -> bool {
 }
 
 /// The argument keys that name the file a tool call reads or edits (the artifact trail and the
-/// superseded-read pass look for the path under these).
-pub(crate) const PATH_KEYS: &[&str] = &[
-    "file_path",
-    "path",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "file",
-];
+/// superseded-read pass look for the path under these); defined with the cuts of arguments,
+/// which leave the path under them whole.
+pub(crate) use crate::cut::PATH_KEYS;
 
 /// Whether a tool may change files (`str_replace_editor`, `Write`, `apply_patch`, …).
 pub(crate) fn is_edit_tool(name: &str) -> bool {
