@@ -312,7 +312,7 @@ impl Compactor {
     /// summary), bounded to 0.2-0.7 of the budget and never below what keeps the recent tail, the
     /// task, the ledger and the summary. Without an observed growth: half the budget.
     ///
-    /// A compaction with `"auto"` reports the ratio in [`CompactResult::target_ratio`] and, with
+    /// A compaction with `"auto"` reports the ratio in [`CompactResult::target_ratio`](crate::CompactResult::target_ratio) and, with
     /// a state, sets the next due point ([`ConversationState::due_at`]) from this choice; the
     /// state is read, not changed.
     ///

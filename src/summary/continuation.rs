@@ -8,7 +8,7 @@
 //! The last unresolved error is the last failing line of a tool result (`failing_line`, or the
 //! first line of a result marked `is_error`), unless a later run of the same command (the same
 //! tool and first words, or the same path) came back clean. An error stays unresolved when
-//! another command fails after it: the earlier ones (up to [`MAX_ERRORS`] in all, one per
+//! another command fails after it: the earlier ones (up to `MAX_ERRORS` in all, one per
 //! command) are carried too, after the to-do items and within the same room, as "Earlier
 //! unresolved error" lines. Which failure is "the last" depends on what counts as failing (a
 //! log line inside a clean run's output, a non-zero exit the result only marks); carrying the
