@@ -19,7 +19,7 @@
 use super::language::{Label, Language};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{is_no_result, BlockKind, Message};
+use crate::message::{is_no_result, BlockKind, Message, Role};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -181,6 +181,22 @@ impl Continuation {
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
         let mut keys: HashMap<String, String> = HashMap::new();
         for m in messages {
+            // A checklist the agent wrote (`- [ ] item` lines) in its text is its latest plan;
+            // one in a call's arguments (a PR's test plan, a file's) adds open items to the
+            // plan without closing its own. A to-do call of the same message comes after.
+            if m.role == Role::Assistant {
+                let (prose, calls) = checklist(m);
+                if !prose.is_empty() {
+                    self.todos.items = prose.into_iter().map(|t| (t, false)).collect();
+                    self.has_list = true;
+                }
+                for t in calls {
+                    if !self.todos.items.iter().any(|(x, _)| *x == t) {
+                        self.todos.items.push((t, false));
+                    }
+                    self.has_list = true;
+                }
+            }
             for b in m.blocks.iter() {
                 match b.kind {
                     BlockKind::ToolCall => {
@@ -259,11 +275,17 @@ impl Continuation {
         max_chars: usize,
         max_todos: usize,
     ) -> String {
+        let after: Vec<&Message<'_>> = after.into_iter().collect();
         let mut later = Continuation {
             errors: self.errors.clone(),
             ..Continuation::default()
         };
-        later.visit(after);
+        later.visit(after.iter().copied());
+        // The list as the tail leaves it (a `TaskUpdate` there closes an item without showing
+        // any), and what the tail shows of it verbatim.
+        let mut now = self.clone();
+        now.visit(after.iter().copied());
+        let shown = tail_strings(&after);
         // The last error first (one line), then the open items in the list's order, then the
         // earlier unresolved errors, within `max_chars` (a share of the budget: a small window
         // cannot carry a long list). An error the tail resolved or shows failing again (its
@@ -289,8 +311,13 @@ impl Continuation {
                 out.push_str(&entry);
             }
         }
-        if self.has_list && !later.has_list {
-            let all = self.todos.open();
+        if now.has_list {
+            let all: Vec<String> = now
+                .todos
+                .open()
+                .into_iter()
+                .filter(|t| !shown.contains(t.as_str()))
+                .collect();
             let open: Vec<String> = all
                 .iter()
                 .take(max_todos)
@@ -342,6 +369,88 @@ impl Continuation {
         }
         out
     }
+}
+
+/// Every string of `blocks`' text and of their calls' arguments (parsed: a JSON string's escapes
+/// undone), white space collapsed, one per line.
+fn tail_strings(messages: &[&Message<'_>]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        for b in m.blocks.iter() {
+            for s in block_strings(b) {
+                out.push_str(&s.split_whitespace().collect::<Vec<_>>().join(" "));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The strings of a block: a call's argument values (its raw arguments too), else its texts.
+fn block_strings(b: &crate::message::Block<'_>) -> Vec<String> {
+    let raw = text_of(b);
+    let mut out = Vec::new();
+    if b.kind == BlockKind::ToolCall {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw) {
+            fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+                match v {
+                    serde_json::Value::String(s) => out.push(s.clone()),
+                    serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                    serde_json::Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+                    _ => {}
+                }
+            }
+            walk(&v, &mut out);
+        }
+    }
+    out.push(raw);
+    out
+}
+
+/// The open items of the checklists in an assistant message (`- [ ] item` or `* [ ] item`
+/// lines), white space collapsed: those of its text, and those of the strings of its calls'
+/// arguments.
+fn checklist(m: &Message<'_>) -> (Vec<String>, Vec<String>) {
+    let (mut prose, mut calls) = (Vec::new(), Vec::new());
+    for b in m.blocks.iter() {
+        let items = if b.kind == BlockKind::Text {
+            &mut prose
+        } else {
+            &mut calls
+        };
+        if !matches!(b.kind, BlockKind::Text | BlockKind::ToolCall) {
+            continue;
+        }
+        let strings = block_strings(b);
+        // A call's raw arguments come last: their lines are the parsed ones, escaped.
+        let n = if b.kind == BlockKind::ToolCall && strings.len() > 1 {
+            strings.len() - 1
+        } else {
+            strings.len()
+        };
+        for s in &strings[..n] {
+            for line in s.lines() {
+                let t = line.trim_start();
+                let Some(rest) = t.strip_prefix(['-', '*']) else {
+                    continue;
+                };
+                if !rest.starts_with(char::is_whitespace) {
+                    continue;
+                }
+                let Some(item) = rest.trim_start().strip_prefix("[ ]") else {
+                    continue;
+                };
+                if !item.starts_with(char::is_whitespace) {
+                    continue;
+                }
+                let item = item.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !item.is_empty() && !items.contains(&item) {
+                    items.push(item);
+                }
+            }
+        }
+    }
+    (prose, calls)
 }
 
 /// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
