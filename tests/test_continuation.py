@@ -263,18 +263,6 @@ def forgetful(request: Any) -> SummaryResponse:
     return SummaryResponse("The agent read the billing modules one by one; nothing stood out.")
 
 
-def reads(n: int) -> list[dict[str, Any]]:
-    """`n` unrelated file reads: the span a summary replaces."""
-    msgs: list[dict[str, Any]] = []
-    for i in range(n):
-        body = "\n".join(f"line {k} of module {i}: nothing interesting here at all" for k in range(30))
-        msgs += [
-            {"role": "assistant", "content": None, "tool_calls": [call(f"c{i}", "read_file", {"path": f"m{i}.py"})]},
-            {"role": "tool", "tool_call_id": f"c{i}", "content": body},
-        ]
-    return msgs
-
-
 def test_a_task_update_in_the_kept_tail_does_not_hide_the_open_tasks() -> None:
     # TaskCreate items in the replaced span; the kept tail only updates their status (it shows
     # no item's text): the open ones are still what the agent needs next.
@@ -284,7 +272,7 @@ def test_a_task_update_in_the_kept_tail_does_not_hide_the_open_tasks() -> None:
             {"role": "assistant", "content": None, "tool_calls": [call(f"k{k}", "TaskCreate", {"subject": t})]},
             {"role": "tool", "tool_call_id": f"k{k}", "content": f"Task #{k} created successfully: {t}"},
         ]
-    msgs += reads(30)
+    msgs += reads("r", 30, note="Reading module", path="billing/m{i}.py")
     msgs += [
         {
             "role": "assistant",
