@@ -388,6 +388,39 @@ mod tests {
         assert!(InstructionKind::Safety.evicted_last());
     }
 
+    /// A numbered rule of a list is a rule; "we recommend …" is a preference (SWE-agent's tips:
+    /// both went first from the ledger's user words over a budget, as if they were not orders).
+    #[test]
+    fn numbered_rules_and_recommendations() {
+        for s in [
+            "1. Always start by trying to replicate the bug that the issues discusses.",
+            "2) Run the tests before you commit.",
+            "12. Never push to main.",
+        ] {
+            assert!(classify(s).is_some(), "{s}");
+        }
+        assert_eq!(
+            classify("1. Always start by trying to replicate the bug."),
+            classify("Always start by trying to replicate the bug."),
+        );
+        assert_eq!(
+            classify("If the script prints nothing, we recommend adding a print at the end."),
+            Some(InstructionKind::Preference)
+        );
+        assert!(classify(
+            "If the bug reproduction script does not print anything when it succesfully runs, we \
+             recommend adding a print(\"Script completed successfully, no errors.\") command at \
+             the end of the file,"
+        )
+        .is_some());
+        assert_eq!(
+            classify("I recommend keeping the old API for one release."),
+            Some(InstructionKind::Preference)
+        );
+        assert_eq!(classify("3 files changed, 12 insertions."), None);
+        assert_eq!(classify("1. The function always returns None."), None);
+    }
+
     /// Every cut of mixed Chinese, English, code and emoji text at a char boundary: no panic
     /// (no slice inside a character), and a sentence never classified differently from itself.
     #[test]

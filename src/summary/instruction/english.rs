@@ -79,13 +79,19 @@ impl Clause {
         Clause { words }
     }
 
-    /// The words after the opening fillers.
+    /// The words after the opening fillers and a list item's number ("1. Always start by …",
+    /// "2) Run …": a numbered rule is a rule).
     fn core(&self) -> &[String] {
-        let skip = self
-            .words
-            .iter()
-            .take_while(|w| FILLERS.contains(&w.as_str()))
-            .count();
+        let number = usize::from(
+            self.words
+                .first()
+                .is_some_and(|w| w.len() <= 3 && w.chars().all(|c| c.is_ascii_digit())),
+        );
+        let skip = number
+            + self.words[number..]
+                .iter()
+                .take_while(|w| FILLERS.contains(&w.as_str()))
+                .count();
         &self.words[skip..]
     }
 
@@ -473,6 +479,10 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
             &["i", "would", "rather"],
             &["we'd", "rather"],
             &["prefer"],
+            &["i", "recommend"],
+            &["we", "recommend"],
+            &["i'd", "recommend"],
+            &["we'd", "recommend"],
         ]
         .iter()
         .any(|p| starts(core, p))
