@@ -19,7 +19,9 @@ use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
 use crate::summary::continuation::cut_error_note;
 use crate::summary::facts::{fact_present, must_keep_facts};
-use crate::summary::instruction::{is_marked_rule, user_instructions, InstructionKind};
+use crate::summary::instruction::{
+    classify, instruction_sentences, is_marked_rule, user_instructions, InstructionKind,
+};
 use crate::text::Text;
 
 /// Characters a cut task keeps at least (head + marker + tail stay readable).
@@ -126,17 +128,71 @@ fn with_list(cut: String, list: &str) -> Option<String> {
 /// A task's text with its instructions and must-keep facts found once, for the several cuts
 /// [`cut_block`] tries (a task may be megabytes long).
 pub(super) struct TaskText<'t> {
-    text: &'t str,
+    text: std::borrow::Cow<'t, str>,
     instructions: Vec<(InstructionKind, String)>,
     facts: Vec<String>,
 }
 
+/// The opening of the list of the user's constraints a task's cut writes after its marker.
+const LISTED: &str = " (the user's constraints, verbatim: ";
+
+/// `text` without the list of constraints an earlier cut wrote in it, and the list's sentences
+/// (`text` itself and none when it has no whole list: one a later cut went through is left).
+fn split_listed(text: &str) -> (std::borrow::Cow<'_, str>, Vec<String>) {
+    let Some(start) = text.find(LISTED) else {
+        return (text.into(), Vec::new());
+    };
+    let inner = start + LISTED.len();
+    let mut depth = 1usize;
+    let mut end = None;
+    for (i, c) in text[inner..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(inner + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(end) = end else {
+        return (text.into(), Vec::new());
+    };
+    let list = &text[inner..end];
+    if cut_marker_end(list).is_some() {
+        return (text.into(), Vec::new());
+    }
+    let rest = text[end + 1..]
+        .strip_prefix(' ')
+        .unwrap_or(&text[end + 1..]);
+    (
+        format!("{}{rest}", &text[..start]).into(),
+        instruction_sentences(list),
+    )
+}
+
 impl<'t> TaskText<'t> {
-    pub(super) fn new(text: &'t str) -> Self {
+    pub(super) fn new(original: &'t str) -> Self {
+        // A task cut before is cut again from its text without the list that cut wrote, the
+        // list's sentences among its instructions: a second cut of the list itself would keep
+        // its head and tail and lose whole rules from its middle.
+        let (text, listed) = split_listed(original);
+        let mut instructions = user_instructions(&text);
+        for s in listed {
+            if !instructions.iter().any(|(_, x)| *x == s) {
+                let kind = classify(&s).unwrap_or(InstructionKind::Requirement);
+                instructions.push((kind, s));
+            }
+        }
+        // The facts of all of it (a fact only the list named is still listed when it goes).
+        let facts = text_facts(original);
         TaskText {
             text,
-            instructions: user_instructions(text),
-            facts: text_facts(text),
+            instructions,
+            facts,
         }
     }
 
@@ -145,7 +201,7 @@ impl<'t> TaskText<'t> {
     /// also written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `):
     /// "never modify the tests" must not go with the middle of a long task.
     pub(super) fn cut(&self, max_chars: usize) -> Option<String> {
-        let text = self.text;
+        let text: &str = &self.text;
         let facts = &self.facts;
         // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
         // 不要, 必须 …: [`is_marked_rule`]) are always listed (as the keyword list was); the other instructions (conditions, preferences,
@@ -200,7 +256,13 @@ impl<'t> TaskText<'t> {
                 .saturating_sub(list.chars().count())
                 .max(MIN_CHARS)
                 .max(TASK_MIN_CHARS.min(max_chars));
-            let cut = cut_with_facts(text, facts, room, MIN_CHARS, TASK_OPENING_CHARS)?;
+            // A task cut before whose text without its list fits: that text, a new list after
+            // its marker.
+            let cut = match cut_with_facts(text, facts, room, MIN_CHARS, TASK_OPENING_CHARS) {
+                Some(cut) => cut,
+                None if matches!(self.text, std::borrow::Cow::Owned(_)) => text.to_owned(),
+                None => return None,
+            };
             let flat = collapse(&cut);
             let more: Vec<&String> = constraints
                 .iter()
@@ -570,6 +632,45 @@ mod tests {
             assert!(cut.contains(f), "{f} missing from {cut}");
         }
         assert!(cut.starts_with("请修复") && cut.ends_with("最后运行测试。"));
+    }
+
+    /// A task cut again (the next compaction of a chain cuts the kept, already cut task) lists
+    /// whole rules: the earlier cut's list is read back, not cut through its middle.
+    #[test]
+    fn a_cut_task_cut_again_lists_whole_rules() {
+        let rules = [
+            "Always start by trying to replicate the bug that the issue discusses.",
+            "If the script prints nothing, we recommend adding a print at the end of the file.",
+            "When you think you've fixed the bug, re-run the reproduction script to make sure.",
+            "If you run a command and it doesn't work, try running a different command.",
+            "Never edit the tests in tests/regress, and never skip a failing test.",
+            "Always check the code after you issue an edit to make sure it is what you meant.",
+        ];
+        let mut text = String::from("Fix the TimeDelta rounding in src/marshmallow/fields.py.\n");
+        text.push_str(&"Some background about the issue and its history. ".repeat(120));
+        text.push_str("\nIMPORTANT TIPS:\n");
+        for (i, r) in rules.iter().enumerate() {
+            text.push_str(&format!("{}. {r}\n", i + 1));
+        }
+        text.push_str(&"More background about the repository layout here. ".repeat(120));
+        let first = TaskText::new(&text).cut(1_400).unwrap();
+        let again = TaskText::new(&first).cut(1_000).unwrap();
+        assert!(again.chars().count() < first.chars().count());
+        assert_eq!(again.matches(LISTED).count(), 1, "{again}");
+        let start = again.find(LISTED).unwrap() + LISTED.len();
+        let list = &again[start..];
+        assert!(
+            cut_marker_end(list).is_none_or(|e| e > list.find(") ").unwrap()),
+            "{again}"
+        );
+        for r in rules {
+            let shown = again.matches(r).count();
+            assert!(shown <= 1, "{r} twice in {again}");
+        }
+        // The marked rules ("always", "never") are always listed.
+        for r in [rules[0], rules[4], rules[5]] {
+            assert!(again.contains(r), "{r} missing from {again}");
+        }
     }
 
     #[test]
