@@ -369,16 +369,41 @@ class BackgroundPolicy:
         While ``job`` runs it must also only edit messages in place (none removed or inserted):
         the job is then rebased onto it, its snapshot's rows becoming the edited copies at the
         same positions, and its summary still applies."""
-        cfg = self._core.compactor.config
+        c = self._core.compactor
+        cfg = c.config
         with self._core.store.locked():
             self._core.refresh()
             if job is not None and self._core.head != job.snap.head:
                 return None
             snap = self._core.snapshot()
+            rows = self._core.rows
+            last = self._bg_last_row
+            # The messages appended since the previous prepare() (this call's growth): never sent,
+            # so not in the provider's cache.
+            first_new = rows.index(last) + 1 if last is not None and last in rows else len(rows)
         with session_scope():
-            result = self._core.compactor.micro_compact(
+            result = c.micro_compact(
                 snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
             )
+            if not result.compacted and cfg.micro_min_gain_ratio > 0 and first_new < len(snap.messages):
+                # The cache rule (``micro_min_gain_ratio``) weighs what a clearing frees against the
+                # cached prefix it makes the provider write again; this call's growth is written
+                # anyway, so it is left out of that weight here (a large new output otherwise
+                # makes every clearing of older output look too small to repay its cache write,
+                # and the new output is cut or the narrative summarised instead).
+                loose = ContextCompactor(cfg.replace(micro_min_gain_ratio=0.0))
+                again = loose.micro_compact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    state=self._core.state,
+                )
+                edited = [e.index for e in again.record]
+                if again.compacted and edited:
+                    rewritten = sum(snap.tokens[min(edited) : first_new])
+                    if again.tokens_before - again.tokens_after >= cfg.micro_min_gain_ratio * rewritten:
+                        result = again
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
         return self._in_place(snap, result, job)
