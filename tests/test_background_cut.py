@@ -13,7 +13,7 @@ from typing import Any
 
 from context_compactor import validate_messages
 from context_compactor.session import Session
-from test_background import SUMMARY, Gate, at_soft, compactor, start
+from test_background import SUMMARY, Gate, at_soft, compactor, grow_to, start
 from test_session import tool_round
 
 OMITTED = "chars omitted"
@@ -186,4 +186,43 @@ def test_old_output_is_cleared_rather_than_the_new_output_cut() -> None:
     record = s.compactions()[-1]
     assert s.expand(record.id) == old[1::2]  # the originals of the cleared outputs
     assert validate_messages(ctx, format="openai") == []
+    s.close()
+
+
+def test_over_the_soft_threshold_old_output_is_cleared_rather_than_the_narrative_summarised() -> None:
+    """A summary is running (the context was over the soft threshold) when a call crosses the hard
+    threshold, and clearing older tool output gets it under: the output is cleared even where the
+    cache rule alone would not (the rule summary, the other way, rewrites more of the cached
+    prefix and replaces the narrative), the running summary goes on, and the next compaction with
+    a summary is the LLM's, not a rule summary."""
+    gate = Gate(block=1)
+    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
+    start(s)
+    old = [m for k in range(4) for m in tool_round(k, size=60)]
+    s.extend(old)
+    for k in range(4, 8):
+        s.extend(tool_round(k, size=5))
+    grow_to(s, "soft", 10)
+    assert s.prepare() is None
+    job = s.pending
+    assert job is not None and gate.entered.wait(5)
+    prefix = s.context()
+    s.extend(tool_round(50, size=150))
+    assert s.check().urgency == "hard"
+    result = s.prepare()
+    assert result is not None and result.strategy == "micro" and result.summary_source is None
+    assert [e.action for e in result.record] == ["cleared"] * 4
+    assert s.check().urgency != "hard" and s.pending is job
+    ctx = s.context()
+    # Only the old outputs changed: everything else, the narrative and the new output, as it was.
+    changed = [k for k, (a, b) in enumerate(zip(prefix, ctx[: len(prefix)], strict=True)) if a != b]
+    assert [prefix[k]["tool_call_id"] for k in changed] == [f"call_{k}" for k in range(4)]
+    assert ctx[len(prefix) :] == tool_round(50, size=150)
+    gate.release.set()
+    assert job.wait(5)
+    s.extend(tool_round(51, size=3))
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    assert all(r.strategy != "rule_summary" for r in s.compactions())
+    assert validate_messages(s.context(), format="openai") == []
     s.close()

@@ -385,12 +385,15 @@ class BackgroundPolicy:
             result = c.micro_compact(
                 snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
             )
-            if not result.compacted and cfg.micro_min_gain_ratio > 0 and first_new < len(snap.messages):
+            if not result.compacted and cfg.micro_min_gain_ratio > 0:
                 # The cache rule (``micro_min_gain_ratio``) weighs what a clearing frees against the
-                # cached prefix it makes the provider write again; this call's growth is written
-                # anyway, so it is left out of that weight here (a large new output otherwise
-                # makes every clearing of older output look too small to repay its cache write,
-                # and the new output is cut or the narrative summarised instead).
+                # cached prefix it makes the provider write again. At the hard threshold the
+                # alternative is the cut of a jump (which rewrites nothing cached: the clearing
+                # must repay the rewrite of the cached part, this call's growth left out, as it is
+                # written anyway) or the rule summary (which rewrites the context from the
+                # summary on, more than a clearing does, and replaces the narrative: a clearing
+                # that gets under the hard threshold is taken, and a running summary still
+                # applies).
                 loose = ContextCompactor(cfg.replace(micro_min_gain_ratio=0.0))
                 again = loose.micro_compact(
                     snap.messages,
@@ -401,12 +404,25 @@ class BackgroundPolicy:
                 )
                 edited = [e.index for e in again.record]
                 if again.compacted and edited:
-                    rewritten = sum(snap.tokens[min(edited) : first_new])
-                    if again.tokens_before - again.tokens_after >= cfg.micro_min_gain_ratio * rewritten:
+                    if self._jumped(first_new, snap):
+                        rewritten = sum(snap.tokens[min(edited) : first_new])
+                        if again.tokens_before - again.tokens_after >= cfg.micro_min_gain_ratio * rewritten:
+                            result = again
+                    else:
                         result = again
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
         return self._in_place(snap, result, job)
+
+    def _jumped(self, first_new: int, snap: Snapshot) -> bool:
+        """Whether the context was under the soft threshold before this call's growth (the messages
+        of ``snap`` from ``first_new`` on), so that the cut of a jump may meet it."""
+        if first_new >= len(snap.messages):
+            return False
+        raw = sum(snap.tokens[first_new:])
+        if self._core.state.observations:
+            raw = math.ceil(raw * self._core.state.calibration)
+        return self._core.make_check().current_tokens - raw < self._core.compactor.config.soft_threshold
 
     def _in_place(self, snap: Snapshot, result: CompactResult, job: Job | None) -> CompactResult | None:
         """Save ``result`` (a compaction of ``snap`` that removed or inserted nothing while ``job``
