@@ -113,6 +113,9 @@ class BackgroundPolicy:
         #: The row id of the context's last message after the previous ``prepare()``: the messages
         #: after it are this call's growth (the cut of a jump).
         self._bg_last_row: int | None = None
+        #: The narrative of the last LLM summary a job made: an early job first checks that a
+        #: summary as long would repay itself (``Job.expect``).
+        self._bg_summary: str | None = None
 
     def rule_compactor(self) -> ContextCompactor:
         """The compactor without its summarizer: what runs when the agent must not wait (aimed at
@@ -217,6 +220,9 @@ class BackgroundPolicy:
         self._bg_latency.append(job.calls + 1)
         if job.summarizer_calls and job.finished is not None and job.error is None:
             self._bg_seconds.append(job.finished - job.started)
+            result = job.result
+            if result is not None and result.summary_source == "llm" and result.summary:
+                self._bg_summary = _background.narrative(result.summary) or None
 
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
@@ -352,6 +358,7 @@ class BackgroundPolicy:
             carried=self._carry,
             flushed=flushed,
             early=early and not forced,
+            expect=self._bg_summary if early and not forced else None,
         )
         if forced:
             yield ("run", job)
