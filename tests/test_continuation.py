@@ -21,6 +21,23 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
 
 
+def reads(prefix: str, n: int, *, note: str, path: str) -> list[dict[str, Any]]:
+    """``n`` rounds of unrelated work (a page read and its plain-text result) to append after a
+    compaction before the next one; ``path`` is formatted with the round's index ``i``."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        cid = f"{prefix}_{i}"
+        out += [
+            {
+                "role": "assistant",
+                "content": f"{note} {i}.",
+                "tool_calls": [call(cid, "read_file", {"path": path.format(i=i)})],
+            },
+            {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
+        ]
+    return out
+
+
 def run(*, resolved: bool = False, newer_plan_in_tail: bool = False, zh: bool = False) -> list[dict[str, Any]]:
     """A task, a to-do list, a failing test run, then many unrelated reads (the span a summary
     replaces), then the recent tail."""
@@ -143,17 +160,7 @@ def test_they_survive_a_chain_of_compactions() -> None:
         s = summary_of(r)
         assert all(item in s for item in OPEN) and ERROR in s, round_
         # More unrelated work after it, then compact again.
-        msgs = list(r.messages)
-        for i in range(12):
-            cid = f"n{round_}_{i}"
-            msgs += [
-                {
-                    "role": "assistant",
-                    "content": f"Reading more {i}.",
-                    "tool_calls": [call(cid, "read_file", {"path": f"docs/p{i}.md"})],
-                },
-                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
-            ]
+        msgs = [*r.messages, *reads(f"n{round_}", 12, note="Reading more", path="docs/p{i}.md")]
 
 
 def test_chinese_conversations_get_chinese_headings() -> None:
@@ -240,17 +247,7 @@ def test_an_earlier_unresolved_error_stays_through_a_chain() -> None:
         s = summary_of(r)
         assert f"Last unresolved error: {GIT_ERROR}" in s, round_
         assert f"Earlier unresolved error: {ERROR}" in s, round_
-        msgs = [*r.messages]
-        for i in range(10):
-            cid = f"m{round_}_{i}"
-            msgs += [
-                {
-                    "role": "assistant",
-                    "content": f"More {i}.",
-                    "tool_calls": [call(cid, "read_file", {"path": f"d{i}"})],
-                },
-                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
-            ]
+        msgs = [*r.messages, *reads(f"m{round_}", 10, note="More", path="d{i}")]
 
 
 def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
