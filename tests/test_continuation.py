@@ -257,3 +257,68 @@ def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
     s = summary_of(r)
     assert f"Last unresolved error: {GIT_ERROR}" in s
     assert "Earlier unresolved error" not in s
+
+
+def forgetful(request: Any) -> SummaryResponse:
+    return SummaryResponse("The agent read the billing modules one by one; nothing stood out.")
+
+
+def test_a_task_update_in_the_kept_tail_does_not_hide_the_open_tasks() -> None:
+    # TaskCreate items in the replaced span; the kept tail only updates their status (it shows
+    # no item's text): the open ones are still what the agent needs next.
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fix the invoice rounding bug."}]
+    for k, t in enumerate([DONE, *OPEN], 1):
+        msgs += [
+            {"role": "assistant", "content": None, "tool_calls": [call(f"k{k}", "TaskCreate", {"subject": t})]},
+            {"role": "tool", "tool_call_id": f"k{k}", "content": f"Task #{k} created successfully: {t}"},
+        ]
+    msgs += reads("r", 30, note="Reading module", path="billing/m{i}.py")
+    msgs += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("u1", "TaskUpdate", {"taskId": "1", "status": "completed"})],
+        },
+        {"role": "tool", "tool_call_id": "u1", "content": "Updated task #1 status"},
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": "Looking at the next module."},
+    ]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    assert r.summary_source == "llm"
+    s = summary_of(r)
+    assert all(item in s for item in OPEN), s
+    assert DONE not in s
+
+
+def test_a_checklist_the_agent_wrote_is_its_plan() -> None:
+    # `- [ ]` lines in the agent's prose are its latest plan (over an older to-do call); a checked
+    # `- [x]` item is done.
+    msgs = run()
+    plan = (
+        "Plan:\n- [ ] Port the rounding fix to credit notes\n- [x] Read the billing modules\n* [ ] Update the changelog"
+    )
+    msgs[30:30] = [{"role": "assistant", "content": plan}, {"role": "user", "content": "OK."}]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    s = summary_of(r)
+    assert "Port the rounding fix to credit notes" in s and "Update the changelog" in s, s
+    assert "Read the billing modules" not in s
+    assert OPEN[0] not in s
+
+
+def test_a_checklist_in_a_call_adds_to_the_plan() -> None:
+    # A PR's test plan written through a call: its open items join the to-do list's, which
+    # stays open.
+    msgs = run()
+    body = "## Test plan\n- [ ] Run the nightly build on the fix\n- [ ] Check an invoice over 10k by hand"
+    msgs[30:30] = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("pr", "bash", {"command": f"gh pr create --body '{body}'"})],
+        },
+        {"role": "tool", "tool_call_id": "pr", "content": "https://github.com/acme/billing/pull/7"},
+    ]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    s = summary_of(r)
+    for item in [*OPEN, "Run the nightly build on the fix", "Check an invoice over 10k by hand"]:
+        assert item in s, (item, s)
