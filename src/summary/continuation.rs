@@ -19,7 +19,7 @@
 use super::language::{Label, Language};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{is_no_result, BlockKind, Message};
+use crate::message::{is_no_result, Block, BlockKind, Message};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -106,12 +106,13 @@ fn call_key(name: &str, args: &str) -> String {
     format!("{name}\0{path}")
 }
 
-fn text_of(b: &crate::message::Block<'_>) -> String {
-    b.texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// [`call_key`] of a tool-call block.
+fn block_key(b: &Block<'_>) -> String {
+    call_key(b.name.as_deref().unwrap_or("tool"), &text_of(b))
+}
+
+fn text_of<'b>(b: &'b crate::message::Block<'_>) -> std::borrow::Cow<'b, str> {
+    b.joined("\n")
 }
 
 impl Continuation {
@@ -179,26 +180,28 @@ impl Continuation {
 
     /// Take in messages in order (the replaced span, then what follows it).
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
-        let mut keys: HashMap<String, String> = HashMap::new();
+        // The calls by id; a call's key (a JSON parse of its arguments) is worked out only when
+        // a result needs it: a failure, or a clean run while errors are open.
+        let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
         for m in messages {
             for b in m.blocks.iter() {
                 match b.kind {
                     BlockKind::ToolCall => {
                         let name = b.name.as_deref().unwrap_or("tool");
-                        let args = text_of(b);
-                        if self.todos.call(name, &args) {
+                        if self.todos.call(name, &text_of(b)) {
                             self.has_list = true;
                         }
                         if let Some(id) = &b.id {
-                            keys.insert(id.clone(), call_key(name, &args));
+                            calls.insert(id.as_str(), b);
                         }
                     }
                     BlockKind::ToolResult => {
-                        let key =
+                        let key = || {
                             b.id.as_ref()
-                                .and_then(|id| keys.get(id))
-                                .cloned()
-                                .unwrap_or_default();
+                                .and_then(|id| calls.get(id.as_str()))
+                                .map(|c| block_key(c))
+                                .unwrap_or_default()
+                        };
                         let out = text_of(b);
                         if is_no_result(&out) {
                             // The repair pass's stand-in for a call that got no result: not a
@@ -207,12 +210,15 @@ impl Continuation {
                         }
                         match failing_of(&out, b.is_error) {
                             Some(line) => {
-                                self.failed(key, shorten(line, ERROR_CHARS).into_owned());
+                                self.failed(key(), shorten(line, ERROR_CHARS).into_owned());
                             }
                             None => {
                                 // A clean run of a failing command resolves it.
-                                if !key.is_empty() {
-                                    self.errors.retain(|(k, _)| *k != key);
+                                if !self.errors.is_empty() {
+                                    let key = key();
+                                    if !key.is_empty() {
+                                        self.errors.retain(|(k, _)| *k != key);
+                                    }
                                 }
                             }
                         }
@@ -445,7 +451,9 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
     // Results seen after (below) the current position: id -> failing line or None (clean).
     let mut later: Vec<(String, usize, bool)> = Vec::new();
     let mut failing: Option<(String, usize)> = None;
-    let mut keys: HashMap<String, String> = HashMap::new();
+    // The calls seen so far by id; their keys are worked out only for the failing result's call
+    // and the clean results after it.
+    let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
     let mut error_done = false;
     for (i, m) in messages.iter().enumerate().rev() {
         for b in m.blocks.iter() {
@@ -464,13 +472,15 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                     }
                     if !error_done {
                         if let Some(id) = &b.id {
-                            keys.insert(id.clone(), call_key(name, &text_of(b)));
+                            calls.insert(id.as_str(), b);
                             if failing.as_ref().is_some_and(|(f, _)| f == id) {
                                 // The failing result's call: is a later clean run of it there?
-                                let key = &keys[id];
-                                let resolved = later
-                                    .iter()
-                                    .any(|(lid, _, bad)| !bad && keys.get(lid) == Some(key));
+                                let key = block_key(b);
+                                let resolved = later.iter().any(|(lid, _, bad)| {
+                                    !bad && calls
+                                        .get(lid.as_str())
+                                        .is_some_and(|c| block_key(c) == key)
+                                });
                                 if !resolved {
                                     out.push(i);
                                     out.push(failing.as_ref().map_or(i, |f| f.1));
