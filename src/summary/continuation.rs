@@ -476,10 +476,16 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                             if failing.as_ref().is_some_and(|(f, _)| f == id) {
                                 // The failing result's call: is a later clean run of it there?
                                 let key = block_key(b);
+                                // A key starts with the tool's name and a NUL: another tool's
+                                // call cannot match (its arguments are not parsed).
+                                let may_match = |c: &Block<'_>| {
+                                    let tool = c.name.as_deref().unwrap_or("tool");
+                                    tool == name || tool.contains('\0') || name.contains('\0')
+                                };
                                 let resolved = later.iter().any(|(lid, _, bad)| {
                                     !bad && calls
                                         .get(lid.as_str())
-                                        .is_some_and(|c| block_key(c) == key)
+                                        .is_some_and(|c| may_match(c) && block_key(c) == key)
                                 });
                                 if !resolved {
                                     out.push(i);
