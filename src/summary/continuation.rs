@@ -188,7 +188,8 @@ impl Continuation {
                 match b.kind {
                     BlockKind::ToolCall => {
                         let name = b.name.as_deref().unwrap_or("tool");
-                        if self.todos.call(name, &text_of(b)) {
+                        // Only a to-do tool's arguments are read (most calls' are not).
+                        if Todos::is_todo_tool(name) && self.todos.call(name, &text_of(b)) {
                             self.has_list = true;
                         }
                         if let Some(id) = &b.id {
@@ -360,18 +361,10 @@ pub(crate) struct Todos {
 impl Todos {
     /// A tool call: a to-do tool's call updates the list (`true`), others are ignored.
     pub(crate) fn call(&mut self, name: &str, args: &str) -> bool {
-        let n = name.to_ascii_lowercase();
-        if !matches!(
-            n.as_str(),
-            "todowrite"
-                | "todo_write"
-                | "update_plan"
-                | "write_todos"
-                | "taskcreate"
-                | "taskupdate"
-        ) {
+        if !Self::is_todo_tool(name) {
             return false;
         }
+        let n = name.to_ascii_lowercase();
         let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
         else {
             return false;
@@ -425,6 +418,20 @@ impl Todos {
             }
         }
         true
+    }
+
+    /// Whether a call of `name` updates the list ([`Todos::call`] reads only these).
+    pub(crate) fn is_todo_tool(name: &str) -> bool {
+        [
+            "todowrite",
+            "todo_write",
+            "update_plan",
+            "write_todos",
+            "taskcreate",
+            "taskupdate",
+        ]
+        .iter()
+        .any(|t| name.eq_ignore_ascii_case(t))
     }
 
     /// An earlier summary's open items (done ones were never written).
