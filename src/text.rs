@@ -88,55 +88,68 @@ impl<'a> Text<'a> {
     }
 
     /// Append the text to `out` as UTF-8: the characters of [`Text::chars`], transcoded by one
-    /// loop per layout with the room reserved first (a summary reads every replaced message
-    /// this way, several times; a `chars().collect()` dispatched on the layout per character
-    /// and grew the string as it went).
+    /// loop per layout into bytes reserved first, runs of ASCII narrowed at once (a summary
+    /// reads every replaced message this way, several times; a `chars().collect()` dispatched
+    /// on the layout per character and grew the string as it went).
     pub fn push_utf8(&self, out: &mut String) {
-        match *self {
-            Text::Utf8(s) => out.push_str(s),
+        let bytes = match *self {
+            Text::Utf8(s) => return out.push_str(s),
             Text::Latin1(b) => {
-                out.reserve(b.len() + b.iter().filter(|&&c| c >= 0x80).count());
-                for &c in b {
-                    out.push(char::from(c));
-                }
+                let mut v = Vec::with_capacity(b.len() + b.iter().filter(|&&c| c >= 0x80).count());
+                wide_to_utf8(b, &mut v, |_, _| None);
+                v
             }
             Text::Ucs2(w) => {
                 // A hint (a lone surrogate takes 3 bytes, counted as 2): exact otherwise.
-                out.reserve(w.iter().map(|&c| utf8_units(u32::from(c))).sum());
-                let mut i = 0;
-                while i < w.len() {
-                    let c = u32::from(w[i]);
-                    i += 1;
-                    if c < 0x80 {
-                        out.push(char::from(c as u8));
-                        continue;
-                    }
-                    let (ch, pair) = join_surrogates(c, w.get(i).map(|&x| u32::from(x)));
-                    i += usize::from(pair);
-                    out.push(ch);
-                }
+                let mut v = Vec::with_capacity(w.iter().map(|&c| utf8_units(u32::from(c))).sum());
+                wide_to_utf8(w, &mut v, |w, i| w.get(i).map(|&x| u32::from(x)));
+                v
             }
             Text::Ucs4(w) => {
-                out.reserve(w.iter().map(|&c| utf8_units(c)).sum());
-                let mut i = 0;
-                while i < w.len() {
-                    let c = w[i];
-                    i += 1;
-                    if c < 0x80 {
-                        out.push(char::from(c as u8));
-                        continue;
-                    }
-                    let (ch, pair) = join_surrogates(c, w.get(i).copied());
-                    i += usize::from(pair);
-                    out.push(ch);
-                }
+                let mut v = Vec::with_capacity(w.iter().map(|&c| utf8_units(c)).sum());
+                wide_to_utf8(w, &mut v, |w, i| w.get(i).copied());
+                v
             }
+        };
+        // Valid by construction (every piece is a `char`'s encoding); checked all the same, which
+        // costs a fraction of the transcoding.
+        match String::from_utf8(bytes) {
+            Ok(s) if out.is_empty() => *out = s,
+            Ok(s) => out.push_str(&s),
+            Err(e) => out.push_str(&String::from_utf8_lossy(e.as_bytes())),
         }
     }
 
     /// Whether every code point is whitespace (or the text is empty).
     pub fn is_blank(&self) -> bool {
         self.chars().all(char::is_whitespace)
+    }
+}
+
+/// The code units of `w` (Latin-1, UCS-2 or UCS-4) as UTF-8 bytes appended to `out`: each run
+/// of ASCII narrowed in one pass, other units through [`join_surrogates`] (`next(w, i)`: the
+/// unit at `i`, as a surrogate's partner; `None` for Latin-1, which has none).
+fn wide_to_utf8<T: Copy + Into<u32>>(
+    w: &[T],
+    out: &mut Vec<u8>,
+    next: impl Fn(&[T], usize) -> Option<u32>,
+) {
+    let mut i = 0;
+    while i < w.len() {
+        let run = w[i..]
+            .iter()
+            .position(|&c| c.into() >= 0x80)
+            .unwrap_or(w.len() - i);
+        out.extend(w[i..i + run].iter().map(|&c| c.into() as u8));
+        i += run;
+        if i == w.len() {
+            break;
+        }
+        let c = w[i].into();
+        i += 1;
+        let (ch, pair) = join_surrogates(c, next(w, i));
+        i += usize::from(pair);
+        out.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes());
     }
 }
 
