@@ -82,6 +82,16 @@ def grow_to(s: Session, level: str, i: int = 0) -> int:
         i += 1
 
 
+def at_soft(gate: Gate, **kw: Any) -> Session:
+    """A Session (in memory) grown to the soft threshold, whose ``prepare()`` started the
+    background summary there (it returned ``None``: nothing applied yet)."""
+    s = Session(compactor=compactor(gate, **kw), store=":memory:")
+    start(s)
+    grow_to(s, "soft")
+    assert s.prepare() is None
+    return s
+
+
 def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path: Path) -> None:
     gate = Gate()
     s = Session("s", compactor=compactor(gate), store=tmp_path / "b.db")
@@ -248,10 +258,7 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
     gate = Gate(error=AuthenticationError("bad key"))
     gate.release.set()
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None
+    s = at_soft(gate)
     assert s.pending is not None and s.pending.wait(5)
     with pytest.raises(SummarizerError, match="bad key"):
         s.prepare()
@@ -260,10 +267,8 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
 def test_force_cancels_a_running_job() -> None:
     gate = Gate(block=1)
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None and gate.entered.wait(5)
+    s = at_soft(gate)
+    assert gate.entered.wait(5)
     job = s.pending
     result = s.prepare(force=True)  # the second call is not blocked: the foreground summary
     assert result is not None and result.summary_source == "llm"

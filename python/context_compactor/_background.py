@@ -89,13 +89,13 @@ from context_compactor.errors import SummarizerError
 from context_compactor.plan import CompactionPlan
 from context_compactor.results import CompactResult, SummaryRequest
 
-__all__ = ["Job", "with_previous"]
+__all__ = ["Job", "narrative", "with_previous"]
 
 #: The clock jobs and the growth forecast time themselves with (seconds; a test may replace it).
 clock = time.monotonic
 
 
-def _narrative(summary: str) -> str:
+def narrative(summary: str) -> str:
     """A summary message's narrative: without its marker line and its ledger."""
     lines = summary.strip().splitlines()
     if lines and lines[0].startswith(_core.SUMMARY_MARKER):
@@ -109,7 +109,7 @@ def with_previous(request: SummaryRequest, carried: str) -> SummaryRequest:
     """``request`` with a summary that arrived too late (``carried``) put before its previous
     summary: the next summary then builds on it instead of on the rule summary alone. Only its
     narrative: the ledger after its sentinel line is the library's, carried by the compaction."""
-    carried = _narrative(carried).strip()
+    carried = narrative(carried).strip()
     if not carried:
         return request
     old = request.previous_summary
@@ -134,6 +134,17 @@ def _next(
     return request, None
 
 
+def _too_small(plan: CompactionPlan, expect: str) -> CompactResult | None:
+    """Before an early job calls the summarizer: the plan applied with ``expect`` (the narrative of
+    the conversation's last LLM summary, standing in for the one it would get), when that changes
+    nothing (it saves less than ``min_savings_ratio``: the span is small next to the summary, e.g.
+    when most of the context is the recent tail); else ``None``. Single-chunk plans only."""
+    if plan.request is None or plan.remaining_chunks > 1:
+        return None
+    probe = plan._dry_apply(expect)
+    return None if probe.changed else probe
+
+
 class Job:
     """One background summary of a snapshot (see the module's design note).
 
@@ -147,6 +158,9 @@ class Job:
         carried: The late summary it builds on (``previous_summary``), if any.
         early: Started below the soft threshold by the growth forecast: its result is held until
             the compaction is due.
+        expect: For an early job, the narrative of the conversation's last LLM summary: when the
+            plan applied with it would change nothing (too small a span to repay a summary), the
+            job ends without calling the summarizer.
         upgrade: The rule-summary compaction saved over the same snapshot and span (``_Upgrade``):
             the job's LLM summary, when it arrives, replaces that rule summary (a re-apply).
         calls: How many ``prepare()`` calls found it still running.
@@ -164,9 +178,11 @@ class Job:
         flushed: int = 0,
         early: bool = False,
         upgrade: Any = None,
+        expect: str | None = None,
     ) -> None:
         self.snap = snap
         self.early = early
+        self.expect = expect
         self.upgrade = upgrade
         self.calls = 0
         self.plan = plan
@@ -202,6 +218,10 @@ class Job:
         Yields ``("summarize", request)``; the runner sends back the reply or throws the failure in."""
         plan = self.plan if self.plan is not None else self._make_plan()
         self.plan = plan
+        if self.early and self.expect:
+            small = _too_small(plan, self.expect)
+            if small is not None:
+                return small
         carried = self.carried
         background = _driver.Background(
             previous=(lambda request: with_previous(request, carried)) if carried else None,

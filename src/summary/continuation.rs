@@ -17,9 +17,10 @@
 //! not failed.
 
 use super::language::{Label, Language};
+use super::todos::{checklist, tail_strings, text_of, Todos};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{is_no_result, Block, BlockKind, Message};
+use crate::message::{is_no_result, Block, BlockKind, Message, Role};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -111,10 +112,6 @@ fn block_key(b: &Block<'_>) -> String {
     call_key(b.name.as_deref().unwrap_or("tool"), &text_of(b))
 }
 
-fn text_of<'b>(b: &'b crate::message::Block<'_>) -> std::borrow::Cow<'b, str> {
-    b.joined("\n")
-}
-
 impl Continuation {
     /// Read back what an earlier narrative carried: its to-do section and its error line.
     pub fn seed(&mut self, narrative: &str) {
@@ -182,8 +179,24 @@ impl Continuation {
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
         // The calls by id; a call's key (a JSON parse of its arguments) is worked out only when
         // a result needs it: a failure, or a clean run while errors are open.
-        let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
+        let mut by_id: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
         for m in messages {
+            // A checklist the agent wrote (`- [ ] item` lines) in its text is its latest plan;
+            // one in a call's arguments (a PR's test plan, a file's) adds open items to the
+            // plan without closing its own. A to-do call of the same message comes after.
+            if m.role == Role::Assistant {
+                let (prose, calls) = checklist(m);
+                if !prose.is_empty() {
+                    self.todos.items = prose.into_iter().map(|t| (t, false)).collect();
+                    self.has_list = true;
+                }
+                for t in calls {
+                    if !self.todos.items.iter().any(|(x, _)| *x == t) {
+                        self.todos.items.push((t, false));
+                    }
+                    self.has_list = true;
+                }
+            }
             for b in m.blocks.iter() {
                 match b.kind {
                     BlockKind::ToolCall => {
@@ -193,13 +206,13 @@ impl Continuation {
                             self.has_list = true;
                         }
                         if let Some(id) = &b.id {
-                            calls.insert(id.as_str(), b);
+                            by_id.insert(id.as_str(), b);
                         }
                     }
                     BlockKind::ToolResult => {
                         let key = || {
                             b.id.as_ref()
-                                .and_then(|id| calls.get(id.as_str()))
+                                .and_then(|id| by_id.get(id.as_str()))
                                 .map(|c| block_key(c))
                                 .unwrap_or_default()
                         };
@@ -266,11 +279,17 @@ impl Continuation {
         max_chars: usize,
         max_todos: usize,
     ) -> String {
+        let after: Vec<&Message<'_>> = after.into_iter().collect();
         let mut later = Continuation {
             errors: self.errors.clone(),
             ..Continuation::default()
         };
-        later.visit(after);
+        later.visit(after.iter().copied());
+        // The list as the tail leaves it (a `TaskUpdate` there closes an item without showing
+        // any), and what the tail shows of it verbatim.
+        let mut now = self.clone();
+        now.visit(after.iter().copied());
+        let shown = tail_strings(&after);
         // The last error first (one line), then the open items in the list's order, then the
         // earlier unresolved errors, within `max_chars` (a share of the budget: a small window
         // cannot carry a long list). An error the tail resolved or shows failing again (its
@@ -296,8 +315,13 @@ impl Continuation {
                 out.push_str(&entry);
             }
         }
-        if self.has_list && !later.has_list {
-            let all = self.todos.open();
+        if now.has_list {
+            let all: Vec<String> = now
+                .todos
+                .open()
+                .into_iter()
+                .filter(|t| !shown.contains(t.as_str()))
+                .collect();
             let open: Vec<String> = all
                 .iter()
                 .take(max_todos)
@@ -348,103 +372,6 @@ impl Continuation {
             out.push_str(&entry);
         }
         out
-    }
-}
-
-/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
-/// item, `TaskUpdate` sets one's status. Items are (text, done).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Todos {
-    items: Vec<(String, bool)>,
-}
-
-impl Todos {
-    /// A tool call: a to-do tool's call updates the list (`true`), others are ignored.
-    pub(crate) fn call(&mut self, name: &str, args: &str) -> bool {
-        if !Self::is_todo_tool(name) {
-            return false;
-        }
-        let n = name.to_ascii_lowercase();
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
-        else {
-            return false;
-        };
-        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
-            ["content", "step", "subject", "title", "text", "description"]
-                .iter()
-                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
-                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-                .filter(|s| !s.is_empty())
-        };
-        let done = |v: &serde_json::Map<String, serde_json::Value>| {
-            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
-                matches!(
-                    s.to_ascii_lowercase().as_str(),
-                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
-                )
-            })
-        };
-        match n.as_str() {
-            "taskcreate" => {
-                if let Some(t) = text_of(&o) {
-                    self.items.push((t, false));
-                }
-            }
-            "taskupdate" => {
-                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
-                    x.as_str()
-                        .map(str::to_owned)
-                        .or_else(|| x.as_u64().map(|n| n.to_string()))
-                });
-                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
-                    if o.contains_key("status") {
-                        if let Some(item) = self.items.get_mut(k - 1) {
-                            item.1 = done(&o);
-                        }
-                    }
-                }
-            }
-            _ => {
-                let list = ["todos", "plan", "items"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
-                if let Some(list) = list {
-                    self.items = list
-                        .iter()
-                        .filter_map(|v| v.as_object())
-                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
-                        .collect();
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether a call of `name` updates the list ([`Todos::call`] reads only these).
-    pub(crate) fn is_todo_tool(name: &str) -> bool {
-        [
-            "todowrite",
-            "todo_write",
-            "update_plan",
-            "write_todos",
-            "taskcreate",
-            "taskupdate",
-        ]
-        .iter()
-        .any(|t| name.eq_ignore_ascii_case(t))
-    }
-
-    /// An earlier summary's open items (done ones were never written).
-    pub(crate) fn seed(&mut self, lines: Vec<String>) {
-        self.items = lines.into_iter().map(|l| (l, false)).collect();
-    }
-
-    pub(crate) fn open(&self) -> Vec<String> {
-        self.items
-            .iter()
-            .filter(|(_, d)| !d)
-            .map(|(t, _)| t.clone())
-            .collect()
     }
 }
 
