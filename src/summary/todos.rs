@@ -60,6 +60,12 @@ pub(crate) fn checklist(m: &Message<'_>) -> (Vec<String>, Vec<String>) {
         if !matches!(b.kind, BlockKind::Text | BlockKind::ToolCall) {
             continue;
         }
+        // An item's line holds "[ ]": so does the raw text, unless a JSON escape (`\u005b`)
+        // wrote it in a call's arguments. Without either, no item (and no parse).
+        let raw = text_of(b);
+        if !raw.contains("[ ]") && !(b.kind == BlockKind::ToolCall && raw.contains("\\u")) {
+            continue;
+        }
         let strings = block_strings(b);
         // A call's raw arguments come last: their lines are the parsed ones, escaped.
         let n = if b.kind == BlockKind::ToolCall && strings.len() > 1 {
