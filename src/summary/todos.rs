@@ -194,3 +194,30 @@ impl Todos {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Block, Role};
+
+    /// The prefilter skips blocks without "[ ]" but not an item a JSON escape wrote.
+    #[test]
+    fn checklist_reads_escaped_items_and_skips_the_rest() {
+        let m = Message::new(
+            Role::Assistant,
+            vec![
+                Block::text("No list here: [x] done, [] empty."),
+                Block::tool_call(
+                    Some("a"),
+                    "gh",
+                    r#"{"body": "- \u005b ] Run the nightly build"}"#,
+                ),
+                Block::tool_call(Some("b"), "gh", r#"{"body": "- [\u0020] Check by hand"}"#),
+                Block::tool_call(Some("c"), "bash", r#"{"command": "ls -la"}"#),
+            ],
+        );
+        let (prose, calls) = checklist(&m);
+        assert!(prose.is_empty());
+        assert_eq!(calls, ["Run the nightly build", "Check by hand"]);
+    }
+}
