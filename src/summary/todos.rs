@@ -63,7 +63,9 @@ pub(crate) fn checklist(m: &Message<'_>) -> (Vec<String>, Vec<String>) {
         // An item's line holds "[ ]": so does the raw text, unless a JSON escape (`\u005b`)
         // wrote it in a call's arguments. Without either, no item (and no parse).
         let raw = text_of(b);
-        if !raw.contains("[ ]") && !(b.kind == BlockKind::ToolCall && raw.contains("\\u")) {
+        let may_hold =
+            raw.contains("[ ]") || (b.kind == BlockKind::ToolCall && raw.contains("\\u"));
+        if !may_hold {
             continue;
         }
         let strings = block_strings(b);
