@@ -279,6 +279,27 @@ def test_force_cancels_a_running_job() -> None:
     s.close()
 
 
+def test_a_summary_that_hangs_does_not_hold_back_the_next_sessions_jobs() -> None:
+    """Jobs run in worker threads kept for the next job; one whose summarizer call hangs keeps its
+    worker, and another Session's summary runs in another one meanwhile."""
+    hung = Gate(block=1)
+    a = at_soft(hung)
+    assert hung.entered.wait(5) and a.pending is not None
+    for _ in range(3):  # one after the other: each in an idle worker or a new one
+        quick = Gate(block=0)
+        b = at_soft(quick)
+        job = b.pending
+        assert job is not None and job.wait(5)
+        assert b.prepare() is not None and b.pending is None
+        assert len(quick.requests) == 1
+        b.close()
+    assert not a.pending.done()
+    hung.release.set()
+    assert a.pending.wait(5)
+    assert a.prepare() is not None
+    a.close()
+
+
 def test_close_during_a_background_summary_writes_nothing_after(tmp_path: Path) -> None:
     gate = Gate()
     path = tmp_path / "c.db"
