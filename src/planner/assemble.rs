@@ -278,11 +278,12 @@ impl<'a> Planned<'a> {
                 facts.push(f);
             }
         }
-        for f in &facts {
-            if !fact_present(&body, f) && !ledger.trail_has(f) {
-                ledger.add_detail(f);
-            }
-        }
+        let shown: Vec<&str> = facts
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !fact_present(&body, f) && !ledger.trail_has(f))
+            .collect();
+        let hidden = ledger.add_details(&shown);
         let count = |s: &str| counter.count(Text::Utf8(s));
         if cfg.user_messages_budget_tokens == 0 {
             ledger.words.clear();
@@ -301,6 +302,10 @@ impl<'a> Planned<'a> {
             evicted.facts.extend(more.facts);
         }
         let ledger_costs = ledger.costs(&count);
+        // A fact left out because a longer entry shows it is lost with that entry.
+        if cfg.details_budget_tokens > 0 {
+            evicted.facts.extend(ledger.lost(&hidden));
+        }
         let missing = evicted.all();
         // Continuation: the open to-do items and the last unresolved error stay, in the kept
         // tail or after the narrative, whatever the narrative's cap left out. Added after the

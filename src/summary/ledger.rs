@@ -37,6 +37,9 @@
 //! * Eviction (over a budget, and the ladder's last step): sentences that are not instructions
 //!   first, oldest first; then instructions oldest first; prohibitions and safety rules last
 //!   (`instruction::classify`). Facts are dropped whole, details before the trail, oldest first.
+//! * A fact whose text a longer entry shows (a URL holds its host and path, a trail line its
+//!   file) is not written again ([`Ledger::add_details`]): a small window holds more facts; when
+//!   that entry is evicted, the fact is listed with it.
 
 use super::artifacts::Trail;
 use super::instruction::classify;
@@ -180,6 +183,46 @@ impl Ledger {
         if !self.details.iter().any(|d| d == fact) {
             self.details.push(fact.to_owned());
         }
+    }
+
+    /// Adds the must-keep facts of a compaction (oldest first), leaving out each one whose text
+    /// another entry shows: a longer fact that contains it (`/cgi-bin/hello.pl` in
+    /// `http://host/cgi-bin/hello.pl`, new or carried) or a trail line's path. The fact's text is
+    /// in the ledger all the same, and a small window's details budget holds more facts. Returns
+    /// the facts left out ([`Ledger::lost`] says which of them an eviction took).
+    pub fn add_details<'f>(&mut self, facts: &[&'f str]) -> Vec<&'f str> {
+        let mut hidden = Vec::new();
+        for &f in facts {
+            let in_new = facts.iter().any(|g| g.len() > f.len() && g.contains(f));
+            if in_new || self.shows(f) {
+                hidden.push(f);
+            } else {
+                self.add_detail(f);
+            }
+        }
+        hidden
+    }
+
+    /// Whether an entry other than `fact` itself shows its text: a longer detail or a trail
+    /// line's path.
+    pub fn shows(&self, fact: &str) -> bool {
+        self.details
+            .iter()
+            .any(|d| d.len() > fact.len() && d.contains(fact))
+            || self.trail.iter().any(|t| trail_path(t).contains(fact))
+    }
+
+    /// The facts of `hidden` ([`Ledger::add_details`]) that no entry shows any more (their
+    /// longer facts evicted), each once: they are lost with them.
+    pub fn lost(&self, hidden: &[&str]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for &h in hidden {
+            if !self.shows(h) && !self.details.iter().any(|d| d == h) && !out.iter().any(|o| o == h)
+            {
+                out.push(h.to_owned());
+            }
+        }
+        out
     }
 
     /// `other`'s entries after this one's (a later summary read back after an earlier one).
