@@ -133,7 +133,8 @@ def test_a_fact_a_longer_entry_shows_is_not_repeated(corpus_dir: Path) -> None:
     r = ContextCompactor(max_context_tokens=window_of(tokens, "30%")).compact(
         t.messages, system=t.system, tools=t.tools, format=t.format, force=True
     )
-    summary = next(m["content"] for m in r.messages if str(m.get("content", "")).startswith("[context-compactor summary]"))
+    marker = "[context-compactor summary]"
+    summary = next(m["content"] for m in r.messages if str(m.get("content", "")).startswith(marker))
     entries = [line[2:] for line in summary.splitlines() if line.startswith("- ")]
     paths = [e.rsplit(": ", 1)[0] for e in entries]
     assert entries and not [(e, p) for e in entries for p in paths if e != p and e in p], entries

@@ -278,10 +278,18 @@ impl<'a> Planned<'a> {
                 facts.push(f);
             }
         }
+        // Not the facts the narrative or the kept task shows (the task is never removed; a cut
+        // of it lists the facts of its cut part).
+        let task = self
+            .task
+            .map(|t| &self.slots[t])
+            .filter(|s| !s.is_summary())
+            .map(|s| s.view.prose())
+            .unwrap_or_default();
         let shown: Vec<&str> = facts
             .iter()
             .map(String::as_str)
-            .filter(|f| !fact_present(&body, f) && !ledger.trail_has(f))
+            .filter(|f| !fact_present(&body, f) && !task.contains(f) && !ledger.trail_has(f))
             .collect();
         let hidden = ledger.add_details(&shown);
         let count = |s: &str| counter.count(Text::Utf8(s));

@@ -185,21 +185,27 @@ impl Ledger {
         }
     }
 
-    /// Adds the must-keep facts of a compaction (oldest first), leaving out each one whose text
-    /// another entry shows: a longer fact that contains it (`/cgi-bin/hello.pl` in
+    /// Adds the must-keep facts of a compaction (oldest first), then leaves out each detail whose
+    /// text another entry shows: a longer fact that contains it (`/cgi-bin/hello.pl` in
     /// `http://host/cgi-bin/hello.pl`, new or carried) or a trail line's path. The fact's text is
-    /// in the ledger all the same, and a small window's details budget holds more facts. Returns
-    /// the facts left out ([`Ledger::lost`] says which of them an eviction took).
-    pub fn add_details<'f>(&mut self, facts: &[&'f str]) -> Vec<&'f str> {
-        let mut hidden = Vec::new();
+    /// in the ledger all the same, and a small window's budget holds more facts. A carried
+    /// detail a new, longer fact shows is folded into it (with nothing new, nothing changes).
+    /// Returns the details left out ([`Ledger::lost`] says which of them an eviction took).
+    pub fn add_details(&mut self, facts: &[&str]) -> Vec<String> {
         for &f in facts {
-            let in_new = facts.iter().any(|g| g.len() > f.len() && g.contains(f));
-            if in_new || self.shows(f) {
-                hidden.push(f);
-            } else {
-                self.add_detail(f);
-            }
+            self.add_detail(f);
         }
+        let mut hidden = Vec::new();
+        let gone: Vec<bool> = self.details.iter().map(|d| self.shows(d)).collect();
+        let mut i = 0;
+        self.details.retain(|d| {
+            let keep = !gone[i];
+            i += 1;
+            if !keep {
+                hidden.push(d.clone());
+            }
+            keep
+        });
         hidden
     }
 
@@ -212,14 +218,13 @@ impl Ledger {
             || self.trail.iter().any(|t| trail_path(t).contains(fact))
     }
 
-    /// The facts of `hidden` ([`Ledger::add_details`]) that no entry shows any more (their
+    /// The details of `hidden` ([`Ledger::add_details`]) that no entry shows any more (their
     /// longer facts evicted), each once: they are lost with them.
-    pub fn lost(&self, hidden: &[&str]) -> Vec<String> {
+    pub fn lost(&self, hidden: &[String]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for &h in hidden {
-            if !self.shows(h) && !self.details.iter().any(|d| d == h) && !out.iter().any(|o| o == h)
-            {
-                out.push(h.to_owned());
+        for h in hidden {
+            if !self.shows(h) && !self.details.contains(h) && !out.contains(h) {
+                out.push(h.clone());
             }
         }
         out

@@ -30,6 +30,8 @@ fn round_trip_is_byte_stable() {
 fn a_fact_another_entry_shows_is_not_repeated_and_is_lost_with_it() {
     let mut l = Ledger::default();
     l.trail.push("/work/app/printenv.pl: edited".to_owned());
+    // Carried: the first is shown by a new, longer fact below (folded into it).
+    l.add_detail("https://h.example/a");
     l.add_detail("https://h.example/a?b");
     let facts = [
         "https://h.example",
@@ -53,18 +55,30 @@ fn a_fact_another_entry_shows_is_not_repeated_and_is_lost_with_it() {
     );
     assert_eq!(
         hidden,
-        ["https://h.example", "/cgi-bin/x.pl", "printenv.pl"]
+        [
+            "https://h.example/a",
+            "https://h.example",
+            "/cgi-bin/x.pl",
+            "printenv.pl"
+        ]
     );
     let text = l.render(Language::En);
     assert!(facts.iter().all(|f| text.contains(f)));
     assert!(l.lost(&hidden).is_empty());
+    // Nothing new: nothing changes.
+    let again = l.clone();
+    assert!(l.add_details(&[]).is_empty());
+    assert_eq!(l, again);
     // The longer fact evicted: the ones it showed are lost with it (the host is still shown).
     let count = |s: &str| s.chars().count();
     let (_, details) = l.costs(&count);
     let ev = l.fit(usize::MAX, details - 1, 2, &count);
     assert_eq!(ev.facts, ["https://h.example/a?b"]);
-    assert!(l.lost(&hidden).is_empty());
+    assert_eq!(l.lost(&hidden), ["https://h.example/a"]);
     let ev = l.fit(usize::MAX, details - 40, 2, &count);
     assert_eq!(ev.facts, ["https://h.example/cgi-bin/x.pl"]);
-    assert_eq!(l.lost(&hidden), ["https://h.example", "/cgi-bin/x.pl"]);
+    assert_eq!(
+        l.lost(&hidden),
+        ["https://h.example/a", "https://h.example", "/cgi-bin/x.pl"]
+    );
 }
