@@ -21,6 +21,23 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
 
 
+def reads(prefix: str, n: int, *, note: str, path: str) -> list[dict[str, Any]]:
+    """``n`` rounds of unrelated work (a page read and its plain-text result) to append after a
+    compaction before the next one; ``path`` is formatted with the round's index ``i``."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        cid = f"{prefix}_{i}"
+        out += [
+            {
+                "role": "assistant",
+                "content": f"{note} {i}.",
+                "tool_calls": [call(cid, "read_file", {"path": path.format(i=i)})],
+            },
+            {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
+        ]
+    return out
+
+
 def run(*, resolved: bool = False, newer_plan_in_tail: bool = False, zh: bool = False) -> list[dict[str, Any]]:
     """A task, a to-do list, a failing test run, then many unrelated reads (the span a summary
     replaces), then the recent tail."""
@@ -143,17 +160,7 @@ def test_they_survive_a_chain_of_compactions() -> None:
         s = summary_of(r)
         assert all(item in s for item in OPEN) and ERROR in s, round_
         # More unrelated work after it, then compact again.
-        msgs = list(r.messages)
-        for i in range(12):
-            cid = f"n{round_}_{i}"
-            msgs += [
-                {
-                    "role": "assistant",
-                    "content": f"Reading more {i}.",
-                    "tool_calls": [call(cid, "read_file", {"path": f"docs/p{i}.md"})],
-                },
-                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
-            ]
+        msgs = [*r.messages, *reads(f"n{round_}", 12, note="Reading more", path="docs/p{i}.md")]
 
 
 def test_chinese_conversations_get_chinese_headings() -> None:
@@ -240,17 +247,7 @@ def test_an_earlier_unresolved_error_stays_through_a_chain() -> None:
         s = summary_of(r)
         assert f"Last unresolved error: {GIT_ERROR}" in s, round_
         assert f"Earlier unresolved error: {ERROR}" in s, round_
-        msgs = [*r.messages]
-        for i in range(10):
-            cid = f"m{round_}_{i}"
-            msgs += [
-                {
-                    "role": "assistant",
-                    "content": f"More {i}.",
-                    "tool_calls": [call(cid, "read_file", {"path": f"d{i}"})],
-                },
-                {"role": "tool", "tool_call_id": cid, "content": "plain text of the page " * 60},
-            ]
+        msgs = [*r.messages, *reads(f"m{round_}", 10, note="More", path="d{i}")]
 
 
 def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
@@ -260,3 +257,68 @@ def test_an_error_whose_command_ran_clean_is_not_carried_as_earlier() -> None:
     s = summary_of(r)
     assert f"Last unresolved error: {GIT_ERROR}" in s
     assert "Earlier unresolved error" not in s
+
+
+def forgetful(request: Any) -> SummaryResponse:
+    return SummaryResponse("The agent read the billing modules one by one; nothing stood out.")
+
+
+def test_a_task_update_in_the_kept_tail_does_not_hide_the_open_tasks() -> None:
+    # TaskCreate items in the replaced span; the kept tail only updates their status (it shows
+    # no item's text): the open ones are still what the agent needs next.
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Fix the invoice rounding bug."}]
+    for k, t in enumerate([DONE, *OPEN], 1):
+        msgs += [
+            {"role": "assistant", "content": None, "tool_calls": [call(f"k{k}", "TaskCreate", {"subject": t})]},
+            {"role": "tool", "tool_call_id": f"k{k}", "content": f"Task #{k} created successfully: {t}"},
+        ]
+    msgs += reads("r", 30, note="Reading module", path="billing/m{i}.py")
+    msgs += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("u1", "TaskUpdate", {"taskId": "1", "status": "completed"})],
+        },
+        {"role": "tool", "tool_call_id": "u1", "content": "Updated task #1 status"},
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": "Looking at the next module."},
+    ]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    assert r.summary_source == "llm"
+    s = summary_of(r)
+    assert all(item in s for item in OPEN), s
+    assert DONE not in s
+
+
+def test_a_checklist_the_agent_wrote_is_its_plan() -> None:
+    # `- [ ]` lines in the agent's prose are its latest plan (over an older to-do call); a checked
+    # `- [x]` item is done.
+    msgs = run()
+    plan = (
+        "Plan:\n- [ ] Port the rounding fix to credit notes\n- [x] Read the billing modules\n* [ ] Update the changelog"
+    )
+    msgs[30:30] = [{"role": "assistant", "content": plan}, {"role": "user", "content": "OK."}]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    s = summary_of(r)
+    assert "Port the rounding fix to credit notes" in s and "Update the changelog" in s, s
+    assert "Read the billing modules" not in s
+    assert OPEN[0] not in s
+
+
+def test_a_checklist_in_a_call_adds_to_the_plan() -> None:
+    # A PR's test plan written through a call: its open items join the to-do list's, which
+    # stays open.
+    msgs = run()
+    body = "## Test plan\n- [ ] Run the nightly build on the fix\n- [ ] Check an invoice over 10k by hand"
+    msgs[30:30] = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("pr", "bash", {"command": f"gh pr create --body '{body}'"})],
+        },
+        {"role": "tool", "tool_call_id": "pr", "content": "https://github.com/acme/billing/pull/7"},
+    ]
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=forgetful).compact(msgs, force=True)
+    s = summary_of(r)
+    for item in [*OPEN, "Run the nightly build on the fix", "Check an invoice over 10k by hand"]:
+        assert item in s, (item, s)

@@ -17,9 +17,10 @@
 //! not failed.
 
 use super::language::{Label, Language};
+use super::todos::{checklist, tail_strings, text_of, Todos};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{is_no_result, BlockKind, Message};
+use crate::message::{is_no_result, BlockKind, Message, Role};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -106,14 +107,6 @@ fn call_key(name: &str, args: &str) -> String {
     format!("{name}\0{path}")
 }
 
-fn text_of(b: &crate::message::Block<'_>) -> String {
-    b.texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 impl Continuation {
     /// Read back what an earlier narrative carried: its to-do section and its error line.
     pub fn seed(&mut self, narrative: &str) {
@@ -181,6 +174,22 @@ impl Continuation {
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
         let mut keys: HashMap<String, String> = HashMap::new();
         for m in messages {
+            // A checklist the agent wrote (`- [ ] item` lines) in its text is its latest plan;
+            // one in a call's arguments (a PR's test plan, a file's) adds open items to the
+            // plan without closing its own. A to-do call of the same message comes after.
+            if m.role == Role::Assistant {
+                let (prose, calls) = checklist(m);
+                if !prose.is_empty() {
+                    self.todos.items = prose.into_iter().map(|t| (t, false)).collect();
+                    self.has_list = true;
+                }
+                for t in calls {
+                    if !self.todos.items.iter().any(|(x, _)| *x == t) {
+                        self.todos.items.push((t, false));
+                    }
+                    self.has_list = true;
+                }
+            }
             for b in m.blocks.iter() {
                 match b.kind {
                     BlockKind::ToolCall => {
@@ -259,11 +268,17 @@ impl Continuation {
         max_chars: usize,
         max_todos: usize,
     ) -> String {
+        let after: Vec<&Message<'_>> = after.into_iter().collect();
         let mut later = Continuation {
             errors: self.errors.clone(),
             ..Continuation::default()
         };
-        later.visit(after);
+        later.visit(after.iter().copied());
+        // The list as the tail leaves it (a `TaskUpdate` there closes an item without showing
+        // any), and what the tail shows of it verbatim.
+        let mut now = self.clone();
+        now.visit(after.iter().copied());
+        let shown = tail_strings(&after);
         // The last error first (one line), then the open items in the list's order, then the
         // earlier unresolved errors, within `max_chars` (a share of the budget: a small window
         // cannot carry a long list). An error the tail resolved or shows failing again (its
@@ -289,8 +304,13 @@ impl Continuation {
                 out.push_str(&entry);
             }
         }
-        if self.has_list && !later.has_list {
-            let all = self.todos.open();
+        if now.has_list {
+            let all: Vec<String> = now
+                .todos
+                .open()
+                .into_iter()
+                .filter(|t| !shown.contains(t.as_str()))
+                .collect();
             let open: Vec<String> = all
                 .iter()
                 .take(max_todos)
@@ -341,97 +361,6 @@ impl Continuation {
             out.push_str(&entry);
         }
         out
-    }
-}
-
-/// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
-/// item, `TaskUpdate` sets one's status. Items are (text, done).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Todos {
-    items: Vec<(String, bool)>,
-}
-
-impl Todos {
-    /// A tool call: a to-do tool's call updates the list (`true`), others are ignored.
-    pub(crate) fn call(&mut self, name: &str, args: &str) -> bool {
-        let n = name.to_ascii_lowercase();
-        if !matches!(
-            n.as_str(),
-            "todowrite"
-                | "todo_write"
-                | "update_plan"
-                | "write_todos"
-                | "taskcreate"
-                | "taskupdate"
-        ) {
-            return false;
-        }
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
-        else {
-            return false;
-        };
-        let text_of = |v: &serde_json::Map<String, serde_json::Value>| {
-            ["content", "step", "subject", "title", "text", "description"]
-                .iter()
-                .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
-                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-                .filter(|s| !s.is_empty())
-        };
-        let done = |v: &serde_json::Map<String, serde_json::Value>| {
-            v.get("status").and_then(|x| x.as_str()).is_some_and(|s| {
-                matches!(
-                    s.to_ascii_lowercase().as_str(),
-                    "completed" | "complete" | "done" | "cancelled" | "canceled" | "deleted"
-                )
-            })
-        };
-        match n.as_str() {
-            "taskcreate" => {
-                if let Some(t) = text_of(&o) {
-                    self.items.push((t, false));
-                }
-            }
-            "taskupdate" => {
-                let id = o.get("taskId").or_else(|| o.get("id")).and_then(|x| {
-                    x.as_str()
-                        .map(str::to_owned)
-                        .or_else(|| x.as_u64().map(|n| n.to_string()))
-                });
-                if let Some(k) = id.and_then(|s| s.parse::<usize>().ok()).filter(|&k| k >= 1) {
-                    if o.contains_key("status") {
-                        if let Some(item) = self.items.get_mut(k - 1) {
-                            item.1 = done(&o);
-                        }
-                    }
-                }
-            }
-            _ => {
-                let list = ["todos", "plan", "items"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(|x| x.as_array()));
-                if let Some(list) = list {
-                    self.items = list
-                        .iter()
-                        .filter_map(|v| v.as_object())
-                        .filter_map(|v| text_of(v).map(|t| (t, done(v))))
-                        .collect();
-                }
-            }
-        }
-        true
-    }
-
-    /// An earlier summary's open items (done ones were never written).
-    pub(crate) fn seed(&mut self, lines: Vec<String>) {
-        self.items = lines.into_iter().map(|l| (l, false)).collect();
-    }
-
-    pub(crate) fn open(&self) -> Vec<String> {
-        self.items
-            .iter()
-            .filter(|(_, d)| !d)
-            .map(|(t, _)| t.clone())
-            .collect()
     }
 }
 

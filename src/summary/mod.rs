@@ -50,6 +50,7 @@ pub mod ledger;
 pub mod prompts;
 pub mod reply;
 pub mod rule;
+pub(crate) mod todos;
 pub(crate) mod tools;
 pub mod transcript;
 pub mod truncation;

@@ -16,12 +16,12 @@
 //! within `max_chars` (`assemble`).
 
 use super::artifacts::Trail;
-use super::continuation::Todos;
 use super::facts::{scan_text, FactKind, FactKinds, FactSet};
 use super::instruction::{
     classify, is_marked_rule, user_instructions, InstructionKind, HARNESS_PREFIXES,
 };
 use super::language::{Label, Language};
+use super::todos::Todos;
 use super::tools::{
     command_line, failing_line, is_edit_tool, is_shell_tool, is_view_only, shell_command,
 };
