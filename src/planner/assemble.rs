@@ -312,7 +312,9 @@ impl<'a> Planned<'a> {
         let ledger_costs = ledger.costs(&count);
         // A fact left out because a longer entry shows it is lost with that entry.
         if cfg.details_budget_tokens > 0 {
-            evicted.facts.extend(ledger.lost(&hidden));
+            let shown = |f: &str| fact_present(&body, f) || task.contains(f);
+            let more = ledger.lost(&hidden, &evicted.facts, &shown);
+            evicted.facts.extend(more);
         }
         let missing = evicted.all();
         // Continuation: the open to-do items and the last unresolved error stay, in the kept
