@@ -95,8 +95,8 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_responses.py
 
 .PHONY: bench-background
-bench-background: ## background compaction on the corpus: when the early summary starts, the calls policy vs the timed one vs timed + jump forecast (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False)
-	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),0.5) $(if $(SYNC),--sync)
+bench-background: ## background compaction on the corpus: when the early summary starts, the calls policy vs the timed one vs timed + jump forecast (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False, SEED=N other latency draws, MODES=cuts the default alone)
+	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),0.5) $(if $(SYNC),--sync) $(if $(SEED),--seed $(SEED)) $(if $(MODES),--modes $(MODES))
 
 .PHONY: bench-otel
 bench-otel: ## telemetry's cost: check()/compact() µs per call, OpenTelemetry absent (own venv) / API without SDK / SDK in memory

@@ -2,7 +2,8 @@
 one, the timed one with the jump forecast, and that with the cut of a jump (the default), in one run
 (issues 16 and 28).
 
-    python benches/bench_background.py [--scale 0.5] [--window 16000] [--jobs 12] [--sync] [--json PATH]
+    python benches/bench_background.py [--scale 0.5] [--window 16000] [--jobs 12] [--sync] [--seed N]
+        [--modes calls,timed,jumps,cuts] [--json PATH]
 
 Every transcript of the shared corpus (``openai/*.json``, read with ``io.load``) is replayed
 through a :class:`Session` with ``background=True`` as an agent would: before each assistant
@@ -50,8 +51,12 @@ Counted per policy, over every model call and every compaction (``on_compacted``
 * the time ``prepare()`` blocked (p50 / p95 / max, ms) and the calls sent over the window (the
   context above the budget).
 
-Targets for the ``cuts`` policy (issue 28): >= 90% LLM as applied, summarizer calls <= 1.1 x
-compactions, p95 blocked <= 20 ms, 0 over the window. The exit status is 1 when one is missed.
+Targets for the ``cuts`` policy (issue 28): >= 90% LLM as applied with the cuts counted as
+compactions that did not apply it (``llm/all``: the strict reading; until issue 28's last round the
+target read ``llm %``, the cuts left out), summarizer calls <= 1.1 x compactions with a summary (the
+cuts, which call no summarizer, left out: the stricter reading), p95 blocked <= 20 ms, 0 over the
+window. The exit status is 1 when one is missed. ``--seed N`` draws other latencies (0: the draws
+of every earlier run), ``--modes cuts`` runs the default policy alone (a quarter of the time).
 """
 
 from __future__ import annotations
@@ -76,22 +81,33 @@ if not CORPUS.is_dir():  # a worktree under /work/wt/<name>: the corpus is /work
 MODES = ("calls", "timed", "jumps", "cuts")
 
 
+#: ``--seed``: 0 draws the latencies every earlier run of this bench drew; another seed draws
+#: others (same distributions), to see the spread a policy's figures have over latencies.
+SEED = 0
+
+
+def _rng(kind: str, name: str, i: int) -> random.Random:
+    return random.Random(f"{kind}:{name}:{i}" if not SEED else f"{kind}:{SEED}:{name}:{i}")
+
+
 def model_latency(name: str, i: int) -> float:
     """The simulated model call before message ``i`` (seconds at scale 1)."""
-    rng = random.Random(f"model:{name}:{i}")
+    rng = _rng("model", name, i)
     return math.exp(rng.gauss(0.0, 0.25))
 
 
 def summary_latency(name: str, n: int, prompt: str) -> float:
     """The ``n``-th summarizer call of transcript ``name`` on ``prompt`` (seconds at scale 1)."""
-    rng = random.Random(f"summary:{name}:{n}")
+    rng = _rng("summary", name, n)
     tokens = len(prompt) / 4
     slow = 2.5 if rng.random() < 0.1 else 1.0
     return (0.8 + tokens / 4000) * math.exp(rng.gauss(0.0, 0.3)) * slow
 
 
-def run_one(path: str, mode: str, scale: float, window: int, trigger: float) -> dict[str, Any]:
+def run_one(path: str, mode: str, scale: float, window: int, trigger: float, seed: int = 0) -> dict[str, Any]:
     """Replay one transcript with one start policy (or ``sync``); the measurements."""
+    global SEED
+    SEED = seed
     from context_compactor import ContextCompactor, SummaryRequest
     from context_compactor import _session_background as policy
     from context_compactor.io import load
@@ -214,16 +230,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trigger", type=float, default=0.8, help="trigger_ratio (the soft threshold)")
     ap.add_argument("--jobs", type=int, default=12, help="worker processes")
     ap.add_argument("--sync", action="store_true", help="also replay with background=False")
+    ap.add_argument("--seed", type=int, default=0, help="latency draws (0: the draws of every earlier run)")
+    ap.add_argument("--modes", default=",".join(MODES), help="the policies to run, comma-separated (cuts: the default)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     files = sorted((CORPUS / "openai").glob("*.json"), key=lambda p: -p.stat().st_size)
     if not files:
         print(f"no corpus at {CORPUS} (set CORPUS_DIR)", file=sys.stderr)
         return 2
-    modes = (*MODES, "sync") if args.sync else MODES
+    picked = tuple(m for m in args.modes.split(",") if m)
+    if "cuts" not in picked or any(m not in MODES for m in picked):
+        print(f"--modes: some of {', '.join(MODES)}, with cuts", file=sys.stderr)
+        return 2
+    modes = (*picked, "sync") if args.sync else picked
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, str(f), m, args.scale, args.window, args.trigger) for f in files for m in modes]
+        futures = [
+            pool.submit(run_one, str(f), m, args.scale, args.window, args.trigger, args.seed)
+            for f in files
+            for m in modes
+        ]
         runs = [fut.result() for fut in futures]
     wall = time.perf_counter() - t0
     figures = {m: summarise([r for r in runs if r["mode"] == m]) for m in modes}
@@ -237,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"bench_background: {len(files)} transcripts, window {args.window}, trigger_ratio {args.trigger}, "
         f"model call {args.scale:g} s x jitter, summary ({0.8 * args.scale:g} s + input tokens / "
-        f"{4000 / args.scale:g}/s) x jitter, 1 in 10 x 2.5; {wall:.0f} s wall\n"
+        f"{4000 / args.scale:g}/s) x jitter, 1 in 10 x 2.5; seed {args.seed}; {wall:.0f} s wall, load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n"
     )
     head = f"{'policy':<8}{'calls':>6}{'p50 ms':>8}{'p95 ms':>8}{'max ms':>8}{'compact':>8}{'llm':>5}{'rule':>5}"
     head += f"{'jump':>5}{'re-ap':>6}{'micro':>6}{'cut':>5}{'llm %':>7}{'llm/all':>8}{'end %':>7}{'summ.':>6}"
@@ -251,32 +278,32 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * s['llm_share_in_the_end']:>7.1f}{s['summarizer_calls']:>6}"
             f"{s['calls_per_compaction']:>6.2f}{s['over_window']:>5}"
         )
-    base, before, jumps, tuned = figures["calls"], figures["timed"], figures["jumps"], figures["cuts"]
-
-    def ratio(key: str, base: dict[str, Any] = base) -> str:
-        return f"{tuned[key] / base[key]:.2f}x" if base[key] else "-"
-
+    tuned = figures["cuts"]
     print(
         "\n(compact: compactions with a summary; llm / rule: their summary as applied; jump: rule summaries at a "
         "call that went from under the soft threshold to the hard one in one step (no summary started at the "
         "soft threshold can be ready); re-ap: rule summaries a late LLM summary replaced later (still counted as "
         "rule); micro: tool output cleared, no summary; cut: a jump's tool output cut, no summary; llm %: LLM as "
-        "applied; llm/all: the same with the cuts counted as compactions without the LLM summary; end %: LLM "
-        "in the end, re-applies counted; summ.: summarizer calls made, used or not; /comp: per compaction)"
+        "applied; llm/all: the same with the cuts counted as compactions without the LLM summary (the target); "
+        "end %: LLM in the end, re-applies counted; summ.: summarizer calls made, used or not; /comp: per "
+        "compaction with a summary)"
     )
+    others = [m for m in ("jumps", "timed", "calls") if m in figures]
+    shown = ["cuts", *others]
+
+    def each(key: str, fmt: str = "{:.1f}%", k: float = 100) -> str:
+        return " / ".join(fmt.format(k * figures[m][key]) for m in shown)
+
     print(
-        f"\ncuts / jumps / timed / calls: LLM as applied {100 * tuned['llm_share']:.1f}% / "
-        f"{100 * jumps['llm_share']:.1f}% / {100 * before['llm_share']:.1f}% / {100 * base['llm_share']:.1f}% "
-        f"(cuts counted as non-LLM compactions {100 * tuned['llm_share_with_cuts']:.1f}% / "
-        f"{100 * jumps['llm_share_with_cuts']:.1f}%; without the jumps {100 * tuned['llm_share_without_jumps']:.1f}%"
-        f" / {100 * jumps['llm_share_without_jumps']:.1f}%), summarizer calls per compaction "
-        f"{tuned['calls_per_compaction']:.2f} / {jumps['calls_per_compaction']:.2f} / "
-        f"{before['calls_per_compaction']:.2f} / {base['calls_per_compaction']:.2f}; cuts vs jumps: rule summaries "
-        f"{ratio('rule', jumps)}, summarizer calls {ratio('summarizer_calls', jumps)}, p95 blocked "
-        f"{ratio('p95_ms', jumps)}"
+        f"\n{' / '.join(shown)}: LLM as applied, the cuts counted as compactions without it "
+        f"{each('llm_share_with_cuts')}"
+        f" (without the cuts {each('llm_share')}; without the cuts and the jumps {each('llm_share_without_jumps')}), "
+        f"summarizer calls per compaction with a summary {each('calls_per_compaction', '{:.3f}', 1)}, p95 blocked "
+        f"{each('p95_ms', '{:.1f} ms', 1)}"
     )
     targets = {
-        ">= 90% LLM as applied": tuned["llm_share"] >= 0.9,
+        # The cuts of a jump count as compactions that did not apply the LLM summary (strict).
+        ">= 90% LLM as applied": tuned["llm_share_with_cuts"] >= 0.9,
         "calls <= 1.1 x compactions": tuned["summarizer_calls"] <= 1.1 * tuned["compactions"],
         "p95 <= 20 ms": tuned["p95_ms"] <= 20,
         "0 over the window": tuned["over_window"] == 0,

@@ -82,6 +82,16 @@ def grow_to(s: Session, level: str, i: int = 0) -> int:
         i += 1
 
 
+def at_soft(gate: Gate, **kw: Any) -> Session:
+    """A Session (in memory) grown to the soft threshold, whose ``prepare()`` started the
+    background summary there (it returned ``None``: nothing applied yet)."""
+    s = Session(compactor=compactor(gate, **kw), store=":memory:")
+    start(s)
+    grow_to(s, "soft")
+    assert s.prepare() is None
+    return s
+
+
 def test_prepare_returns_at_once_and_applies_the_summary_with_the_delta(tmp_path: Path) -> None:
     gate = Gate()
     s = Session("s", compactor=compactor(gate), store=tmp_path / "b.db")
@@ -248,10 +258,7 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
     gate = Gate(error=AuthenticationError("bad key"))
     gate.release.set()
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None
+    s = at_soft(gate)
     assert s.pending is not None and s.pending.wait(5)
     with pytest.raises(SummarizerError, match="bad key"):
         s.prepare()
@@ -260,10 +267,8 @@ def test_a_permanent_background_failure_is_raised_by_the_next_prepare() -> None:
 
 def test_force_cancels_a_running_job() -> None:
     gate = Gate(block=1)
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None and gate.entered.wait(5)
+    s = at_soft(gate)
+    assert gate.entered.wait(5)
     job = s.pending
     result = s.prepare(force=True)  # the second call is not blocked: the foreground summary
     assert result is not None and result.summary_source == "llm"
@@ -272,6 +277,27 @@ def test_force_cancels_a_running_job() -> None:
     assert job.wait(5)
     assert len(s.compactions()) == 1  # the cancelled job's summary is never applied
     s.close()
+
+
+def test_a_summary_that_hangs_does_not_hold_back_the_next_sessions_jobs() -> None:
+    """Jobs run in worker threads kept for the next job; one whose summarizer call hangs keeps its
+    worker, and another Session's summary runs in another one meanwhile."""
+    hung = Gate(block=1)
+    a = at_soft(hung)
+    assert hung.entered.wait(5) and a.pending is not None
+    for _ in range(3):  # one after the other: each in an idle worker or a new one
+        quick = Gate(block=0)
+        b = at_soft(quick)
+        job = b.pending
+        assert job is not None and job.wait(5)
+        assert b.prepare() is not None and b.pending is None
+        assert len(quick.requests) == 1
+        b.close()
+    assert not a.pending.done()
+    hung.release.set()
+    assert a.pending.wait(5)
+    assert a.prepare() is not None
+    a.close()
 
 
 def test_close_during_a_background_summary_writes_nothing_after(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from context_compactor import validate_messages
 from context_compactor.session import Session
-from test_background import SUMMARY, Gate, compactor, grow_to, start
+from test_background import SUMMARY, Gate, at_soft, compactor, grow_to, start
 from test_session import tool_round
 
 OMITTED = "chars omitted"
@@ -74,10 +74,7 @@ def test_a_first_read_past_the_hard_threshold_is_cut_not_summarised() -> None:
 
 def test_the_llm_summary_stays_when_a_jump_is_cut() -> None:
     gate = Gate(block=0)
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None
+    s = at_soft(gate)
     job = s.pending
     assert job is not None and job.wait(5)
     applied = s.prepare()
@@ -97,10 +94,7 @@ def test_over_the_soft_threshold_before_the_call_the_rule_summary_applies() -> N
     """A summary was already due (a job runs): the call's output is not cut alone, the running job's
     plan is applied with the rule summary and its LLM summary replaces it later."""
     gate = Gate(block=1)
-    s = Session(compactor=compactor(gate), store=":memory:")
-    start(s)
-    grow_to(s, "soft")
-    assert s.prepare() is None
+    s = at_soft(gate)
     job = s.pending
     assert job is not None and gate.entered.wait(5)
     s.extend(tool_round(80, size=200))
@@ -160,4 +154,75 @@ def test_a_summary_running_when_a_jump_is_cut_still_applies() -> None:
     assert validate_messages(ctx, format="openai") == []
     assert ctx[-4:] == cut + tool_round(91, size=3)
     assert any("Checked the modules" in str(m.get("content")) for m in ctx)
+    s.close()
+
+
+def test_old_output_is_cleared_rather_than_the_new_output_cut() -> None:
+    """A jump at the hard threshold when clearing older tool output gets the context under it: the
+    older output is cleared (micro-compaction) and the output just read stays whole. Clearing it
+    rewrites the cached prefix from the first cleared message; the new output is not cached yet,
+    so it is left out of that weight (``micro_min_gain_ratio``), which without this refused the
+    clearing and cut the new output instead."""
+    gate = Gate(block=0)
+    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
+    start(s)
+    old = [m for k in range(4) for m in tool_round(k, size=60)]
+    s.extend(old)
+    for k in range(4, 8):
+        s.extend(tool_round(k, size=5))
+    assert s.prepare() is None and s.check().urgency == "none"
+    big = tool_round(50, size=450)
+    s.extend(big)
+    assert s.check().urgency == "hard"
+    result = s.prepare()
+    assert result is not None and result.strategy == "micro" and result.summary_source is None
+    assert s.check().urgency != "hard"
+    ctx = s.context()
+    assert ctx[-2:] == big  # the new output whole: no "chars omitted"
+    assert all(OMITTED not in str(m.get("content")) for m in ctx)
+    assert [e.action for e in result.record] == ["cleared"] * 4
+    cleared = [m for m in ctx if m.get("role") == "tool" and m.get("tool_call_id") in {f"call_{k}" for k in range(4)}]
+    assert len(cleared) == 4 and all(m["content"] != o["content"] for m, o in zip(cleared, old[1::2], strict=True))
+    record = s.compactions()[-1]
+    assert s.expand(record.id) == old[1::2]  # the originals of the cleared outputs
+    assert validate_messages(ctx, format="openai") == []
+    s.close()
+
+
+def test_over_the_soft_threshold_old_output_is_cleared_rather_than_the_narrative_summarised() -> None:
+    """A summary is running (the context was over the soft threshold) when a call crosses the hard
+    threshold, and clearing older tool output gets it under: the output is cleared even where the
+    cache rule alone would not (the rule summary, the other way, rewrites more of the cached
+    prefix and replaces the narrative), the running summary goes on, and the next compaction with
+    a summary is the LLM's, not a rule summary."""
+    gate = Gate(block=1)
+    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
+    start(s)
+    old = [m for k in range(4) for m in tool_round(k, size=60)]
+    s.extend(old)
+    for k in range(4, 8):
+        s.extend(tool_round(k, size=5))
+    grow_to(s, "soft", 10)
+    assert s.prepare() is None
+    job = s.pending
+    assert job is not None and gate.entered.wait(5)
+    prefix = s.context()
+    s.extend(tool_round(50, size=150))
+    assert s.check().urgency == "hard"
+    result = s.prepare()
+    assert result is not None and result.strategy == "micro" and result.summary_source is None
+    assert [e.action for e in result.record] == ["cleared"] * 4
+    assert s.check().urgency != "hard" and s.pending is job
+    ctx = s.context()
+    # Only the old outputs changed: everything else, the narrative and the new output, as it was.
+    changed = [k for k, (a, b) in enumerate(zip(prefix, ctx[: len(prefix)], strict=True)) if a != b]
+    assert [prefix[k]["tool_call_id"] for k in changed] == [f"call_{k}" for k in range(4)]
+    assert ctx[len(prefix) :] == tool_round(50, size=150)
+    gate.release.set()
+    assert job.wait(5)
+    s.extend(tool_round(51, size=3))
+    late = s.prepare()
+    assert late is not None and late.summary_source == "llm"
+    assert all(r.strategy != "rule_summary" for r in s.compactions())
+    assert validate_messages(s.context(), format="openai") == []
     s.close()

@@ -179,3 +179,46 @@ def test_the_chunk_2_failure_through_a_session_sync_and_async() -> None:
         return out
 
     assert asyncio.run(run()) == got
+
+
+def test_an_early_job_does_not_ask_for_a_summary_that_cannot_repay_itself() -> None:
+    """An early job (started below the soft threshold) over a small span next to a large recent
+    tail: applied with a summary as long as the conversation's last one (``expect``), the
+    compaction would save less than ``min_savings_ratio`` and be refused whatever the summarizer
+    says, so the summarizer is not called and nothing changes; with a short last summary it is."""
+    requests: list[SummaryRequest] = []
+
+    def summarizer(request: SummaryRequest) -> str:
+        requests.append(request)
+        return "<summary>Read the modules.</summary>"
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the KeyError in /srv/app please."},
+    ]
+    for i in range(4):
+        messages += [
+            {"role": "assistant", "content": f"Step {i}: read /srv/app/mod{i}.py. " + "Looked at it. " * 6},
+            {"role": "user", "content": f"Go on {i}."},
+        ]
+    for i in range(3):
+        messages += [
+            {"role": "assistant", "content": f"Big {i}: " + "A long recent reply about the module. " * 60},
+            {"role": "user", "content": f"More {i}."},
+        ]
+    cc = ContextCompactor(summarizer=summarizer, max_context_tokens=3000, reserve_tokens=300, min_savings_ratio=0.58)
+    now = cc.check(messages).current_tokens
+    early = ContextCompactor(cc.config.replace(soft_threshold_tokens=now), summarizer=summarizer)
+    snap = SimpleNamespace(messages=messages, system=None, upto_seq=len(messages))
+    long_summary = "Read /srv/app/mod0.py and found the KeyError. " * 10
+    for expect, asked in ((long_summary, 0), ("Read the modules.", 1), (None, 1)):
+        requests.clear()
+        j = Job(lambda: early.plan(messages), snap, summarizer, cc.config, early=True, expect=expect)
+        j.run()
+        assert j.done() and j.error is None and j.result is not None
+        assert len(requests) == asked and j.summarizer_calls == asked
+        if asked:
+            assert j.result.changed and j.result.summary_source == "llm"
+        else:
+            assert not j.result.changed and j.result.messages == messages
+            assert "min_savings_ratio" in (j.result.reason or "")

@@ -113,6 +113,9 @@ class BackgroundPolicy:
         #: The row id of the context's last message after the previous ``prepare()``: the messages
         #: after it are this call's growth (the cut of a jump).
         self._bg_last_row: int | None = None
+        #: The narrative of the last LLM summary a job made: an early job first checks that a
+        #: summary as long would repay itself (``Job.expect``).
+        self._bg_summary: str | None = None
 
     def rule_compactor(self) -> ContextCompactor:
         """The compactor without its summarizer: what runs when the agent must not wait (aimed at
@@ -217,6 +220,9 @@ class BackgroundPolicy:
         self._bg_latency.append(job.calls + 1)
         if job.summarizer_calls and job.finished is not None and job.error is None:
             self._bg_seconds.append(job.finished - job.started)
+            result = job.result
+            if result is not None and result.summary_source == "llm" and result.summary:
+                self._bg_summary = _background.narrative(result.summary) or None
 
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
@@ -352,6 +358,7 @@ class BackgroundPolicy:
             carried=self._carry,
             flushed=flushed,
             early=early and not forced,
+            expect=self._bg_summary if early and not forced else None,
         )
         if forced:
             yield ("run", job)
@@ -369,19 +376,60 @@ class BackgroundPolicy:
         While ``job`` runs it must also only edit messages in place (none removed or inserted):
         the job is then rebased onto it, its snapshot's rows becoming the edited copies at the
         same positions, and its summary still applies."""
-        cfg = self._core.compactor.config
+        c = self._core.compactor
+        cfg = c.config
         with self._core.store.locked():
             self._core.refresh()
             if job is not None and self._core.head != job.snap.head:
                 return None
             snap = self._core.snapshot()
+            rows = self._core.rows
+            last = self._bg_last_row
+            # The messages appended since the previous prepare() (this call's growth): never sent,
+            # so not in the provider's cache.
+            first_new = rows.index(last) + 1 if last is not None and last in rows else len(rows)
         with session_scope():
-            result = self._core.compactor.micro_compact(
+            result = c.micro_compact(
                 snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
             )
+            if not result.compacted and cfg.micro_min_gain_ratio > 0:
+                # The cache rule (``micro_min_gain_ratio``) weighs what a clearing frees against the
+                # cached prefix it makes the provider write again. At the hard threshold the
+                # alternative is the cut of a jump (which rewrites nothing cached: the clearing
+                # must repay the rewrite of the cached part, this call's growth left out, as it is
+                # written anyway) or the rule summary (which rewrites the context from the
+                # summary on, more than a clearing does, and replaces the narrative: a clearing
+                # that gets under the hard threshold is taken, and a running summary still
+                # applies).
+                loose = ContextCompactor(cfg.replace(micro_min_gain_ratio=0.0))
+                again = loose.micro_compact(
+                    snap.messages,
+                    system=snap.system,
+                    tools=self._core.tools,
+                    format=self._core.fmt,
+                    state=self._core.state,
+                )
+                edited = [e.index for e in again.record]
+                if again.compacted and edited:
+                    if self._jumped(first_new, snap):
+                        rewritten = sum(snap.tokens[min(edited) : first_new])
+                        if again.tokens_before - again.tokens_after >= cfg.micro_min_gain_ratio * rewritten:
+                            result = again
+                    else:
+                        result = again
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
         return self._in_place(snap, result, job)
+
+    def _jumped(self, first_new: int, snap: Snapshot) -> bool:
+        """Whether the context was under the soft threshold before this call's growth (the messages
+        of ``snap`` from ``first_new`` on), so that the cut of a jump may meet it."""
+        if first_new >= len(snap.messages):
+            return False
+        raw = sum(snap.tokens[first_new:])
+        if self._core.state.observations:
+            raw = math.ceil(raw * self._core.state.calibration)
+        return self._core.make_check().current_tokens - raw < self._core.compactor.config.soft_threshold
 
     def _in_place(self, snap: Snapshot, result: CompactResult, job: Job | None) -> CompactResult | None:
         """Save ``result`` (a compaction of ``snap`` that removed or inserted nothing while ``job``

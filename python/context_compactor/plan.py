@@ -145,6 +145,12 @@ class CompactionPlan:
             self._on_applied(result)
         return result
 
+    def _dry_apply(self, summary: str | None) -> CompactResult:
+        """:meth:`apply` without ``on_applied``: what ``summary`` would give, to decide whether to ask
+        for one (the core tells a state it was planned with as :meth:`apply` does: call it only where
+        the real :meth:`apply` follows, as a background job's does)."""
+        return result_of(self._core_plan.apply(summary, False, self._tokenizer))
+
     def __repr__(self) -> str:
         r = self.request
         if r is None:
