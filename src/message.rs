@@ -340,11 +340,25 @@ impl<'a> Block<'a> {
 
     /// The block's texts as one UTF-8 string, joined with `sep`.
     pub fn joined_text(&self, sep: &str) -> String {
-        self.texts
-            .iter()
-            .map(|p| p.text().to_utf8().into_owned())
-            .collect::<Vec<_>>()
-            .join(sep)
+        self.joined(sep).into_owned()
+    }
+
+    /// [`Block::joined_text`], borrowed when the block is one UTF-8 text (most are: the readers
+    /// of a summary's span call this for every call and result, so no copy where none is needed).
+    pub fn joined(&self, sep: &str) -> std::borrow::Cow<'_, str> {
+        match self.texts.as_slice() {
+            [one] => one.text().to_utf8(),
+            many => {
+                let mut out = String::new();
+                for (i, p) in many.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    p.text().push_utf8(&mut out);
+                }
+                std::borrow::Cow::Owned(out)
+            }
+        }
     }
 }
 
@@ -454,7 +468,7 @@ impl<'a> Message<'a> {
                     if !s.is_empty() {
                         s.push('\n');
                     }
-                    s.push_str(&p.text().to_utf8());
+                    p.text().push_utf8(&mut s);
                 }
             }
         }

@@ -79,13 +79,88 @@ impl<'a> Text<'a> {
     pub fn to_utf8(&self) -> Cow<'a, str> {
         match *self {
             Text::Utf8(s) => Cow::Borrowed(s),
-            _ => Cow::Owned(self.chars().collect()),
+            _ => {
+                let mut out = String::new();
+                self.push_utf8(&mut out);
+                Cow::Owned(out)
+            }
+        }
+    }
+
+    /// Append the text to `out` as UTF-8: the characters of [`Text::chars`], transcoded by one
+    /// loop per layout into bytes reserved first, runs of ASCII narrowed at once (a summary
+    /// reads every replaced message this way, several times; a `chars().collect()` dispatched
+    /// on the layout per character and grew the string as it went).
+    pub fn push_utf8(&self, out: &mut String) {
+        let bytes = match *self {
+            Text::Utf8(s) => return out.push_str(s),
+            Text::Latin1(b) => {
+                let mut v = Vec::with_capacity(b.len() + b.iter().filter(|&&c| c >= 0x80).count());
+                wide_to_utf8(b, &mut v, |_, _| None);
+                v
+            }
+            Text::Ucs2(w) => {
+                // A hint (a lone surrogate takes 3 bytes, counted as 2): exact otherwise.
+                let mut v = Vec::with_capacity(w.iter().map(|&c| utf8_units(u32::from(c))).sum());
+                wide_to_utf8(w, &mut v, |w, i| w.get(i).map(|&x| u32::from(x)));
+                v
+            }
+            Text::Ucs4(w) => {
+                let mut v = Vec::with_capacity(w.iter().map(|&c| utf8_units(c)).sum());
+                wide_to_utf8(w, &mut v, |w, i| w.get(i).copied());
+                v
+            }
+        };
+        // Valid by construction (every piece is a `char`'s encoding); checked all the same, which
+        // costs a fraction of the transcoding.
+        match String::from_utf8(bytes) {
+            Ok(s) if out.is_empty() => *out = s,
+            Ok(s) => out.push_str(&s),
+            Err(e) => out.push_str(&String::from_utf8_lossy(e.as_bytes())),
         }
     }
 
     /// Whether every code point is whitespace (or the text is empty).
     pub fn is_blank(&self) -> bool {
         self.chars().all(char::is_whitespace)
+    }
+}
+
+/// The code units of `w` (Latin-1, UCS-2 or UCS-4) as UTF-8 bytes appended to `out`: each run
+/// of ASCII narrowed in one pass, other units through [`join_surrogates`] (`next(w, i)`: the
+/// unit at `i`, as a surrogate's partner; `None` for Latin-1, which has none).
+fn wide_to_utf8<T: Copy + Into<u32>>(
+    w: &[T],
+    out: &mut Vec<u8>,
+    next: impl Fn(&[T], usize) -> Option<u32>,
+) {
+    let mut i = 0;
+    while i < w.len() {
+        let run = w[i..]
+            .iter()
+            .position(|&c| c.into() >= 0x80)
+            .unwrap_or(w.len() - i);
+        out.extend(w[i..i + run].iter().map(|&c| c.into() as u8));
+        i += run;
+        if i == w.len() {
+            break;
+        }
+        let c = w[i].into();
+        i += 1;
+        let (ch, pair) = join_surrogates(c, next(w, i));
+        i += usize::from(pair);
+        out.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes());
+    }
+}
+
+/// UTF-8 bytes of one code unit of a wide layout: a surrogate counts 2 (a pair makes 4).
+#[inline]
+fn utf8_units(c: u32) -> usize {
+    match c {
+        0..=0x7F => 1,
+        0x80..=0x7FF | 0xD800..=0xDFFF => 2,
+        0x800..=0xFFFF => 3,
+        _ => 4,
     }
 }
 
@@ -164,6 +239,43 @@ mod tests {
         assert_eq!(Text::Ucs4(&ucs4).utf8_len(), s.len());
         assert_eq!(Text::Latin1(&latin).to_utf8(), "héllo");
         assert_eq!(Text::Latin1(&latin).utf8_len(), 6);
+    }
+
+    /// The per-layout transcoder against the character iterator, on every kind of code unit:
+    /// ASCII, Latin-1, BMP, astral, surrogate pairs, lone and reversed surrogates, at the ends.
+    #[test]
+    fn push_utf8_matches_chars() {
+        let units: [u32; 14] = [
+            0x61, 0x7F, 0x80, 0xE9, 0xFF, 0x100, 0x7FF, 0x800, 0x4E16, 0xFFFD, 0xD83D, 0xDE80,
+            0xDC00, 0x1F642,
+        ];
+        let mut seed = 7u64;
+        for len in 0..40 {
+            for _ in 0..50 {
+                let w: Vec<u32> = (0..len)
+                    .map(|_| {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        units[(seed >> 33) as usize % units.len()]
+                    })
+                    .collect();
+                let want: String = Text::Ucs4(&w).chars().collect();
+                assert_eq!(Text::Ucs4(&w).to_utf8(), want);
+                let w2: Vec<u16> = w
+                    .iter()
+                    .filter(|&&c| c <= 0xFFFF)
+                    .map(|&c| c as u16)
+                    .collect();
+                let want2: String = Text::Ucs2(&w2).chars().collect();
+                assert_eq!(Text::Ucs2(&w2).to_utf8(), want2);
+                let w1: Vec<u8> = w.iter().filter(|&&c| c <= 0xFF).map(|&c| c as u8).collect();
+                let want1: String = Text::Latin1(&w1).chars().collect();
+                let mut got = String::from("x");
+                Text::Latin1(&w1).push_utf8(&mut got);
+                assert_eq!(got, format!("x{want1}"));
+            }
+        }
     }
 
     #[test]

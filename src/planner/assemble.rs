@@ -278,11 +278,20 @@ impl<'a> Planned<'a> {
                 facts.push(f);
             }
         }
-        for f in &facts {
-            if !fact_present(&body, f) && !ledger.trail_has(f) {
-                ledger.add_detail(f);
-            }
-        }
+        // Not the facts the narrative or the kept task shows (the task is never removed; a cut
+        // of it lists the facts of its cut part).
+        let task = self
+            .task
+            .map(|t| &self.slots[t])
+            .filter(|s| !s.is_summary())
+            .map(|s| s.view.prose())
+            .unwrap_or_default();
+        let shown: Vec<&str> = facts
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !fact_present(&body, f) && !task.contains(f) && !ledger.trail_has(f))
+            .collect();
+        let hidden = ledger.add_details(&shown);
         let count = |s: &str| counter.count(Text::Utf8(s));
         if cfg.user_messages_budget_tokens == 0 {
             ledger.words.clear();
@@ -301,6 +310,12 @@ impl<'a> Planned<'a> {
             evicted.facts.extend(more.facts);
         }
         let ledger_costs = ledger.costs(&count);
+        // A fact left out because a longer entry shows it is lost with that entry.
+        if cfg.details_budget_tokens > 0 {
+            let shown = |f: &str| fact_present(&body, f) || task.contains(f);
+            let more = ledger.lost(&hidden, &evicted.facts, &shown);
+            evicted.facts.extend(more);
+        }
         let missing = evicted.all();
         // Continuation: the open to-do items and the last unresolved error stay, in the kept
         // tail or after the narrative, whatever the narrative's cap left out. Added after the

@@ -366,7 +366,7 @@ impl Trail {
         for m in messages {
             for b in m.blocks.iter() {
                 if let (BlockKind::ToolResult, Some(id)) = (b.kind, &b.id) {
-                    if let Some(p) = open_file_marker(&b.joined_text("")) {
+                    if let Some(p) = open_file_marker(&b.joined("")) {
                         open_after.insert(id.clone(), p);
                     }
                 }
@@ -388,7 +388,7 @@ impl Trail {
                         let hint = b.id.as_ref().and_then(|id| open_after.get(id));
                         t.open_file = hint.and_then(|p| clean_path(p));
                     }
-                    t.call(b.name.as_deref().unwrap_or(""), &b.joined_text(""));
+                    t.call(b.name.as_deref().unwrap_or(""), &b.joined(""));
                 }
             }
         }

@@ -20,7 +20,7 @@ use super::language::{Label, Language};
 use super::todos::{checklist, tail_strings, text_of, Todos};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
-use crate::message::{is_no_result, BlockKind, Message, Role};
+use crate::message::{is_no_result, Block, BlockKind, Message, Role};
 use std::collections::HashMap;
 
 /// Characters of a carried to-do item.
@@ -107,6 +107,11 @@ fn call_key(name: &str, args: &str) -> String {
     format!("{name}\0{path}")
 }
 
+/// [`call_key`] of a tool-call block.
+fn block_key(b: &Block<'_>) -> String {
+    call_key(b.name.as_deref().unwrap_or("tool"), &text_of(b))
+}
+
 impl Continuation {
     /// Read back what an earlier narrative carried: its to-do section and its error line.
     pub fn seed(&mut self, narrative: &str) {
@@ -172,7 +177,9 @@ impl Continuation {
 
     /// Take in messages in order (the replaced span, then what follows it).
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
-        let mut keys: HashMap<String, String> = HashMap::new();
+        // The calls by id; a call's key (a JSON parse of its arguments) is worked out only when
+        // a result needs it: a failure, or a clean run while errors are open.
+        let mut by_id: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
         for m in messages {
             // A checklist the agent wrote (`- [ ] item` lines) in its text is its latest plan;
             // one in a call's arguments (a PR's test plan, a file's) adds open items to the
@@ -194,20 +201,21 @@ impl Continuation {
                 match b.kind {
                     BlockKind::ToolCall => {
                         let name = b.name.as_deref().unwrap_or("tool");
-                        let args = text_of(b);
-                        if self.todos.call(name, &args) {
+                        // Only a to-do tool's arguments are read (most calls' are not).
+                        if Todos::is_todo_tool(name) && self.todos.call(name, &text_of(b)) {
                             self.has_list = true;
                         }
                         if let Some(id) = &b.id {
-                            keys.insert(id.clone(), call_key(name, &args));
+                            by_id.insert(id.as_str(), b);
                         }
                     }
                     BlockKind::ToolResult => {
-                        let key =
+                        let key = || {
                             b.id.as_ref()
-                                .and_then(|id| keys.get(id))
-                                .cloned()
-                                .unwrap_or_default();
+                                .and_then(|id| by_id.get(id.as_str()))
+                                .map(|c| block_key(c))
+                                .unwrap_or_default()
+                        };
                         let out = text_of(b);
                         if is_no_result(&out) {
                             // The repair pass's stand-in for a call that got no result: not a
@@ -216,12 +224,15 @@ impl Continuation {
                         }
                         match failing_of(&out, b.is_error) {
                             Some(line) => {
-                                self.failed(key, shorten(line, ERROR_CHARS).into_owned());
+                                self.failed(key(), shorten(line, ERROR_CHARS).into_owned());
                             }
                             None => {
                                 // A clean run of a failing command resolves it.
-                                if !key.is_empty() {
-                                    self.errors.retain(|(k, _)| *k != key);
+                                if !self.errors.is_empty() {
+                                    let key = key();
+                                    if !key.is_empty() {
+                                        self.errors.retain(|(k, _)| *k != key);
+                                    }
                                 }
                             }
                         }
@@ -374,7 +385,9 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
     // Results seen after (below) the current position: id -> failing line or None (clean).
     let mut later: Vec<(String, usize, bool)> = Vec::new();
     let mut failing: Option<(String, usize)> = None;
-    let mut keys: HashMap<String, String> = HashMap::new();
+    // The calls seen so far by id; their keys are worked out only for the failing result's call
+    // and the clean results after it.
+    let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
     let mut error_done = false;
     for (i, m) in messages.iter().enumerate().rev() {
         for b in m.blocks.iter() {
@@ -393,13 +406,21 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                     }
                     if !error_done {
                         if let Some(id) = &b.id {
-                            keys.insert(id.clone(), call_key(name, &text_of(b)));
+                            calls.insert(id.as_str(), b);
                             if failing.as_ref().is_some_and(|(f, _)| f == id) {
                                 // The failing result's call: is a later clean run of it there?
-                                let key = &keys[id];
-                                let resolved = later
-                                    .iter()
-                                    .any(|(lid, _, bad)| !bad && keys.get(lid) == Some(key));
+                                let key = block_key(b);
+                                // A key starts with the tool's name and a NUL: another tool's
+                                // call cannot match (its arguments are not parsed).
+                                let may_match = |c: &Block<'_>| {
+                                    let tool = c.name.as_deref().unwrap_or("tool");
+                                    tool == name || tool.contains('\0') || name.contains('\0')
+                                };
+                                let resolved = later.iter().any(|(lid, _, bad)| {
+                                    !bad && calls
+                                        .get(lid.as_str())
+                                        .is_some_and(|c| may_match(c) && block_key(c) == key)
+                                });
                                 if !resolved {
                                     out.push(i);
                                     out.push(failing.as_ref().map_or(i, |f| f.1));

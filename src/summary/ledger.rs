@@ -37,6 +37,11 @@
 //! * Eviction (over a budget, and the ladder's last step): sentences that are not instructions
 //!   first, oldest first; then instructions oldest first; prohibitions and safety rules last
 //!   (`instruction::classify`). Facts are dropped whole, details before the trail, oldest first.
+//! * A fact that a longer entry shows as one of its parts ([`is_part`]: a URL's host or path, a
+//!   path's directory, tail or file name, a trail line's file) is not written again
+//!   ([`Ledger::add_details`]): a small window holds more facts. Parts only, not any substring:
+//!   a later compaction knows only the entry, and lists its parts that are facts when it is
+//!   evicted ([`Ledger::lost`]), so nothing folded into it is lost silently.
 
 use super::artifacts::Trail;
 use super::instruction::classify;
@@ -180,6 +185,65 @@ impl Ledger {
         if !self.details.iter().any(|d| d == fact) {
             self.details.push(fact.to_owned());
         }
+    }
+
+    /// Adds the must-keep facts of a compaction (oldest first), then leaves out each detail whose
+    /// text another entry shows: a longer fact that contains it (`/cgi-bin/hello.pl` in
+    /// `http://host/cgi-bin/hello.pl`, new or carried) or a trail line's path. The fact's text is
+    /// in the ledger all the same, and a small window's budget holds more facts. A carried
+    /// detail a new, longer fact shows is folded into it (with nothing new, nothing changes).
+    /// Returns the details left out ([`Ledger::lost`] says which of them an eviction took).
+    pub fn add_details(&mut self, facts: &[&str]) -> Vec<String> {
+        for &f in facts {
+            self.add_detail(f);
+        }
+        let mut hidden = Vec::new();
+        let gone: Vec<bool> = self.details.iter().map(|d| self.shows(d)).collect();
+        let mut i = 0;
+        self.details.retain(|d| {
+            let keep = !gone[i];
+            i += 1;
+            if !keep {
+                hidden.push(d.clone());
+            }
+            keep
+        });
+        hidden
+    }
+
+    /// Whether an entry other than `fact` itself shows it as one of its parts ([`is_part`]): a
+    /// longer detail or a trail line's path.
+    pub fn shows(&self, fact: &str) -> bool {
+        self.details.iter().any(|d| is_part(d, fact))
+            || self.trail.iter().any(|t| {
+                let path = trail_path(t);
+                path == fact || is_part(path, fact)
+            })
+    }
+
+    /// What an eviction took besides the `evicted` entries: the details of `hidden`
+    /// ([`Ledger::add_details`]) and the parts of the evicted entries that are facts (a part a
+    /// fact of an earlier compaction was folded into: a URL's host or path, a path's directory
+    /// or file name) that no entry left shows and `shown` does not, each once.
+    pub fn lost(
+        &self,
+        hidden: &[String],
+        evicted: &[String],
+        shown: &dyn Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let parts = evicted.iter().flat_map(|e| fact_parts(e));
+        for h in hidden.iter().cloned().chain(parts) {
+            if !self.shows(&h)
+                && !self.details.contains(&h)
+                && !evicted.contains(&h)
+                && !out.contains(&h)
+                && !shown(&h)
+            {
+                out.push(h);
+            }
+        }
+        out
     }
 
     /// `other`'s entries after this one's (a later summary read back after an earlier one).
@@ -348,6 +412,63 @@ impl Ledger {
     pub fn trail_has(&self, fact: &str) -> bool {
         self.trail.iter().any(|t| trail_path(t) == fact)
     }
+}
+
+/// The parts of a URL or path that a reader names on its own: a URL's origin, its path, the URL
+/// and its path without the query, and the query; a path's directories, its tails from each `/`
+/// (the same file named from a nearer directory, its file name) and the path without its
+/// extension.
+/// `/usr/bin/perl` is no part of `/usr/bin/perlprint`, nor `/root` of `…?/root/flag`.
+fn parts(entry: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    if let Some(scheme) = entry.find("://") {
+        let host = scheme + 3;
+        if let Some(path) = entry[host..].find(['/', '?', '#']).map(|i| host + i) {
+            out.push(&entry[..path]);
+            if entry[path..].starts_with('/') {
+                out.push(&entry[path..]);
+            }
+            if let Some(q) = entry[path..].find(['?', '#']).map(|i| path + i) {
+                out.push(&entry[..q]);
+                out.push(&entry[path..q]);
+                out.push(&entry[q + 1..]);
+            }
+        }
+    } else {
+        for (i, c) in entry.char_indices() {
+            // Not the path without its root's `/`: no one names a file so.
+            if c == '/' && i > 0 {
+                out.push(&entry[..i]);
+                out.push(&entry[i + 1..]);
+            }
+        }
+        // The file without its extension (`…/tool/store` of `…/tool/store.ts`).
+        let name = entry.rfind('/').map_or(0, |i| i + 1);
+        if let Some(dot) = entry[name..].rfind('.').filter(|&d| d > 0) {
+            out.push(&entry[..name + dot]);
+        }
+    }
+    out.retain(|p| !p.is_empty() && p.len() < entry.len());
+    out
+}
+
+/// Whether `fact` is one of the longer `entry`'s [`parts`].
+pub fn is_part(entry: &str, fact: &str) -> bool {
+    entry.len() > fact.len() && entry.contains(fact) && parts(entry).contains(&fact)
+}
+
+/// The [`parts`] of `entry` that the fact scanner takes for a fact on their own.
+fn fact_parts(entry: &str) -> Vec<String> {
+    use crate::message::{Message, Role};
+    let mut out: Vec<String> = Vec::new();
+    for c in parts(entry) {
+        if !out.iter().any(|o| o == c)
+            && super::facts::must_keep_facts(&[Message::text(Role::User, c)]) == [c]
+        {
+            out.push(c.to_owned());
+        }
+    }
+    out
 }
 
 /// The path a trail line is about (`path: ops (moved to)`).

@@ -772,15 +772,7 @@ fn without_parents(files: Vec<(FactKind, String)>) -> Vec<String> {
 }
 
 fn joined<'b>(b: &'b Block<'_>) -> std::borrow::Cow<'b, str> {
-    match b.texts.as_slice() {
-        [one] => one.text().to_utf8(),
-        many => std::borrow::Cow::Owned(
-            many.iter()
-                .map(|p| p.text().to_utf8())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-    }
+    b.joined("\n")
 }
 
 /// Picks lines by priority within `max_chars` and renders the sections in order.

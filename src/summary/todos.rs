@@ -6,12 +6,8 @@
 use crate::message::{BlockKind, Message};
 
 /// The texts of a block, one per line.
-pub(crate) fn text_of(b: &crate::message::Block<'_>) -> String {
-    b.texts
-        .iter()
-        .map(|p| p.text().to_utf8().into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
+pub(crate) fn text_of<'b>(b: &'b crate::message::Block<'_>) -> std::borrow::Cow<'b, str> {
+    b.joined("\n")
 }
 
 /// Every string of `blocks`' text and of their calls' arguments (parsed: a JSON string's escapes
@@ -46,7 +42,7 @@ fn block_strings(b: &crate::message::Block<'_>) -> Vec<String> {
             walk(&v, &mut out);
         }
     }
-    out.push(raw);
+    out.push(raw.into_owned());
     out
 }
 
@@ -62,6 +58,14 @@ pub(crate) fn checklist(m: &Message<'_>) -> (Vec<String>, Vec<String>) {
             &mut calls
         };
         if !matches!(b.kind, BlockKind::Text | BlockKind::ToolCall) {
+            continue;
+        }
+        // An item's line holds "[ ]": so does the raw text, unless a JSON escape (`\u005b`)
+        // wrote it in a call's arguments. Without either, no item (and no parse).
+        let raw = text_of(b);
+        let may_hold =
+            raw.contains("[ ]") || (b.kind == BlockKind::ToolCall && raw.contains("\\u"));
+        if !may_hold {
             continue;
         }
         let strings = block_strings(b);
@@ -106,18 +110,10 @@ pub(crate) struct Todos {
 impl Todos {
     /// A tool call: a to-do tool's call updates the list (`true`), others are ignored.
     pub(crate) fn call(&mut self, name: &str, args: &str) -> bool {
-        let n = name.to_ascii_lowercase();
-        if !matches!(
-            n.as_str(),
-            "todowrite"
-                | "todo_write"
-                | "update_plan"
-                | "write_todos"
-                | "taskcreate"
-                | "taskupdate"
-        ) {
+        if !Self::is_todo_tool(name) {
             return false;
         }
+        let n = name.to_ascii_lowercase();
         let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(args)
         else {
             return false;
@@ -173,6 +169,20 @@ impl Todos {
         true
     }
 
+    /// Whether a call of `name` updates the list ([`Todos::call`] reads only these).
+    pub(crate) fn is_todo_tool(name: &str) -> bool {
+        [
+            "todowrite",
+            "todo_write",
+            "update_plan",
+            "write_todos",
+            "taskcreate",
+            "taskupdate",
+        ]
+        .iter()
+        .any(|t| name.eq_ignore_ascii_case(t))
+    }
+
     /// An earlier summary's open items (done ones were never written).
     pub(crate) fn seed(&mut self, lines: Vec<String>) {
         self.items = lines.into_iter().map(|l| (l, false)).collect();
@@ -184,5 +194,32 @@ impl Todos {
             .filter(|(_, d)| !d)
             .map(|(t, _)| t.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Block, Role};
+
+    /// The prefilter skips blocks without "[ ]" but not an item a JSON escape wrote.
+    #[test]
+    fn checklist_reads_escaped_items_and_skips_the_rest() {
+        let m = Message::new(
+            Role::Assistant,
+            vec![
+                Block::text("No list here: [x] done, [] empty."),
+                Block::tool_call(
+                    Some("a"),
+                    "gh",
+                    r#"{"body": "- \u005b ] Run the nightly build"}"#,
+                ),
+                Block::tool_call(Some("b"), "gh", r#"{"body": "- [\u0020] Check by hand"}"#),
+                Block::tool_call(Some("c"), "bash", r#"{"command": "ls -la"}"#),
+            ],
+        );
+        let (prose, calls) = checklist(&m);
+        assert!(prose.is_empty());
+        assert_eq!(calls, ["Run the nightly build", "Check by hand"]);
     }
 }
