@@ -322,3 +322,15 @@ def test_a_checklist_in_a_call_adds_to_the_plan() -> None:
     s = summary_of(r)
     for item in [*OPEN, "Run the nightly build on the fix", "Check an invoice over 10k by hand"]:
         assert item in s, (item, s)
+
+
+def test_an_item_the_narrative_only_mentions_is_still_listed_under_its_heading() -> None:
+    # The next compaction reads the open items back from the heading, not from the prose.
+    def mentions(request: Any) -> SummaryResponse:
+        return SummaryResponse(f"The agent read the billing modules; it means to {OPEN[0]} next.")
+
+    r = ContextCompactor(max_context_tokens=12_000, summarizer=mentions).compact(run(), force=True)
+    s = summary_of(r)
+    assert "Open to-do items" in s, s
+    listed = s.split("Open to-do items")[1]
+    assert all(item in listed for item in OPEN), s

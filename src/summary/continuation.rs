@@ -327,7 +327,17 @@ impl Continuation {
                 .take(max_todos)
                 .map(|t| shorten(t, ITEM_CHARS).into_owned())
                 .collect();
-            if open.iter().any(|t| !narrative.contains(t.as_str())) {
+            // Listed under the to-do heading, not just shown somewhere in the narrative (a line
+            // of its truncated transcript, say): the next compaction reads the heading back.
+            let mut read_back = Continuation::default();
+            read_back.seed(narrative);
+            let listed = read_back.todos.open();
+            // (An item's first 60 characters: the narrative may have cut it elsewhere.)
+            let key = |t: &str| t.trim_end_matches('…').chars().take(60).collect::<String>();
+            if open
+                .iter()
+                .any(|t| !listed.iter().any(|l| l.contains(key(t).as_str())))
+            {
                 let mut list = String::new();
                 list.push_str(lang.label(Label::Todos));
                 list.push_str(lang.colon().trim_end());
