@@ -128,6 +128,7 @@ fn with_list(cut: String, list: &str) -> Option<String> {
 /// A task's text with its instructions and must-keep facts found once, for the several cuts
 /// [`cut_block`] tries (a task may be megabytes long).
 pub(super) struct TaskText<'t> {
+    original: &'t str,
     text: std::borrow::Cow<'t, str>,
     instructions: Vec<(InstructionKind, String)>,
     facts: Vec<String>,
@@ -190,9 +191,34 @@ impl<'t> TaskText<'t> {
         // The facts of all of it (a fact only the list named is still listed when it goes).
         let facts = text_facts(original);
         TaskText {
+            original,
             text,
             instructions,
             facts,
+        }
+    }
+
+    /// This text cut to about `max_chars` ([`Self::cut_parts`]). A task cut before is cut with
+    /// its earlier list of rules whole when that fits; when the whole rules alone are over the
+    /// allowance, the earlier cut is cut as it stands, through its list, if that is shorter:
+    /// the task must still come down to `task_max_tokens` with its opening (DESIGN invariant 5),
+    /// and the ledger carries the instructions of every part a cut removes.
+    pub(super) fn cut(&self, max_chars: usize) -> Option<String> {
+        let cut = self.cut_parts(max_chars);
+        let fits = |c: &Option<String>| c.as_ref().is_some_and(|c| c.chars().count() <= max_chars);
+        if matches!(self.text, std::borrow::Cow::Borrowed(_)) || fits(&cut) {
+            return cut;
+        }
+        let through = TaskText {
+            original: self.original,
+            text: self.original.into(),
+            instructions: user_instructions(self.original),
+            facts: self.facts.clone(),
+        }
+        .cut_parts(max_chars);
+        match (cut, through) {
+            (Some(a), Some(b)) if b.chars().count() < a.chars().count() => Some(b),
+            (a, b) => a.or(b),
         }
     }
 
@@ -200,7 +226,7 @@ impl<'t> TaskText<'t> {
     /// its opening first; the user's instructions ([`user_instructions`]) the cut removed are
     /// also written after the cut marker, verbatim (` (the user's constraints, verbatim: …) `):
     /// "never modify the tests" must not go with the middle of a long task.
-    pub(super) fn cut(&self, max_chars: usize) -> Option<String> {
+    fn cut_parts(&self, max_chars: usize) -> Option<String> {
         let text: &str = &self.text;
         let facts = &self.facts;
         // Safety rules and rules with a marker word ("never", "don't", "must", "only", "always",
