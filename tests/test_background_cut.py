@@ -157,6 +157,18 @@ def test_a_summary_running_when_a_jump_is_cut_still_applies() -> None:
     s.close()
 
 
+def with_old_output(gate: Gate) -> tuple[Session, list[dict[str, Any]]]:
+    """A session whose four older tool rounds hold large outputs (returned: the old rounds),
+    then four small rounds: clearing the old outputs is worth it."""
+    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
+    start(s)
+    old = [m for k in range(4) for m in tool_round(k, size=60)]
+    s.extend(old)
+    for k in range(4, 8):
+        s.extend(tool_round(k, size=5))
+    return s, old
+
+
 def test_old_output_is_cleared_rather_than_the_new_output_cut() -> None:
     """A jump at the hard threshold when clearing older tool output gets the context under it: the
     older output is cleared (micro-compaction) and the output just read stays whole. Clearing it
@@ -164,12 +176,7 @@ def test_old_output_is_cleared_rather_than_the_new_output_cut() -> None:
     so it is left out of that weight (``micro_min_gain_ratio``), which without this refused the
     clearing and cut the new output instead."""
     gate = Gate(block=0)
-    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
-    start(s)
-    old = [m for k in range(4) for m in tool_round(k, size=60)]
-    s.extend(old)
-    for k in range(4, 8):
-        s.extend(tool_round(k, size=5))
+    s, old = with_old_output(gate)
     assert s.prepare() is None and s.check().urgency == "none"
     big = tool_round(50, size=450)
     s.extend(big)
@@ -196,12 +203,7 @@ def test_over_the_soft_threshold_old_output_is_cleared_rather_than_the_narrative
     prefix and replaces the narrative), the running summary goes on, and the next compaction with
     a summary is the LLM's, not a rule summary."""
     gate = Gate(block=1)
-    s = Session(compactor=compactor(gate, clear_at_least_tokens=100), store=":memory:")
-    start(s)
-    old = [m for k in range(4) for m in tool_round(k, size=60)]
-    s.extend(old)
-    for k in range(4, 8):
-        s.extend(tool_round(k, size=5))
+    s, _ = with_old_output(gate)
     grow_to(s, "soft", 10)
     assert s.prepare() is None
     job = s.pending
