@@ -452,7 +452,7 @@ fn parts(entry: &str) -> Vec<&str> {
     out
 }
 
-/// Whether `fact` is one of the longer `entry`'s [`parts`].
+/// Whether `fact` is one of the longer `entry`'s parts (`parts`).
 pub fn is_part(entry: &str, fact: &str) -> bool {
     entry.len() > fact.len() && entry.contains(fact) && parts(entry).contains(&fact)
 }
