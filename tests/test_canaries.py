@@ -271,3 +271,23 @@ def test_the_cli_writes_a_table_json_and_html(tmp_path: Path, corpus_dir: Path, 
     again = tmp_path / "again.html"
     assert main(["--from-json", str(out_json), "--html", str(again)]) == 0
     assert again.read_text(encoding="utf-8") == html and capsys.readouterr().out == out
+
+
+def test_the_cli_runs_the_chains_with_a_config(tmp_path: Path, corpus_dir: Path, capsys: Any) -> None:
+    """``--config`` gives the canary chains other CompactionConfig fields (``target_ratio = "auto"``
+    to judge a policy); the window stays the budget's. A bad field is a one-line usage error."""
+    args = [str(corpus_dir / SMOKE[2]), "--budgets", "30%", "--rounds", "2", "--instructions", "0"]
+    thresholds = []
+    for fields in ("", 'trigger_ratio = 0.6\ntarget_ratio = "auto"\n'):
+        cfg, out = tmp_path / "c.toml", tmp_path / "c.json"
+        cfg.write_text(fields, encoding="utf-8")
+        assert main([*args, "--config", str(cfg), "--json", str(out)]) == 0
+        runs = json.loads(out.read_text(encoding="utf-8"))["runs"]
+        assert runs and not [r["error"] for r in runs if r["error"]]
+        thresholds.append({rd["soft_threshold"] for r in runs for rd in r["rounds"]})
+    default, lower = thresholds
+    assert len(default) == len(lower) == 1 and lower.pop() < default.pop()
+    (tmp_path / "bad.toml").write_text("bogus = 1\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--config", str(tmp_path / "bad.toml")])
+    assert e.value.code == 2 and "bogus" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,15 +146,18 @@ class ChainRun:
         }
 
 
-def chain_config(tokens: int, budget: float | None) -> CompactionConfig:
+def chain_config(tokens: int, budget: float | None, fields: Mapping[str, Any] | None = None) -> CompactionConfig:
     """The config of a chain: a window of ``budget`` x the conversation's tokens (at least
     :data:`MIN_WINDOW`), or with ``budget=None`` one so large that nothing must be evicted (the
     ledger's budgets raised to hold every word of the conversation); never refused
-    (``min_savings_ratio=0``)."""
+    (``min_savings_ratio=0``). ``fields``: other :class:`CompactionConfig` fields under those
+    (a ``--config`` TOML table, e.g. ``target_ratio = "auto"``)."""
+    base = dict(fields or {})
     if budget is not None:
-        return CompactionConfig(max_context_tokens=max(MIN_WINDOW, int(tokens * budget)), min_savings_ratio=0)
+        window = max(MIN_WINDOW, int(tokens * budget))
+        return CompactionConfig.from_dict({**base, "max_context_tokens": window, "min_savings_ratio": 0})
     window = max(CompactionConfig().max_context_tokens, UNBUDGETED_FACTOR * tokens)
-    cfg = CompactionConfig(max_context_tokens=window, min_savings_ratio=0)
+    cfg = CompactionConfig.from_dict({**base, "max_context_tokens": window, "min_savings_ratio": 0})
     for name in ("user_messages_budget_tokens", "details_budget_tokens"):
         # A field this version does not have is left out.
         with contextlib.suppress(ConfigError, TypeError):

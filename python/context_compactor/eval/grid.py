@@ -17,11 +17,13 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+from context_compactor.config import CompactionConfig
+from context_compactor.errors import ConfigError
 from context_compactor.eval.adversarial import adversarial_summarizer
 from context_compactor.eval.canaries import KINDS, POSITIONS, canaries_for, plant
 from context_compactor.eval.chains import CHAINS, ChainRound, ChainRun, chain_config, run_chain
@@ -149,9 +151,12 @@ def run_grid(
     rounds: int = 5,
     instructions: int = 0,
     progress: TextIO | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> CanaryReport:
     """Plant every file, run every chain, and (with ``instructions`` > 0) the instruction chain
-    probe of that many rounds on the unplanted files, unbudgeted."""
+    probe of that many rounds on the unplanted files, unbudgeted. ``config``: other
+    :class:`~context_compactor.CompactionConfig` fields for the canary chains (the window and
+    ``min_savings_ratio`` are the chain's; the instruction chains keep the defaults)."""
     from context_compactor.eval.instruction_chain import run_instruction_chains
 
     t0 = time.perf_counter()
@@ -171,14 +176,14 @@ def run_grid(
         t1 = time.perf_counter()
         for s in summarizers:
             for b in budgets:
-                config = chain_config(tokens, BUDGETS[b])
+                config_ = chain_config(tokens, BUDGETS[b], config)
                 for ch in chains:
                     report.runs.append(
                         run_chain(
                             planted,
                             canaries,
                             chain=ch,
-                            config=config,
+                            config=config_,
                             summarizer=SUMMARIZERS[s],
                             summarizer_name=s,
                             budget=b,
@@ -240,13 +245,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m context_compactor.eval.grid", description=__doc__.split("\n\n")[0])
     p.add_argument("files", nargs="*")
     p.add_argument("--from-json", default=None, metavar="IN.json", help="draw a report written by --json again")
-    p.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated: " + ", ".join(BUDGETS))
+    p.add_argument(
+        "--budgets", default=",".join(BUDGETS), help="comma-separated: " + ", ".join(BUDGETS).replace("%", "%%")
+    )
     p.add_argument("--summarizers", default=",".join(SUMMARIZERS), help="comma-separated: rule, adversarial")
     p.add_argument("--chains", default=",".join(CHAINS), help="comma-separated: forced, growing")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--instructions", type=int, default=10, help="rounds of the instruction chain probe (0: off)")
     p.add_argument("--json", default=None, metavar="OUT.json")
     p.add_argument("--html", default=None, metavar="OUT.html")
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="CONFIG.toml",
+        help='CompactionConfig fields for the canary chains, e.g. target_ratio = "auto" '
+        "(the window and min_savings_ratio stay the chain's)",
+    )
     args = p.parse_args(argv)
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as f:
@@ -256,6 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.files:
         p.error("give FILES (or --from-json)")
+    try:
+        config = _read_config(args.config)
+    except (OSError, ConfigError) as e:
+        p.error(str(e))
     report = run_grid(
         args.files,
         budgets=args.budgets.split(","),
@@ -264,10 +282,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rounds=args.rounds,
         instructions=args.instructions,
         progress=sys.stderr,
+        config=config,
     )
     print_table(report, sys.stdout)
     _write(report, args)
     return 1 if any(r.error for r in (*report.runs, *report.instruction_runs)) else 0
+
+
+def _read_config(path: str | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    from context_compactor.cli.common import read_toml
+
+    fields = read_toml(path)
+    CompactionConfig.from_dict(fields)  # a bad field fails here, before the first chain
+    return fields
 
 
 def _write(report: CanaryReport, args: argparse.Namespace) -> None:
