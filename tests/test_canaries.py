@@ -274,11 +274,11 @@ def test_the_cli_writes_a_table_json_and_html(tmp_path: Path, corpus_dir: Path, 
 
 
 def test_the_cli_runs_the_chains_with_a_config(tmp_path: Path, corpus_dir: Path, capsys: Any) -> None:
-    """``--config`` gives the canary chains other CompactionConfig fields (``target_ratio = "auto"``
-    to judge a policy); the window stays the budget's. A bad field is a one-line usage error."""
+    """``--config`` gives the canary chains other CompactionConfig fields (a lower trigger here);
+    the window stays the budget's. A bad field is a one-line usage error."""
     args = [str(corpus_dir / SMOKE[2]), "--budgets", "30%", "--rounds", "2", "--instructions", "0"]
     thresholds = []
-    for fields in ("", 'trigger_ratio = 0.6\ntarget_ratio = "auto"\n'):
+    for fields in ("", "trigger_ratio = 0.6\n"):
         cfg, out = tmp_path / "c.toml", tmp_path / "c.json"
         cfg.write_text(fields, encoding="utf-8")
         assert main([*args, "--config", str(cfg), "--json", str(out)]) == 0

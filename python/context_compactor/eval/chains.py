@@ -151,7 +151,7 @@ def chain_config(tokens: int, budget: float | None, fields: Mapping[str, Any] | 
     :data:`MIN_WINDOW`), or with ``budget=None`` one so large that nothing must be evicted (the
     ledger's budgets raised to hold every word of the conversation); never refused
     (``min_savings_ratio=0``). ``fields``: other :class:`CompactionConfig` fields under those
-    (a ``--config`` TOML table, e.g. ``target_ratio = "auto"``)."""
+    (a ``--config`` TOML table, e.g. ``details_budget_tokens = 400``)."""
     base = dict(fields or {})
     if budget is not None:
         window = max(MIN_WINDOW, int(tokens * budget))

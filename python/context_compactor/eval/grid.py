@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config",
         default=None,
         metavar="CONFIG.toml",
-        help='CompactionConfig fields for the canary chains, e.g. target_ratio = "auto" '
+        help="CompactionConfig fields for the canary chains, e.g. details_budget_tokens = 400 "
         "(the window and min_savings_ratio stay the chain's)",
     )
     args = p.parse_args(argv)
