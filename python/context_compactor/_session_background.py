@@ -19,7 +19,7 @@ import logging
 import math
 import statistics
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -389,9 +389,7 @@ class BackgroundPolicy:
             # so not in the provider's cache.
             first_new = rows.index(last) + 1 if last is not None and last in rows else len(rows)
         with session_scope():
-            result = c.micro_compact(
-                snap.messages, system=snap.system, tools=self._core.tools, format=self._core.fmt, state=self._core.state
-            )
+            result = c.micro_compact(snap.messages, **self._snap_args(snap))
             if not result.compacted and cfg.micro_min_gain_ratio > 0:
                 # The cache rule (``micro_min_gain_ratio``) weighs what a clearing frees against the
                 # cached prefix it makes the provider write again. At the hard threshold the
@@ -402,34 +400,40 @@ class BackgroundPolicy:
                 # that gets under the hard threshold is taken, and a running summary still
                 # applies).
                 loose = ContextCompactor(cfg.replace(micro_min_gain_ratio=0.0))
-                again = loose.micro_compact(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._core.tools,
-                    format=self._core.fmt,
-                    state=self._core.state,
-                )
+                again = loose.micro_compact(snap.messages, **self._snap_args(snap))
                 edited = [e.index for e in again.record]
-                if again.compacted and edited:
-                    if self._jumped(first_new, snap):
-                        rewritten = sum(snap.tokens[min(edited) : first_new])
-                        if again.tokens_before - again.tokens_after >= cfg.micro_min_gain_ratio * rewritten:
-                            result = again
-                    else:
-                        result = again
+                if (
+                    again.compacted
+                    and edited
+                    and (
+                        not self._jumped(first_new, snap)
+                        or again.tokens_before - again.tokens_after
+                        >= cfg.micro_min_gain_ratio * sum(snap.tokens[min(edited) : first_new])
+                    )
+                ):
+                    result = again
         if not result.compacted or result.tokens_after >= min(cfg.hard_threshold, cfg.budget + 1):
             return None
         return self._in_place(snap, result, job)
+
+    def _snap_args(self, snap: Snapshot) -> dict[str, Any]:
+        """The keywords of a compaction of ``snap`` (its system, the session's tools, format and state)."""
+        return {"system": snap.system, "tools": self._core.tools, "format": self._core.fmt, "state": self._core.state}
+
+    def _before_growth(self, growth: Sequence[int]) -> int:
+        """The context's tokens before this call's growth (``growth``: its messages' raw counts,
+        calibrated as ``check()`` counts them)."""
+        raw = sum(growth)
+        if self._core.state.observations:
+            raw = math.ceil(raw * self._core.state.calibration)
+        return self._core.make_check().current_tokens - raw
 
     def _jumped(self, first_new: int, snap: Snapshot) -> bool:
         """Whether the context was under the soft threshold before this call's growth (the messages
         of ``snap`` from ``first_new`` on), so that the cut of a jump may meet it."""
         if first_new >= len(snap.messages):
             return False
-        raw = sum(snap.tokens[first_new:])
-        if self._core.state.observations:
-            raw = math.ceil(raw * self._core.state.calibration)
-        return self._core.make_check().current_tokens - raw < self._core.compactor.config.soft_threshold
+        return self._before_growth(snap.tokens[first_new:]) < self._core.compactor.config.soft_threshold
 
     def _in_place(self, snap: Snapshot, result: CompactResult, job: Job | None) -> CompactResult | None:
         """Save ``result`` (a compaction of ``snap`` that removed or inserted nothing while ``job``
@@ -482,12 +486,8 @@ class BackgroundPolicy:
             first = rows.index(last) + 1
             if first >= len(rows):
                 return None
-            current = self._core.make_check().current_tokens
-            raw = sum(self._core.tok[first:])
-            if self._core.state.observations:
-                raw = math.ceil(raw * self._core.state.calibration)
+            before = self._before_growth(self._core.tok[first:])
             snap = self._core.snapshot()
-        before = current - raw
         if before >= cfg.soft_threshold:
             return None
         aim = min(cfg.soft_threshold, max(cfg.target_tokens, before + (cfg.soft_threshold - before) // 2))
@@ -501,14 +501,7 @@ class BackgroundPolicy:
             )
         )
         with session_scope():
-            result = cut.compact(
-                snap.messages,
-                system=snap.system,
-                tools=self._core.tools,
-                format=self._core.fmt,
-                state=self._core.state,
-                pinned=list(range(first)),
-            )
+            result = cut.compact(snap.messages, pinned=list(range(first)), **self._snap_args(snap))
         if (
             not result.compacted
             or result.over_budget
@@ -585,14 +578,7 @@ class BackgroundPolicy:
 
         def make_plan() -> CompactionPlan:
             with session_scope():
-                return c.plan(
-                    snap.messages,
-                    system=snap.system,
-                    tools=self._core.tools,
-                    format=self._core.fmt,
-                    instructions=instructions,
-                    state=self._core.state,
-                )
+                return c.plan(snap.messages, instructions=instructions, **self._snap_args(snap))
 
         return make_plan
 
