@@ -175,7 +175,9 @@ def _canary_overall(report: EvalReport) -> list[str]:
         + "<th>silent</th><th>compactions</th><th>mean target</th></tr>",
     ]
     for p, s in surv.items():
-        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace("</td>", f" ({s['items'][0]}/{s['items'][1]})</td>")
+        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace(
+            "</td>", f" ({s['items'][0]}/{s['items'][1]})</td>"
+        )
         row += "".join(_cell(x) for x in s["by_round"])
         row += "".join(_cell(s["by_kind"][k]) for k in KINDS) + "".join(_cell(s["by_position"][q]) for q in POSITIONS)
         t = s["mean_target"]
@@ -197,7 +199,9 @@ def _canary_rows(runs: dict[str, Any]) -> list[str]:
     ]
     for p, run in runs.items():
         s = survival([run])
-        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace("</td>", f" ({s['items'][0]}/{s['items'][1]})</td>")
+        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace(
+            "</td>", f" ({s['items'][0]}/{s['items'][1]})</td>"
+        )
         row += "".join(_cell(s["by_position"][q]) for q in POSITIONS)
         h.append(row + f"<td>{s['silent']}</td><td>{s['compactions']}</td></tr>")
     h.append("</table>")

@@ -149,8 +149,7 @@ def print_canaries(report: EvalReport, out: TextIO) -> None:
     """Canary survival per policy (planted copies replayed the same way): every compaction, the
     compactions one by one, per kind and position, silent losses, the mean target."""
     rows = [
-        ["policy", "all", *(f"c{k}" for k in range(1, ROUNDS + 1)), *KINDS, *POSITIONS]
-        + ["silent", "compact", "target"]
+        ["policy", "all", *(f"c{k}" for k in range(1, ROUNDS + 1)), *KINDS, *POSITIONS, "silent", "compact", "target"]
     ]
     for pol in report.canary_policies:
         s = report.canary_survival(pol)

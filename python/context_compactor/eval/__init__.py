@@ -47,9 +47,9 @@ from typing import Any, TextIO
 from context_compactor import _core
 from context_compactor.compactor import ContextCompactor
 from context_compactor.config import CompactionConfig
+from context_compactor.eval.chains import ChainRun
 from context_compactor.eval.cost import PRICES, PriceTable, Prompt, simulate
 from context_compactor.eval.facts import haystack, message_facts
-from context_compactor.eval.chains import ChainRun
 from context_compactor.eval.ledger_view import growth_allowance, ledger_text, narrative
 from context_compactor.eval.planted import planted_copy, planted_replay, survival
 from context_compactor.eval.probes import (
@@ -262,7 +262,9 @@ class EvalReport:
             "transcripts": [t.to_dict() for t in self.transcripts],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "seconds": round(self.seconds, 2),
-            **({"canaries": {p: self.canary_survival(p) for p in self.canary_policies}} if self.canary_policies else {}),
+            **(
+                {"canaries": {p: self.canary_survival(p) for p in self.canary_policies}} if self.canary_policies else {}
+            ),
         }
 
 
