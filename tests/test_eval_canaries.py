@@ -27,7 +27,7 @@ AUTO = {"target_ratio": "auto"}
 def _strip(d: Any) -> Any:
     """A report's dict without its timings and its canaries."""
     if isinstance(d, dict):
-        return {k: _strip(v) for k, v in d.items() if k not in ("seconds", "canaries")}
+        return {k: _strip(v) for k, v in d.items() if k not in ("seconds", "canaries", "canaries_below_baseline")}
     if isinstance(d, list):
         return [_strip(v) for v in d]
     return d
@@ -70,6 +70,8 @@ def test_a_policy_that_drops_the_users_words_loses_canaries() -> None:
     assert kept["share"] == 1.0 and report.canary_survival("baseline")["share"] == 1.0
     assert lost["share"] is not None and lost["share"] < 0.8, lost
     assert any(x is not None and x < 1.0 for x in lost["by_kind"].values())
+    # Per transcript, as issue 28's rule reads it: this transcript is below the baseline.
+    assert [Path(f).name for f in report.to_dict()["canaries_below_baseline"]] == [EXAMPLE.name]
 
 
 def test_auto_chooses_its_own_target_in_the_replays() -> None:
@@ -101,5 +103,6 @@ def test_cli_prints_canary_survival_beside_the_probes_and_draws_it(
     assert all("100.0% " in line for line in section[2:5])
     text = html.read_text(encoding="utf-8")
     assert 'id="canaries"' in text and text.count('class="transcript-canaries"') == 1
+    assert "where the policy keeps fewer canaries than the baseline: 0\n" in out
     assert main(args) == 0
     assert "canar" not in capsys.readouterr().out

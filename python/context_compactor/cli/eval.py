@@ -14,7 +14,7 @@ from context_compactor.cli.common import add_summarizer_args, load_config, read_
 from context_compactor.config import CompactionConfig
 from context_compactor.eval import PROBES, EvalReport, evaluate
 from context_compactor.eval.canaries import KINDS, POSITIONS
-from context_compactor.eval.planted import ROUNDS, survival
+from context_compactor.eval.planted import ROUNDS, below, survival
 
 __all__ = ["add_parser", "print_table", "run"]
 
@@ -163,6 +163,12 @@ def print_canaries(report: EvalReport, out: TextIO) -> None:
         "same window; all = every compaction, c1-c5 = the first five compactions\n"
     )
     out.write("\n".join(_aligned(rows, left=1)) + "\n")
+    if "baseline" in report.canary_policies:
+        names = [t.file.rsplit("/", 1)[-1] for t in below(report.transcripts)]
+        out.write(
+            "transcripts (20+ canary items) where the policy keeps fewer canaries than the baseline: "
+            f"{len(names)}{': ' + ', '.join(names) if names else ''}\n"
+        )
     for pol in report.canary_policies:
         for e in report.canary_survival(pol)["errors"]:
             out.write(f"canary replay failed ({pol}): {e}\n")

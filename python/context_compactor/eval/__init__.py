@@ -51,7 +51,7 @@ from context_compactor.eval.chains import ChainRun
 from context_compactor.eval.cost import PRICES, PriceTable, Prompt, simulate
 from context_compactor.eval.facts import haystack, message_facts
 from context_compactor.eval.ledger_view import growth_allowance, ledger_text, narrative
-from context_compactor.eval.planted import planted_copy, planted_replay, survival
+from context_compactor.eval.planted import below, planted_copy, planted_replay, survival
 from context_compactor.eval.probes import (
     artifact_trail,
     constraints,
@@ -263,7 +263,12 @@ class EvalReport:
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "seconds": round(self.seconds, 2),
             **(
-                {"canaries": {p: self.canary_survival(p) for p in self.canary_policies}} if self.canary_policies else {}
+                {
+                    "canaries": {p: self.canary_survival(p) for p in self.canary_policies},
+                    "canaries_below_baseline": [t.file for t in below(self.transcripts)],
+                }
+                if self.canary_policies
+                else {}
             ),
         }
 

@@ -33,7 +33,7 @@ from context_compactor.eval.ledger_view import ledger_text
 from context_compactor.io import Transcript
 from context_compactor.replay import ReplayCall, replay
 
-__all__ = ["ROUNDS", "planted_copy", "planted_replay", "survival"]
+__all__ = ["ROUNDS", "below", "planted_copy", "planted_replay", "survival"]
 
 #: Rounds (compactions) shown one by one; ``all`` sums every compaction.
 ROUNDS = 5
@@ -149,3 +149,15 @@ def survival(runs: Sequence[ChainRun], rounds: int = ROUNDS) -> dict[str, Any]:
         "mean_target": sum(targets) / len(targets) if targets else None,
         "errors": [run.error for run in runs if run.error],
     }
+
+
+def below(transcripts: Iterable[Any], policy: str = "policy", other: str = "baseline", least: int = 20) -> list[Any]:
+    """The transcripts (``TranscriptEval``) with at least ``least`` canary items for ``policy``
+    where its canary survival is below ``other``'s (issue 28's rule, per transcript)."""
+    out = []
+    for t in transcripts:
+        if policy in t.canaries and other in t.canaries:
+            a, b = survival([t.canaries[policy]]), survival([t.canaries[other]])
+            if a["items"][1] >= least and b["share"] is not None and (a["share"] or 0.0) < b["share"]:
+                out.append(t)
+    return out
