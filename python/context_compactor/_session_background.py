@@ -52,6 +52,11 @@ LATENCY_MARGIN = 1.5
 #: background summaries aim low enough that a call growing it as much (the largest seen) after them
 #: still ends under the soft threshold, but not below this share of the budget.
 JUMP_FLOOR_RATIO = 0.2
+#: An early summary's repay check before the conversation has an LLM summary to measure by: a
+#: narrative as long as the smallest one asked for (``summary_target_share``, never under 256
+#: tokens). A plan that this would not repay (``min_savings_ratio``) is not sent to the summarizer:
+#: e.g. right after a large read, which sits in the recent tail kept verbatim.
+STAND_IN = "The work so far, in brief. " * 35
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,16 @@ class BackgroundPolicy:
     #: The cut of a jump (see :meth:`_cut_new`); off: the jump forecast as before it, kept for
     #: ``make bench-background`` to measure against in the same run.
     cut_jumps = True
+    #: The bursty forecast (see :meth:`_growth_within`); off: the largest recent growth for every
+    #: call, as before it. This, ``stand_in`` and ``cut_low`` off are the ``cuts`` policy, kept for
+    #: ``make bench-background`` to measure against in the same run.
+    bursty_forecast = True
+    #: The early summary's repay check also before any LLM summary is known, with a stand-in
+    #: narrative (see :func:`_stand_in`); off: no check until one is known, as before it.
+    stand_in = True
+    #: The cut of a jump aimed at the jump target when the context was under it before the call
+    #: (see :meth:`_cut_aim`); off: half-way to the soft threshold, at least the target, as before.
+    cut_low = True
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
@@ -214,7 +229,19 @@ class BackgroundPolicy:
                 return True
         if check.current_tokens < check.target_tokens:
             return False
-        return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
+        return check.current_tokens + self._growth_within(self._job_calls()) >= check.hard_threshold
+
+    def _growth_within(self, calls: float) -> float:
+        """The growth expected over ``calls`` calls: the largest growth of the last
+        ``FORECAST_CALLS`` calls once, and their median for the others (``bursty_forecast``; off:
+        the largest for every call, as before). In a steady conversation the two are close; in a
+        bursty one (a large read now and then between small steps) one large call does not count
+        as if every call were as large, which started summaries in conversations that ended
+        before them (the ``calls`` the bench counts)."""
+        top = max(self._bg_growth)
+        if self.start_policy == "calls" or not self.bursty_forecast:
+            return calls * top
+        return top + max(0.0, calls - 1) * statistics.median(self._bg_growth)
 
     def _job_done(self, job: Job) -> None:
         self._bg_latency.append(job.calls + 1)
@@ -223,6 +250,13 @@ class BackgroundPolicy:
             result = job.result
             if result is not None and result.summary_source == "llm" and result.summary:
                 self._bg_summary = _background.narrative(result.summary) or None
+
+    def _expect(self) -> str | None:
+        """What an early job's repay check applies its plan with: the narrative of the last LLM
+        summary, else (``stand_in``) a stand-in as long as the smallest summary asked for."""
+        if self._bg_summary is not None or not self.stand_in:
+            return self._bg_summary
+        return STAND_IN
 
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
@@ -358,7 +392,7 @@ class BackgroundPolicy:
             carried=self._carry,
             flushed=flushed,
             early=early and not forced,
-            expect=self._bg_summary if early and not forced else None,
+            expect=self._expect() if early and not forced else None,
         )
         if forced:
             yield ("run", job)
@@ -490,7 +524,7 @@ class BackgroundPolicy:
             snap = self._core.snapshot()
         if before >= cfg.soft_threshold:
             return None
-        aim = min(cfg.soft_threshold, max(cfg.target_tokens, before + (cfg.soft_threshold - before) // 2))
+        aim = self._cut_aim(before)
         n = len(snap.messages)
         cut = ContextCompactor(
             cfg.replace(
@@ -521,6 +555,21 @@ class BackgroundPolicy:
             # half the soft-to-hard gap again would find little to replace (as after an apply).
             self._bg_applied = self._core.make_check().current_tokens
         return done
+
+    def _cut_aim(self, before: int) -> int:
+        """Where the cut of a jump aims, the context being at ``before`` before the call: half-way
+        to the soft threshold, at least the target. With ``cut_low``, when ``before`` is under the
+        :meth:`jump_target` (the conversation has barely started: the first large read), at the
+        jump target instead, at least a quarter of the way to the soft threshold: the next call
+        then has room for a large read too, as after a summary aimed there (a second read the
+        next call crossed the hard threshold again and was cut too)."""
+        cfg = self._core.compactor.config
+        soft = cfg.soft_threshold
+        aim = min(soft, max(cfg.target_tokens, before + (soft - before) // 2))
+        low = self.jump_target() if self.cut_low else None
+        if low is not None and low > before:
+            aim = min(aim, max(low, before + (soft - before) // 4))
+        return aim
 
     def _fits(self, tokens_after: int, delta: list[int]) -> bool:
         """Whether a compaction's output (``tokens_after``) followed by ``delta`` (the token counts of
