@@ -52,6 +52,15 @@ LATENCY_MARGIN = 1.5
 #: background summaries aim low enough that a call growing it as much (the largest seen) after them
 #: still ends under the soft threshold, but not below this share of the budget.
 JUMP_FLOOR_RATIO = 0.2
+#: The bursty forecast: a growth of one call this many times the median of the last calls or more
+#: is a burst, counted once in the growth a summary's calls are expected to bring.
+BURST_RATIO = 3.0
+#: At the hard threshold with a summary running, ``prepare()`` waits this long at most for it
+#: (seconds), and at most ``HARD_WAIT_SHARE`` of the time per call, before a rule summary or a cut
+#: applies instead. Only the calls that cross the hard threshold while a summary runs wait (under
+#: 1% of the calls in ``make bench-background``: the p95 blocked time does not move).
+HARD_WAIT_S = 0.05
+HARD_WAIT_SHARE = 0.1
 #: An early summary's repay check before the conversation has an LLM summary to measure by: a
 #: narrative as long as the smallest one asked for (``summary_target_share``, never under 256
 #: tokens). A plan that this would not repay (``min_savings_ratio``) is not sent to the summarizer:
@@ -102,6 +111,9 @@ class BackgroundPolicy:
     #: The cut of a jump aimed at the jump target when the context was under it before the call
     #: (see :meth:`_cut_aim`); off: half-way to the soft threshold, at least the target, as before.
     cut_low = True
+    #: At the hard threshold, how long ``prepare()`` waits for a running summary (seconds, see
+    #: :meth:`steps`); 0: never, as before.
+    hard_wait_s = HARD_WAIT_S
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
@@ -233,15 +245,27 @@ class BackgroundPolicy:
 
     def _growth_within(self, calls: float) -> float:
         """The growth expected over ``calls`` calls: the largest growth of the last
-        ``FORECAST_CALLS`` calls once, and their median for the others (``bursty_forecast``; off:
-        the largest for every call, as before). In a steady conversation the two are close; in a
-        bursty one (a large read now and then between small steps) one large call does not count
-        as if every call were as large, which started summaries in conversations that ended
-        before them (the ``calls`` the bench counts)."""
+        ``FORECAST_CALLS`` calls for every call; with ``bursty_forecast``, when that largest is a
+        burst (``BURST_RATIO`` times their median or more: a large read between small steps), it
+        once and the median for the other calls. A burst counted for every call started summaries
+        in conversations that ended (or paused) before they were due; a growth that is merely
+        uneven (the largest under ``BURST_RATIO`` times the median) keeps the largest for every
+        call, since the median there came too late for a slow summary."""
         top = max(self._bg_growth)
         if self.start_policy == "calls" or not self.bursty_forecast:
             return calls * top
-        return top + max(0.0, calls - 1) * statistics.median(self._bg_growth)
+        typical = statistics.median(self._bg_growth)
+        if top < BURST_RATIO * typical:
+            return calls * top
+        return top + max(0.0, calls - 1) * typical
+
+    def _hard_wait(self) -> float:
+        """How long ``prepare()`` waits at the hard threshold for a running summary (seconds):
+        ``hard_wait_s``, and at most ``HARD_WAIT_SHARE`` of the time per call (the median of the
+        last ``FORECAST_CALLS`` intervals between ``prepare()`` calls) once that is measured."""
+        if not self._bg_interval:
+            return self.hard_wait_s
+        return min(self.hard_wait_s, HARD_WAIT_SHARE * statistics.median(self._bg_interval))
 
     def _job_done(self, job: Job) -> None:
         self._bg_latency.append(job.calls + 1)
@@ -261,7 +285,8 @@ class BackgroundPolicy:
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
         arg))``, ``("now", None)`` (a compaction with the rule summary, now), ``("run", job)`` (run a
-        job in the foreground) and ``("start", job)`` (start it in the background)."""
+        job in the foreground), ``("wait", (job, seconds))`` (wait that long at most for a running job)
+        and ``("start", job)`` (start it in the background)."""
         c = self._core.compactor
         applied: CompactResult | None = None
         try:
@@ -270,6 +295,16 @@ class BackgroundPolicy:
                 check = self._core.make_check()
             self._observe(check)
             job = self.job
+            if (
+                job is not None
+                and self.hard_wait_s > 0
+                and not job.done()
+                and not job.cancelled
+                and self._core.must_answer(check)
+            ):
+                # At the hard threshold a running summary that is about to finish is worth a short
+                # wait (:meth:`_hard_wait`): else a rule summary or a cut applies now.
+                yield ("wait", (job, self._hard_wait()))
             if job is not None and not job.done():
                 job.calls += 1
             elif job is not None:
