@@ -1,8 +1,9 @@
 """When an early background summary is worth a summarizer call (issue 28): a conversation with one
 large read between small steps starts no summary before the soft threshold (the bursty forecast),
 an early summary that could not repay itself is not sent to the summarizer even before the
-conversation has an LLM summary to measure by (the stand-in), and the first cut of a large read
-leaves room for the next one (the cut aimed at the jump target).
+conversation has an LLM summary to measure by (the stand-in), the first cut of a large read
+leaves room for the next one (the cut aimed at the jump target), and at the hard threshold a
+summary that finishes within the short wait is applied as the LLM's, not replaced by a rule summary.
 
 What the agent sees: the summarizer calls it pays for, which compactions apply the LLM summary,
 and which tool output stays whole. No timings: the summarizer answers at once (``Gate(block=0)``)
@@ -12,14 +13,17 @@ before the change (its switch off) to show the call or cut it saves.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from context_compactor import ContextCompactor, validate_messages
+from context_compactor import _session_background as policy
+from context_compactor._background import Job
 from context_compactor._session_background import BackgroundPolicy
 from context_compactor.session import Session
-from test_background import Gate
+from test_background import Gate, at_soft, grow_to
 from test_session import tool_round
 
 OMITTED = "chars omitted"
@@ -160,3 +164,93 @@ def test_before_the_low_cut_the_next_read_was_cut_too(monkeypatch: pytest.Monkey
     assert [r.strategy for r in a.applied] == ["truncation", "truncation"]
     assert OMITTED in a.s.context()[-1]["content"] and a.s.context()[-2] == second[0]
     a.s.close()
+
+
+def _cross_hard_while_summarizing(monkeypatch: pytest.MonkeyPatch, wait: float, finishes: bool) -> tuple[Any, Any]:
+    """A summary started at the soft threshold is running when a call crosses the hard threshold;
+    it answers as soon as ``prepare()`` starts waiting for it (``finishes``) or never. The wait is
+    ``wait`` seconds (no share of a call: no clock involved)."""
+    monkeypatch.setattr(BackgroundPolicy, "hard_wait_s", wait)
+    monkeypatch.setattr(policy, "HARD_WAIT_SHARE", 1e9)
+    gate = Gate(block=1)
+    applied: list[Any] = []
+    s = at_soft(gate, on_compacted=applied.append)
+    job = s.pending
+    assert job is not None and gate.entered.wait(5)
+    if finishes:
+        wait_for = Job.wait
+
+        def answered(self: Job, timeout: float | None = None) -> bool:
+            gate.release.set()  # the summarizer answers while prepare() waits
+            return wait_for(self, timeout)
+
+        monkeypatch.setattr(Job, "wait", answered)
+    s.extend(tool_round(80, size=200))
+    assert s.check().urgency == "hard"
+    s.prepare()
+    assert s.check().current_tokens <= s.check().budget
+    assert validate_messages(s.context(), format="openai") == []
+    return s, applied
+
+
+def test_a_summary_that_answers_within_the_wait_is_applied_at_the_hard_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s, applied = _cross_hard_while_summarizing(monkeypatch, wait=30.0, finishes=True)
+    assert [(r.summary_source, r.strategy) for r in applied] == [("llm", "summary")]
+    assert s.check().urgency != "hard"
+    assert any("Checked the modules" in str(m.get("content")) for m in s.context())
+    s.close()
+
+
+def test_without_the_wait_the_same_crossing_gets_the_rule_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    s, applied = _cross_hard_while_summarizing(monkeypatch, wait=0.0, finishes=True)
+    assert [r.summary_source for r in applied] == ["rule"]
+    s.close()
+
+
+def test_the_wait_is_bounded_a_summary_still_running_gets_the_rule_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    s, applied = _cross_hard_while_summarizing(monkeypatch, wait=0.01, finishes=False)
+    assert [r.summary_source for r in applied] == ["rule"]  # prepare() returned: the agent goes on
+    job = s.pending
+    assert job is not None and not job.done() and job.upgrade is not None  # its LLM summary re-applies later
+    s.close()
+
+
+def test_aprepare_waits_for_the_running_summary_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(BackgroundPolicy, "hard_wait_s", 30.0)
+    monkeypatch.setattr(policy, "HARD_WAIT_SHARE", 1e9)
+    gate = Gate(block=1)
+    applied: list[Any] = []
+    await_done = Job.await_done
+
+    async def answered(self: Job, timeout: float | None = None) -> bool:
+        gate.release.set()  # the summarizer answers while aprepare() waits
+        return await await_done(self, timeout)
+
+    monkeypatch.setattr(Job, "await_done", answered)
+
+    async def main() -> None:
+        s = Session(
+            compactor=ContextCompactor(
+                max_context_tokens=3000,
+                reserve_tokens=300,
+                summarizer=gate,
+                summarizer_timeout_s=20,
+                background=True,
+                on_compacted=applied.append,
+            ),
+            store=":memory:",
+        )
+        s.append({"role": "system", "content": "You are a coding agent."})
+        s.append({"role": "user", "content": "Fix the KeyError in /srv/app please."})
+        grow_to(s, "soft")
+        assert await s.aprepare() is None and s.pending is not None
+        s.extend(tool_round(80, size=200))
+        assert s.check().urgency == "hard"
+        await s.aprepare()
+        assert [r.summary_source for r in applied] == ["llm"]
+        assert validate_messages(s.context(), format="openai") == []
+        s.close()
+
+    asyncio.run(main())
