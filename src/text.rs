@@ -111,12 +111,41 @@ impl<'a> Text<'a> {
                 v
             }
         };
-        // Valid by construction (every piece is a `char`'s encoding); checked all the same, which
-        // costs a fraction of the transcoding.
-        match String::from_utf8(bytes) {
-            Ok(s) if out.is_empty() => *out = s,
-            Ok(s) => out.push_str(&s),
-            Err(e) => out.push_str(&String::from_utf8_lossy(e.as_bytes())),
+        // Valid by construction: `wide_to_utf8` writes ASCII bytes (units below 0x80) and
+        // `char::encode_utf8` output only. Checking it again cost a third of the transcoding (a
+        // summary's readers transcode every non-ASCII result of the span).
+        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        // SAFETY: see above: every byte sequence appended is a `char`'s UTF-8 encoding.
+        let s = unsafe { String::from_utf8_unchecked(bytes) };
+        if out.is_empty() {
+            *out = s;
+        } else {
+            out.push_str(&s);
+        }
+    }
+
+    /// Whether the text contains `needle`, an ASCII string, without transcoding it (a wide
+    /// layout holds an ASCII character as one code unit of the same value).
+    pub fn contains_ascii(&self, needle: &str) -> bool {
+        debug_assert!(needle.is_ascii());
+        fn find<T: Copy + Into<u32>>(w: &[T], n: &[u8]) -> bool {
+            let Some((&first, rest)) = n.split_first() else {
+                return true;
+            };
+            w.len() >= n.len()
+                && w[..=w.len() - n.len()].iter().enumerate().any(|(i, &c)| {
+                    c.into() == u32::from(first)
+                        && rest
+                            .iter()
+                            .zip(&w[i + 1..])
+                            .all(|(&b, &x)| x.into() == u32::from(b))
+                })
+        }
+        match *self {
+            Text::Utf8(s) => s.contains(needle),
+            Text::Latin1(b) => find(b, needle.as_bytes()),
+            Text::Ucs2(w) => find(w, needle.as_bytes()),
+            Text::Ucs4(w) => find(w, needle.as_bytes()),
         }
     }
 
@@ -151,6 +180,73 @@ fn wide_to_utf8<T: Copy + Into<u32>>(
         i += usize::from(pair);
         out.extend_from_slice(ch.encode_utf8(&mut [0u8; 4]).as_bytes());
     }
+}
+
+/// Transcoded texts kept for the length of one [`utf8_memo_scope`], by the text they came from
+/// (its layout, address and length: within the scope the borrowed texts live and do not change),
+/// within [`UTF8_MEMO_BYTES`].
+struct Utf8Memo {
+    kept: rustc_hash::FxHashMap<(u8, usize, usize), Box<str>>,
+    left: usize,
+}
+
+/// The bytes of UTF-8 one [`utf8_memo_scope`] keeps (freed when it ends). A compaction of the
+/// corpus's largest conversation transcodes 0.2 MB, of 1k messages 0.6 MB: each is kept whole;
+/// past the bound (10k messages and more) texts are transcoded afresh, as outside a scope.
+pub const UTF8_MEMO_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static UTF8_MEMO: std::cell::RefCell<Option<Utf8Memo>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `f()` with [`to_utf8_memo`] keeping what it transcodes on this thread until `f` returns
+/// (nested calls share the outer scope). A compaction's `plan` and `apply` each run in one:
+/// the micro pass, the trail, the continuation and the rule summary each read every result of
+/// the span (a memo held by each block kept 71 MB more at 100k messages).
+pub fn utf8_memo_scope<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            UTF8_MEMO.with(|m| *m.borrow_mut() = None);
+        }
+    }
+    if UTF8_MEMO.with(|m| m.borrow().is_some()) {
+        return f();
+    }
+    UTF8_MEMO.with(|m| {
+        *m.borrow_mut() = Some(Utf8Memo {
+            kept: Default::default(),
+            left: UTF8_MEMO_BYTES,
+        })
+    });
+    let _reset = Reset;
+    f()
+}
+
+/// [`Text::to_utf8`], a text in another layout transcoded once per [`utf8_memo_scope`] (a copy
+/// of the kept UTF-8 after that: a copy costs a fraction of the transcoding).
+pub fn to_utf8_memo(text: Text<'_>) -> Cow<'_, str> {
+    let id = match text {
+        Text::Utf8(s) => return Cow::Borrowed(s),
+        Text::Latin1(b) => (1, b.as_ptr() as usize, b.len()),
+        Text::Ucs2(w) => (2, w.as_ptr() as usize, w.len()),
+        Text::Ucs4(w) => (4, w.as_ptr() as usize, w.len()),
+    };
+    UTF8_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        let Some(memo) = m.as_mut() else {
+            return text.to_utf8();
+        };
+        if let Some(s) = memo.kept.get(&id) {
+            return Cow::Owned(String::from(&**s));
+        }
+        let s = text.to_utf8().into_owned();
+        if s.len() <= memo.left {
+            memo.left -= s.len();
+            memo.kept.insert(id, s.as_str().into());
+        }
+        Cow::Owned(s)
+    })
 }
 
 /// UTF-8 bytes of one code unit of a wide layout: a surrogate counts 2 (a pair makes 4).
@@ -276,6 +372,71 @@ mod tests {
                 assert_eq!(got, format!("x{want1}"));
             }
         }
+    }
+
+    /// An ASCII needle is found in every layout, and only where it is.
+    #[test]
+    fn contains_ascii_in_every_layout() {
+        for hay in [
+            "(Open file: /x.py)",
+            "naïve (Open file: a)",
+            "→ (Open file: 文件)",
+            "(Open file:",
+            "🚀",
+        ] {
+            let l1: Option<Vec<u8>> = hay
+                .chars()
+                .map(|c| u8::try_from(u32::from(c)).ok())
+                .collect();
+            let u2: Vec<u16> = hay.encode_utf16().collect();
+            let u4: Vec<u32> = hay.chars().map(u32::from).collect();
+            for needle in ["(Open file: ", "", "a", "🚀"[..0].as_ref(), "file: /"] {
+                let want = hay.contains(needle);
+                assert_eq!(Text::Utf8(hay).contains_ascii(needle), want);
+                if let Some(l1) = &l1 {
+                    assert_eq!(
+                        Text::Latin1(l1).contains_ascii(needle),
+                        want,
+                        "{hay} {needle}"
+                    );
+                }
+                assert_eq!(
+                    Text::Ucs2(&u2).contains_ascii(needle),
+                    want,
+                    "{hay} {needle}"
+                );
+                assert_eq!(
+                    Text::Ucs4(&u4).contains_ascii(needle),
+                    want,
+                    "{hay} {needle}"
+                );
+            }
+        }
+    }
+
+    /// Outside a scope every text is transcoded afresh; inside, each text once while the
+    /// scope's bytes last; the same characters come back either way.
+    #[test]
+    fn utf8_memo_is_scoped_and_bounded() {
+        let a: Vec<u16> = "naïve → café".encode_utf16().collect();
+        let b: Vec<u32> = "другой текст 🚀".chars().map(u32::from).collect();
+        let kept = || UTF8_MEMO.with(|m| m.borrow().as_ref().map(|m| m.kept.len()));
+        assert_eq!(to_utf8_memo(Text::Ucs2(&a)), "naïve → café");
+        assert_eq!(kept(), None);
+        utf8_memo_scope(|| {
+            assert_eq!(to_utf8_memo(Text::Ucs2(&a)), "naïve → café");
+            assert_eq!(to_utf8_memo(Text::Ucs2(&a)), "naïve → café");
+            assert_eq!(to_utf8_memo(Text::Ucs2(&a[..5])), "naïve");
+            assert_eq!(to_utf8_memo(Text::Utf8("plain")), "plain");
+            assert_eq!(kept(), Some(2));
+            UTF8_MEMO.with(|m| m.borrow_mut().as_mut().unwrap().left = 3);
+            assert_eq!(to_utf8_memo(Text::Ucs4(&b)), "другой текст 🚀");
+            assert_eq!(to_utf8_memo(Text::Ucs4(&b)), "другой текст 🚀");
+            // Nested: the outer scope's memo.
+            utf8_memo_scope(|| assert_eq!(kept(), Some(2)));
+            assert_eq!(kept(), Some(2));
+        });
+        assert_eq!(kept(), None);
     }
 
     #[test]
