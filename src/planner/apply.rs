@@ -129,12 +129,17 @@ impl<'a> Planned<'a> {
             }
         };
         if body.trim().is_empty() {
-            body = truncation_summary(
+            let trunc = truncation_summary(
                 &self.replaced,
                 self.language,
                 100,
                 cfg.summary_max_tokens * 3,
             );
+            // Its header alone (nothing of the span to show, e.g. only an earlier summary whose
+            // narrative the ladder left out) is no narrative: it would only take room.
+            if trunc.trim().lines().count() > 1 {
+                body = trunc;
+            }
         }
         let mut shape = Shape {
             body,

@@ -450,8 +450,11 @@ fn the_reason_names_an_image_that_does_not_fit() {
         .iter()
         .map(|m| message_tokens(Tokenizer::Approx, m, framing))
         .collect();
+    // The user's words held to a small budget: over budget either way, the ladder keeps the
+    // ledger within its budgets (the reason is about the image, not the words).
     let cfg = PlanConfig {
         framing,
+        user_messages_budget_tokens: 562,
         ..PlanConfig::for_budget(1125)
     };
     let o = ladder(&conv, &tokens, &cfg);

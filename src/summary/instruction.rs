@@ -146,6 +146,42 @@ fn classify_now(sentence: &str) -> Option<InstructionKind> {
     })
 }
 
+/// Whether a sentence is a statement in the user's own prose (a stated fact when it is not an
+/// instruction): at least three words of letters outside URLs, paths and identifiers (`at
+/// Object.run (http://…)` has one), or four CJK characters, and not markup, code, a slash
+/// command, pasted tool output or a "sentence" over [`MAX_INSTRUCTION_CHARS`] ([`not_prose`]).
+/// The ledger evicts the words that are not (a pasted log's lines, `17`, `true`, `<task-id>…`)
+/// before the user's stated facts.
+pub fn is_stated(sentence: &str) -> bool {
+    let s = sentence.trim();
+    if s.is_empty() || s.chars().count() > MAX_INSTRUCTION_CHARS || not_prose(s) {
+        return false;
+    }
+    if s.chars().filter(|&c| chinese::is_cjk(c)).count() >= 4 {
+        return true;
+    }
+    // A log line opens with where it was written (`useSessionStream.ts:819 …`).
+    let first = s.split_whitespace().next().unwrap_or("");
+    if first.rsplit_once(':').is_some_and(|(a, n)| {
+        !a.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+    }) {
+        return false;
+    }
+    // A word: letters (a hyphen or apostrophe inside), lower case after its first letter; not an
+    // identifier (`resetState`, `Object.current`, `CN-3D86F1`), a number or a path.
+    let word = |t: &str| {
+        let core = t.trim_matches(|c: char| !c.is_alphanumeric());
+        core.chars().count() >= 2
+            && core.chars().skip(1).all(|c| !c.is_uppercase())
+            && core
+                .chars()
+                .all(|c| (c.is_alphabetic() && !chinese::is_cjk(c)) || c == '-' || c == '\'')
+    };
+    let tokens = s.split_whitespace().count();
+    let words = s.split_whitespace().filter(|t| word(t)).count();
+    words >= 3 && words * 2 >= tokens
+}
+
 /// Text that is not prose a user addresses to the agent: a quote (`> …`), markup or a harness
 /// wrapper (`<…>`, `[Request interrupted …]`), a slash command or path (`/undo`), code, or pasted
 /// tool output that opens with its label (`error: …`, `TypeError: …`, `错误：…`).
@@ -338,6 +374,31 @@ fn english_directive(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stated_prose_and_what_is_not() {
+        for s in [
+            "Remember that the staging server is called stg-4.",
+            "记住，预发布服务器叫 stg-4。",
+            "The hover is showing \"undefined: NaN%\".",
+        ] {
+            assert!(is_stated(s), "{s}");
+        }
+        for s in [
+            "17",
+            "true",
+            ":",
+            "count",
+            "<task-id>bv1xsvv0r</task-id>",
+            "/clear",
+            "at Object.current (http://localhost:5173/src/hooks/use.ts:1744:40)",
+            "TypeError: Cannot read properties of null (reading 'clear')",
+            "{sessionId: '411b1245'}",
+            "useSessionStream.ts:2643 [SlashCmd] useLayoutEffect sessionId change Object",
+        ] {
+            assert!(!is_stated(s), "{s}");
+        }
+    }
 
     #[test]
     fn interface() {

@@ -35,8 +35,10 @@
 //!   part", "The user's constraints (verbatim)", the artifact trail, and their Chinese labels)
 //!   are read too: their entries become ledger entries, the rest is narrative.
 //! * Eviction (over a budget, and the ladder's last step): sentences that are not instructions
-//!   first, oldest first; then instructions oldest first; prohibitions and safety rules last
-//!   (`instruction::classify`). Facts are dropped whole, details before the trail, oldest first.
+//!   first — those that are not the user's own prose (pasted output, markup, code, fragments:
+//!   `instruction::is_stated`) before the stated facts, oldest first each; then instructions
+//!   oldest first; prohibitions and safety rules last (`instruction::classify`). Facts are
+//!   dropped whole, details before the trail, oldest first.
 //! * A fact that a longer entry shows as one of its parts ([`is_part`]: a URL's host or path, a
 //!   path's directory, tail or file name, a trail line's file) is not written again
 //!   ([`Ledger::add_details`]): a small window holds more facts. Parts only, not any substring:
@@ -44,7 +46,7 @@
 //!   evicted ([`Ledger::lost`]), so nothing folded into it is lost silently.
 
 use super::artifacts::Trail;
-use super::instruction::classify;
+use super::instruction::{classify, is_stated};
 use super::language::Language;
 
 /// The versioned sentinel line that starts the ledger.
@@ -114,6 +116,16 @@ pub fn rank(sentence: &str) -> u8 {
         None => 0,
         Some(k) if k.evicted_last() => 2,
         Some(_) => 1,
+    }
+}
+
+/// The eviction order within the ranks: among the words of rank 0, those that are not the user's
+/// own prose ([`is_stated`]: pasted output, markup, code, fragments) go first (tier 0), the
+/// stated facts after them (tier 1); instructions are tier 2, prohibitions and safety rules 3.
+fn tier(sentence: &str) -> u8 {
+    match rank(sentence) {
+        0 => u8::from(is_stated(sentence)),
+        r => r + 1,
     }
 }
 
@@ -349,14 +361,14 @@ impl Ledger {
         let mut ev = Evicted::default();
         let (mut words, mut details) = self.costs(count);
         if words > words_budget {
-            let ranks: Vec<u8> = self.words.iter().map(|w| rank(&w.text)).collect();
+            let tiers: Vec<u8> = self.words.iter().map(|w| tier(&w.text)).collect();
             let mut gone = vec![false; self.words.len()];
-            'outer: for r in 0..=max_rank.min(2) {
+            'outer: for t in 0..=max_rank.min(2) + 1 {
                 for (i, w) in self.words.iter().enumerate() {
                     if words <= words_budget {
                         break 'outer;
                     }
-                    if ranks[i] == r {
+                    if tiers[i] == t {
                         gone[i] = true;
                         words -= count(&w.text) + 1;
                     }

@@ -112,3 +112,37 @@ fn a_fact_another_entry_shows_is_not_repeated_and_is_lost_with_it() {
     }
     assert!(lost.iter().all(|p| is_part("/w/p/src/expr/match.c", p)));
 }
+
+#[test]
+fn pasted_output_goes_before_the_users_stated_facts() {
+    let mut l = Ledger::default();
+    l.add_user_text("Each service in this repository sits behind the gateway gw-7.");
+    l.add_user_text("这个仓库的每个服务都在网关 gw-7 后面。");
+    l.add_user_text("at Object.current (http://localhost:5173/src/hooks/use.ts:1744:40)");
+    l.add_user_text("count\n:\n17\n<task-id>by8u2b8ha</task-id>");
+    l.add_user_text("Never delete the backups.");
+    let count = |s: &str| s.chars().count().div_ceil(4);
+    let (words, _) = l.costs(&count);
+    // Room for all but the pasted lines: they go, newer though they are; the facts stay.
+    let pasted = [
+        "at Object.current (http://localhost:5173/src/hooks/use.ts:1744:40)",
+        "count",
+        ":",
+        "17",
+        "<task-id>by8u2b8ha</task-id>",
+    ];
+    let freed: usize = pasted.iter().map(|p| count(p) + 1).sum();
+    let ev = l.fit(words - freed, usize::MAX, 0, &count);
+    assert_eq!(ev.words, pasted);
+    assert_eq!(l.words.len(), 3);
+    // Then the stated facts, oldest first; the prohibition stays (rank 0 only).
+    let ev = l.fit(0, usize::MAX, 0, &count);
+    assert_eq!(
+        ev.words,
+        [
+            "Each service in this repository sits behind the gateway gw-7.",
+            "这个仓库的每个服务都在网关 gw-7 后面。"
+        ]
+    );
+    assert_eq!(l.words[0].text, "Never delete the backups.");
+}

@@ -51,7 +51,7 @@ const QUESTION_WORDS: &[&str] = &[
     "对不对", "好不好", "多少",
 ];
 
-fn is_cjk(c: char) -> bool {
+pub(super) fn is_cjk(c: char) -> bool {
     ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c)
 }
 
