@@ -140,14 +140,16 @@ EVAL_FILES = $(wildcard $(CORPUS_DIR)/openai/*.json) $(wildcard $(CORPUS_DIR)/cl
 	$(wildcard $(CORPUS_DIR)/responses/*.jsonl)
 
 .PHONY: eval
-eval: ## the eval over the whole corpus at 10% and 30% windows, policy vs benches/baseline-0.1.toml (JSON + HTML in target/)
+#: A policy to judge (`make eval EVAL_CONFIG=auto.toml`): the eval's policy, beside the baseline and the defaults.
+EVAL_CONFIG ?=
+eval: ## the eval over the whole corpus at 10% and 30% windows, policy (EVAL_CONFIG, default: the defaults) vs benches/baseline-0.1.toml, with canary survival in planted replays (JSON + HTML in target/)
 	@mkdir -p target
 	@# Exit status 1 means a context over the window was sent (reported, not a crash): go on.
 	for r in 0.1 0.3; do \
-	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
-	    --baseline benches/baseline-0.1.toml --html target/eval-$$r.html; [ $$? -le 1 ] || exit 1; \
-	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r \
-	    --baseline benches/baseline-0.1.toml --json > target/eval-$$r.json; [ $$? -le 1 ] || exit 1; done
+	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r $(if $(EVAL_CONFIG),--config $(EVAL_CONFIG)) \
+	    --baseline benches/baseline-0.1.toml --canaries --html target/eval-$$r.html; [ $$? -le 1 ] || exit 1; \
+	  $(BIN)/python -m context_compactor.cli eval $(EVAL_FILES) --window-ratio $$r $(if $(EVAL_CONFIG),--config $(EVAL_CONFIG)) \
+	    --baseline benches/baseline-0.1.toml --canaries --json > target/eval-$$r.json; [ $$? -le 1 ] || exit 1; done
 
 .PHONY: canaries
 canaries: ## canaries of 5 kinds planted in the corpus, 5 chained compactions (forced, growing) x rule/adversarial summarizer x unbudgeted/30/20/10%, and the 10-round instruction chains: a table, target/canaries.{json,html}

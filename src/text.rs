@@ -111,12 +111,41 @@ impl<'a> Text<'a> {
                 v
             }
         };
-        // Valid by construction (every piece is a `char`'s encoding); checked all the same, which
-        // costs a fraction of the transcoding.
-        match String::from_utf8(bytes) {
-            Ok(s) if out.is_empty() => *out = s,
-            Ok(s) => out.push_str(&s),
-            Err(e) => out.push_str(&String::from_utf8_lossy(e.as_bytes())),
+        // Valid by construction: `wide_to_utf8` writes ASCII bytes (units below 0x80) and
+        // `char::encode_utf8` output only. Checking it again cost a third of the transcoding (a
+        // summary's readers transcode every non-ASCII result of the span).
+        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        // SAFETY: see above: every byte sequence appended is a `char`'s UTF-8 encoding.
+        let s = unsafe { String::from_utf8_unchecked(bytes) };
+        if out.is_empty() {
+            *out = s;
+        } else {
+            out.push_str(&s);
+        }
+    }
+
+    /// Whether the text contains `needle`, an ASCII string, without transcoding it (a wide
+    /// layout holds an ASCII character as one code unit of the same value).
+    pub fn contains_ascii(&self, needle: &str) -> bool {
+        debug_assert!(needle.is_ascii());
+        fn find<T: Copy + Into<u32>>(w: &[T], n: &[u8]) -> bool {
+            let Some((&first, rest)) = n.split_first() else {
+                return true;
+            };
+            w.len() >= n.len()
+                && w[..=w.len() - n.len()].iter().enumerate().any(|(i, &c)| {
+                    c.into() == u32::from(first)
+                        && rest
+                            .iter()
+                            .zip(&w[i + 1..])
+                            .all(|(&b, &x)| x.into() == u32::from(b))
+                })
+        }
+        match *self {
+            Text::Utf8(s) => s.contains(needle),
+            Text::Latin1(b) => find(b, needle.as_bytes()),
+            Text::Ucs2(w) => find(w, needle.as_bytes()),
+            Text::Ucs4(w) => find(w, needle.as_bytes()),
         }
     }
 
@@ -274,6 +303,46 @@ mod tests {
                 let mut got = String::from("x");
                 Text::Latin1(&w1).push_utf8(&mut got);
                 assert_eq!(got, format!("x{want1}"));
+            }
+        }
+    }
+
+    /// An ASCII needle is found in every layout, and only where it is.
+    #[test]
+    fn contains_ascii_in_every_layout() {
+        for hay in [
+            "(Open file: /x.py)",
+            "naïve (Open file: a)",
+            "→ (Open file: 文件)",
+            "(Open file:",
+            "🚀",
+        ] {
+            let l1: Option<Vec<u8>> = hay
+                .chars()
+                .map(|c| u8::try_from(u32::from(c)).ok())
+                .collect();
+            let u2: Vec<u16> = hay.encode_utf16().collect();
+            let u4: Vec<u32> = hay.chars().map(u32::from).collect();
+            for needle in ["(Open file: ", "", "a", "🚀"[..0].as_ref(), "file: /"] {
+                let want = hay.contains(needle);
+                assert_eq!(Text::Utf8(hay).contains_ascii(needle), want);
+                if let Some(l1) = &l1 {
+                    assert_eq!(
+                        Text::Latin1(l1).contains_ascii(needle),
+                        want,
+                        "{hay} {needle}"
+                    );
+                }
+                assert_eq!(
+                    Text::Ucs2(&u2).contains_ascii(needle),
+                    want,
+                    "{hay} {needle}"
+                );
+                assert_eq!(
+                    Text::Ucs4(&u4).contains_ascii(needle),
+                    want,
+                    "{hay} {needle}"
+                );
             }
         }
     }

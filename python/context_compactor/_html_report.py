@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from context_compactor._chart import line_chart
 
@@ -84,6 +84,8 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
         row += "".join(f"<td>{o['cost'][k]:.4f}</td>" for k in report.prices)
         h.append(row + "</tr>")
     h.append("</table>")
+    if report.canary_policies:
+        h += _canary_overall(report)
     if report.skipped:
         h.append('<p class="note">Skipped: ' + "; ".join(escape(f"{f}: {r}") for f, r in report.skipped) + "</p>")
     for t in report.transcripts:
@@ -114,6 +116,8 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
             row += "".join(f"<td>{r.cost.get(k, 0.0):.4f}</td>" for k in report.prices)
             h.append(row + "</tr>")
         h.append("</table>")
+        if t.canaries:
+            h += _canary_rows(t.canaries)
         missed = [
             (pol, p, m) for pol, r in t.runs.items() if pol in scored for p, s in r.probes.items() for m in s.missed
         ]
@@ -141,6 +145,67 @@ def render_html(report: EvalReport, *, title: str = "context-compactor eval") ->
             )
     h.append("</body></html>")
     return "\n".join(h) + "\n"
+
+
+def _canary_overall(report: EvalReport) -> list[str]:
+    """The eval's canary section: survival per policy over every compaction, the first five
+    compactions (a chart and a table), per kind and position."""
+    from context_compactor.eval.canaries import KINDS, POSITIONS
+
+    surv = {p: report.canary_survival(p) for p in report.canary_policies}
+    n = max(len(s["by_round"]) for s in surv.values())
+    h = [
+        '<h2 id="canaries">Canary survival</h2>',
+        '<p class="note">A copy of each transcript with 15 canaries (safety rules, constraints, facts, goals, '
+        "preferences; English and Chinese; at the top, middle and bottom) replayed per policy at the same window "
+        "as the eval's replays; after every compaction a canary said so far survives when its exact sentence is in "
+        "the context. <i>all</i>: every compaction; c1-c5: the first five (a transcript with fewer counts its "
+        "last); silent: lost and in no <code>must_keep_missing</code> (canary x compaction).</p>",
+        line_chart(
+            {p: [100.0] + [100 * (x or 0.0) for x in s["by_round"]] for p, s in surv.items()},
+            title="canary survival per compaction",
+            y_label="survival",
+            x_label="compaction (0: as planted)",
+            fmt="percent",
+            height=240,
+        ),
+        '<table class="eval-canaries"><tr><th>policy</th><th>all</th>'
+        + "".join(f"<th>c{k + 1}</th>" for k in range(n))
+        + "".join(f"<th>{escape(k)}</th>" for k in (*KINDS, *POSITIONS))
+        + "<th>silent</th><th>compactions</th><th>mean target</th></tr>",
+    ]
+    for p, s in surv.items():
+        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace(
+            "</td>", f" ({s['items'][0]}/{s['items'][1]})</td>"
+        )
+        row += "".join(_cell(x) for x in s["by_round"])
+        row += "".join(_cell(s["by_kind"][k]) for k in KINDS) + "".join(_cell(s["by_position"][q]) for q in POSITIONS)
+        t = s["mean_target"]
+        row += f"<td>{s['silent']}</td><td>{s['compactions']}</td><td>{'–' if t is None else f'{t:.2f}'}</td></tr>"
+        h.append(row)
+    h.append("</table>")
+    return h
+
+
+def _canary_rows(runs: dict[str, Any]) -> list[str]:
+    """One transcript's canary survival per policy."""
+    from context_compactor.eval.canaries import POSITIONS
+    from context_compactor.eval.planted import survival
+
+    h = [
+        '<table class="transcript-canaries"><tr><th>canaries</th><th>all</th>'
+        + "".join(f"<th>{escape(q)}</th>" for q in POSITIONS)
+        + "<th>silent</th><th>compactions</th></tr>"
+    ]
+    for p, run in runs.items():
+        s = survival([run])
+        row = f"<tr><td>{escape(p)}</td>" + _cell(s["share"]).replace(
+            "</td>", f" ({s['items'][0]}/{s['items'][1]})</td>"
+        )
+        row += "".join(_cell(s["by_position"][q]) for q in POSITIONS)
+        h.append(row + f"<td>{s['silent']}</td><td>{s['compactions']}</td></tr>")
+    h.append("</table>")
+    return h
 
 
 def render_canaries_html(report: CanaryReport, *, title: str = "context-compactor canaries") -> str:

@@ -54,10 +54,13 @@ impl Op {
 pub struct Trail {
     entries: Vec<(String, Vec<Op>, Option<String>)>,
     /// Words of earlier calls' arguments: a file they named exists, so writing it edits it.
-    seen: std::collections::HashSet<String>,
+    seen: rustc_hash::FxHashSet<String>,
     /// SWE-agent's editor: `edit`/`insert` without a path change the file `open`/`create` opened.
     open_file: Option<String>,
 }
+
+/// What SWE-agent's results end with: `(Open file: PATH)`.
+const OPEN_FILE: &str = "(Open file: ";
 
 /// The separator of operations in a trail line.
 const ARROW: &str = " → ";
@@ -110,9 +113,19 @@ impl Trail {
     /// Takes in text that names files the agent has used (a call's arguments, an earlier
     /// summary's file list or commands): a file it names exists, so writing it later edits it.
     pub fn know(&mut self, text: &str) {
-        for w in text.split(|c: char| c.is_whitespace() || "'\"=,;:（）()".contains(c)) {
-            if let Some(p) = clean_path(w) {
-                self.seen.insert(p);
+        // Every word of every call's arguments comes through here: no allocation for a word
+        // already known.
+        for w in text.split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '\'' | '"' | '=' | ',' | ';' | ':' | '（' | '）' | '(' | ')'
+                )
+        }) {
+            if let Some(p) = clean_path_str(w) {
+                if !self.seen.contains(p) {
+                    self.seen.insert(p.to_owned());
+                }
             }
         }
     }
@@ -366,6 +379,13 @@ impl Trail {
         for m in messages {
             for b in m.blocks.iter() {
                 if let (BlockKind::ToolResult, Some(id)) = (b.kind, &b.id) {
+                    // Most results have no marker: looked for before any text is transcoded
+                    // (in a result of one text: pieces joined could make one across them).
+                    if let [one] = b.texts.as_slice() {
+                        if !one.text().contains_ascii(OPEN_FILE) {
+                            continue;
+                        }
+                    }
                     if let Some(p) = open_file_marker(&b.joined("")) {
                         open_after.insert(id.clone(), p);
                     }
@@ -488,7 +508,7 @@ impl Trail {
 /// Whether `path` is one path as a trail line writes it: not empty, not a command line or a
 /// sentence (`cd /srv/app && python /tmp/x.py: created` in an earlier LLM summary).
 fn is_one_path(path: &str) -> bool {
-    clean_path(path).is_some()
+    clean_path_str(path).is_some()
 }
 
 /// The lines of an earlier summary's file list and commands sections (either language): what
@@ -517,8 +537,8 @@ fn known_lines(earlier: &str) -> impl Iterator<Item = &str> {
 
 /// The path of SWE-agent's `(Open file: PATH)` status line in a tool result (`n/a`: none).
 fn open_file_marker(text: &str) -> Option<String> {
-    let at = text.rfind("(Open file: ")?;
-    let rest = &text[at + "(Open file: ".len()..];
+    let at = text.rfind(OPEN_FILE)?;
+    let rest = &text[at + OPEN_FILE.len()..];
     let path = rest.split(')').next()?.trim();
     (!path.is_empty() && path != "n/a" && !path.contains(char::is_whitespace))
         .then(|| path.to_owned())
@@ -527,18 +547,28 @@ fn open_file_marker(text: &str) -> Option<String> {
 /// A path as written, or `None` for what is not a file (`/dev/null`, `&1`, a `$VAR`, a glob,
 /// an option). A leading `./` is dropped.
 fn clean_path(p: &str) -> Option<String> {
+    clean_path_str(p).map(str::to_owned)
+}
+
+/// [`clean_path`] without the copy.
+fn clean_path_str(p: &str) -> Option<&str> {
     let p = p.trim().trim_matches(|c| c == '\'' || c == '"');
     if p.is_empty()
         || p.starts_with("/dev/")
         || p.starts_with('&')
         || p.starts_with('-')
-        || p.contains(|c: char| "$*?`(){}<>|;".contains(c) || c.is_whitespace())
+        || p.contains(|c: char| {
+            matches!(
+                c,
+                '$' | '*' | '?' | '`' | '(' | ')' | '{' | '}' | '<' | '>' | '|' | ';'
+            ) || c.is_whitespace()
+        })
     {
         return None;
     }
     let p = p.strip_prefix("./").filter(|r| !r.is_empty()).unwrap_or(p);
     let p = p.trim_end_matches('/');
-    (!p.is_empty()).then(|| p.to_owned())
+    (!p.is_empty()).then_some(p)
 }
 
 /// A word of a shell line: text with quotes removed, or an operator (`;`, `&&`, `|`, `>`, …).

@@ -21,7 +21,7 @@ use super::todos::{checklist, tail_strings, text_of, Todos};
 use super::tools::{failing_line, is_shell_tool, shell_command};
 use crate::cut::shorten;
 use crate::message::{is_no_result, Block, BlockKind, Message, Role};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Characters of a carried to-do item.
 const ITEM_CHARS: usize = 100;
@@ -264,7 +264,7 @@ impl Continuation {
     pub fn visit<'m, 'x: 'm>(&mut self, messages: impl IntoIterator<Item = &'m Message<'x>>) {
         // The calls by id; a call's key (a JSON parse of its arguments) is worked out only when
         // a result needs it: a failure, or a clean run while errors are open.
-        let mut by_id: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
+        let mut by_id: HashMap<&'m str, &'m Block<'x>> = HashMap::default();
         for m in messages {
             // A checklist the agent wrote (`- [ ] item` lines) in its text is its latest plan;
             // one in a call's arguments (a PR's test plan, a file's) adds open items to the
@@ -482,7 +482,7 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
     let mut failing: Option<(String, usize)> = None;
     // The calls seen so far by id; their keys are worked out only for the failing result's call
     // and the clean results after it.
-    let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::new();
+    let mut calls: HashMap<&'m str, &'m Block<'x>> = HashMap::default();
     let mut error_done = false;
     for (i, m) in messages.iter().enumerate().rev() {
         for b in m.blocks.iter() {

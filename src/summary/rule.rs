@@ -28,7 +28,8 @@ use super::tools::{
 use super::transcript::{call_names, result_name};
 use crate::cut::shorten;
 use crate::message::{Block, BlockKind, Message, Role};
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 const TOPIC_CHARS: usize = 120;
 const CONCLUSION_CHARS: usize = 200;
@@ -320,8 +321,8 @@ impl<'m> RuleScan<'m> {
             code_langs: Vec::new(),
             tools: Vec::new(),
             files: FactSet::new(),
-            edited: HashSet::new(),
-            uses: HashMap::new(),
+            edited: HashSet::default(),
+            uses: HashMap::default(),
             commands: Vec::new(),
             trail: Trail::new(),
             constraints: Vec::new(),
@@ -329,9 +330,9 @@ impl<'m> RuleScan<'m> {
             earlier_files: Vec::new(),
             earlier_technical: Vec::new(),
             error_names: Vec::new(),
-            error_index: HashMap::new(),
+            error_index: HashMap::default(),
             error_lines: VecDeque::new(),
-            error_lines_seen: HashSet::new(),
+            error_lines_seen: HashSet::default(),
             n_user: 0,
             n_assistant: 0,
             n_results: 0,

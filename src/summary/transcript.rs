@@ -18,13 +18,13 @@
 use crate::cut::{cut_json_args, head_tail_text};
 use crate::message::{Block, BlockKind, Message, Piece, Role};
 use crate::text::Text;
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 
 /// Tool names by call id, for the calls of `messages`.
 pub fn call_names<'m>(messages: &'m [Message<'_>]) -> HashMap<&'m str, &'m str> {
-    let mut names = HashMap::new();
+    let mut names = HashMap::default();
     for m in messages {
         for b in m.calls() {
             if let (Some(id), Some(name)) = (b.id.as_deref(), b.name.as_deref()) {

@@ -7,7 +7,7 @@ use super::transcript::{call_names, result_name};
 use crate::cut::shorten;
 use crate::message::{BlockKind, Message, Role};
 use crate::text::Text;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 fn role_label(lang: Language, m: &Message<'_>, names: &HashMap<&str, &str>) -> String {
     if m.is_result_only() {

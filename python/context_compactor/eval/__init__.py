@@ -47,9 +47,11 @@ from typing import Any, TextIO
 from context_compactor import _core
 from context_compactor.compactor import ContextCompactor
 from context_compactor.config import CompactionConfig
+from context_compactor.eval.chains import ChainRun
 from context_compactor.eval.cost import PRICES, PriceTable, Prompt, simulate
 from context_compactor.eval.facts import haystack, message_facts
 from context_compactor.eval.ledger_view import growth_allowance, ledger_text, narrative
+from context_compactor.eval.planted import below, planted_copy, planted_replay, survival
 from context_compactor.eval.probes import (
     artifact_trail,
     constraints,
@@ -184,9 +186,11 @@ class TranscriptEval:
     window: int
     runs: dict[str, PolicyRun] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Per policy, the replay of a planted copy (``evaluate(canaries=True)``, :mod:`.planted`).
+    canaries: dict[str, ChainRun] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "file": self.file,
             "format": self.format,
             "messages": self.messages,
@@ -195,6 +199,9 @@ class TranscriptEval:
             "seconds": round(self.seconds, 3),
             "runs": {k: r.to_dict() for k, r in self.runs.items()},
         }
+        if self.canaries:
+            out["canaries"] = {k: {**survival([r]), "run": r.to_dict()} for k, r in self.canaries.items()}
+        return out
 
 
 @dataclass
@@ -208,6 +215,12 @@ class EvalReport:
     prices: dict[str, PriceTable] = field(default_factory=lambda: dict(PRICES))
     policies: tuple[str, ...] = ()
     seconds: float = 0.0
+    #: The policies whose planted copies were replayed (``evaluate(canaries=True)``).
+    canary_policies: tuple[str, ...] = ()
+
+    def canary_survival(self, policy: str = "policy") -> dict[str, Any]:
+        """Canary survival of ``policy`` over every transcript (:func:`.planted.survival`)."""
+        return survival([t.canaries[policy] for t in self.transcripts if policy in t.canaries])
 
     def overall(self, policy: str = "policy") -> dict[str, Any]:
         """Per probe the share kept (0..1, ``None`` when nothing was expected), summed over every
@@ -249,6 +262,14 @@ class EvalReport:
             "transcripts": [t.to_dict() for t in self.transcripts],
             "skipped": [{"file": f, "reason": r} for f, r in self.skipped],
             "seconds": round(self.seconds, 2),
+            **(
+                {
+                    "canaries": {p: self.canary_survival(p) for p in self.canary_policies},
+                    "canaries_below_baseline": [t.file for t in below(self.transcripts)],
+                }
+                if self.canary_policies
+                else {}
+            ),
         }
 
 
@@ -490,6 +511,7 @@ def evaluate(
     summarizer: Callable[..., Any] | None = None,
     prices: Mapping[str, PriceTable] | None = None,
     progress: TextIO | None = None,
+    canaries: bool = False,
 ) -> EvalReport:
     """Replay each transcript under the policy (``config``, the library's defaults when
     ``None``) and the ``baseline`` config, score the probes at every compaction, and bill every
@@ -506,6 +528,9 @@ def evaluate(
         summarizer: The summarizer of both (default: the rule summary).
         prices: Price tables (default :data:`~context_compactor.eval.cost.PRICES`).
         progress: A stream for one line per transcript.
+        canaries: Also replay a copy of each transcript with canaries planted under the policy,
+            the baseline and (when the policy is not them) the defaults, at the same window
+            (:mod:`.planted`; ``report.canary_survival(policy)``). The other figures do not move.
 
     Returns:
         The :class:`EvalReport`.
@@ -520,7 +545,12 @@ def evaluate(
     baseline_cfg = _as_config(baseline) if baseline is not None else None
     report = EvalReport(window_ratio=window_ratio, max_tokens=max_tokens, prices=tables)
     report.policies = ("policy", *(("baseline",) if baseline_cfg else ()), "truncation", "no_compaction")
-    for f in files:
+    planted_cfgs = {"policy": policy_cfg, **({"baseline": baseline_cfg} if baseline_cfg else {})}
+    defaults = CompactionConfig(tokenizer=policy_cfg.tokenizer)
+    if policy_cfg.replace(max_context_tokens=MIN_WINDOW) != defaults.replace(max_context_tokens=MIN_WINDOW):
+        planted_cfgs["defaults"] = defaults
+    report.canary_policies = tuple(planted_cfgs) if canaries else ()
+    for slot, f in enumerate(files):
         t1 = time.perf_counter()
         try:
             transcript = f if isinstance(f, Transcript) else load(f)
@@ -541,6 +571,12 @@ def evaluate(
             bcfg = baseline_cfg.replace(max_context_tokens=window)
             te.runs["baseline"] = _run_policy("baseline", transcript, bcfg, summarizer, probe, tables)
         te.runs["no_compaction"], te.runs["truncation"] = _static_runs(transcript, cfg, tables)
+        if canaries:
+            planted, items = planted_copy(transcript, slot)
+            for pol, c in planted_cfgs.items():
+                te.canaries[pol] = planted_replay(
+                    planted, items, c.replace(max_context_tokens=window), policy=pol, summarizer=summarizer
+                )
         te.seconds = time.perf_counter() - t1
         report.transcripts.append(te)
         if progress is not None:

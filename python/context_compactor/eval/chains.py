@@ -64,6 +64,10 @@ class ChainRound:
     fake_in_ledger: int
     fake_entries: int
     seconds: float
+    #: The compaction's target as a share of the budget (``result.target_ratio``).
+    target_ratio: float | None = None
+    #: In a replay (:mod:`.planted`): the model call (0-based) the compaction ran before.
+    call: int | None = None
 
     @property
     def within(self) -> bool:
@@ -91,6 +95,8 @@ class ChainRound:
             "fake_entries": self.fake_entries,
             "within": self.within,
             "seconds": round(self.seconds, 3),
+            "target_ratio": self.target_ratio,
+            "call": self.call,
         }
 
 
@@ -258,6 +264,7 @@ def run_chain(
                 ledger_allowance=allowance,
                 fake_entries=text.count(FAKE_ENTRY),
                 seconds=seconds,
+                target_ratio=result.target_ratio,
             )
         )
     return run

@@ -61,7 +61,7 @@ pub use scan::scan_text;
 
 use crate::json::json_strings;
 use crate::message::{BlockKind, Message, Role};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// What a fact is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,7 +172,7 @@ impl FactSet {
     /// path's `/`-suffix, an error name's `.`-suffix).
     pub fn finish(self) -> Vec<(FactKind, String)> {
         let keep: Vec<bool> = {
-            let mut dominated: HashSet<&str> = HashSet::new();
+            let mut dominated: HashSet<&str> = HashSet::default();
             for (k, f) in &self.facts {
                 let seps: &[char] = match k {
                     FactKind::Path => &['/', '\\'],

@@ -69,9 +69,15 @@ impl Clause {
         let words = text
             .split_whitespace()
             .map(|w| {
+                let edge = |c: char| !(c.is_alphanumeric() || c == '\'' || c == '$');
+                if w.is_ascii() {
+                    // The same word in one allocation (most words are ASCII: no `’`, and
+                    // lowercasing keeps which characters are alphanumeric).
+                    return w.trim_matches(edge).to_ascii_lowercase();
+                }
                 w.replace('’', "'")
                     .to_lowercase()
-                    .trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '$'))
+                    .trim_matches(edge)
                     .to_owned()
             })
             .filter(|w| !w.is_empty())
@@ -539,11 +545,17 @@ pub(super) fn signals(outside: &str, s: &mut Signals) {
         s.requirement = true;
     }
     // Safety objects.
-    if SAFETY.iter().any(|p| {
-        let phrase: Vec<&str> = p.split(' ').collect();
-        holds(words, &phrase)
+    if SAFETY.iter().any(|p| match p.split_once(' ') {
+        // Phrases are one or two words.
+        None => words.iter().any(|w| w == p),
+        Some((a, b)) => holds(words, &[a, b]),
     }) || outside.contains('$')
-        || outside.to_lowercase().contains(".env")
+        // `to_lowercase().contains(".env")`: no other character lowercases to `.`, `e`, `n`
+        // or `v`.
+        || outside
+            .as_bytes()
+            .windows(4)
+            .any(|w| w.eq_ignore_ascii_case(b".env"))
     {
         s.safety_object = true;
     }

@@ -86,7 +86,16 @@ pub fn looks_like_code(s: &str) -> bool {
     {
         return true;
     }
-    if s.chars().filter(|c| "{}()[]=;<>".contains(*c)).count() > 4 {
+    if s.bytes()
+        .filter(|c| {
+            matches!(
+                c,
+                b'{' | b'}' | b'(' | b')' | b'[' | b']' | b'=' | b';' | b'<' | b'>'
+            )
+        })
+        .count()
+        > 4
+    {
         return true;
     }
     let statement =
@@ -94,7 +103,12 @@ pub fn looks_like_code(s: &str) -> bool {
     if s.ends_with('{') || statement || s == "}" {
         return true;
     }
-    let outside = without_inline_code(s);
+    // Most lines hold no inline code: no copy then.
+    let outside: std::borrow::Cow<'_, str> = if s.contains('`') {
+        without_inline_code(s).into()
+    } else {
+        s.into()
+    };
     let first = outside.split_whitespace().next().unwrap_or("");
     let keyword = [
         "if", "for", "while", "def", "class", "return", "import", "from", "const", "let", "var",
