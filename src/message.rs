@@ -344,10 +344,12 @@ impl<'a> Block<'a> {
     }
 
     /// [`Block::joined_text`], borrowed when the block is one UTF-8 text (most are: the readers
-    /// of a summary's span call this for every call and result, so no copy where none is needed).
+    /// of a summary's span call this for every call and result, so no copy where none is needed);
+    /// one text in another layout is transcoded once per [`crate::text::utf8_memo_scope`] (the
+    /// continuation, the trail and the rule summary each read every result of the span).
     pub fn joined(&self, sep: &str) -> std::borrow::Cow<'_, str> {
         match self.texts.as_slice() {
-            [one] => one.text().to_utf8(),
+            [one] => crate::text::to_utf8_memo(one.text()),
             many => {
                 let mut out = String::new();
                 for (i, p) in many.iter().enumerate() {

@@ -27,7 +27,10 @@ impl<'a> Planned<'a> {
         counter: &dyn Count,
     ) -> Outcome<'a> {
         // Each ladder step assembles again and asks the classifier about the same sentences.
-        crate::summary::instruction::memoized(|| self.apply_memoized(summary, truncated, counter))
+        // The rule summary reads the span's results again: the transcoding memo's scope too.
+        crate::summary::instruction::memoized(|| {
+            crate::text::utf8_memo_scope(|| self.apply_memoized(summary, truncated, counter))
+        })
     }
 
     /// [`Planned::apply`] within the classifier's memo.

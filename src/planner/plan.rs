@@ -149,6 +149,37 @@ pub fn plan<'a>(
     instructions: Option<String>,
     counter: &dyn Count,
 ) -> Result<Planned<'a>, PlanError> {
+    // The micro pass, the trail, the facts and the continuation each read the span's results.
+    crate::text::utf8_memo_scope(|| {
+        plan_in_scope(
+            conv,
+            tokens,
+            extra,
+            pinned,
+            cfg,
+            mode,
+            cooldown,
+            ratio,
+            instructions,
+            counter,
+        )
+    })
+}
+
+/// [`plan`] within a transcoding memo's scope.
+#[allow(clippy::too_many_arguments)]
+fn plan_in_scope<'a>(
+    conv: &Conversation<'a>,
+    tokens: &[usize],
+    extra: usize,
+    pinned: &[bool],
+    cfg: &PlanConfig,
+    mode: Mode,
+    cooldown: bool,
+    ratio: f64,
+    instructions: Option<String>,
+    counter: &dyn Count,
+) -> Result<Planned<'a>, PlanError> {
     let ratio = if ratio.is_finite() && ratio > 0.0 {
         ratio
     } else {

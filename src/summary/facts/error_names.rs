@@ -8,11 +8,11 @@ const ERROR_SUFFIXES: &[&str] = &[
     "Error", "Exception", "Warning",
 ];
 #[rustfmt::skip]
-const ERROR_NAMES: &[&str] = &[
+pub(super) const ERROR_NAMES: &[&str] = &[
     "KeyboardInterrupt", "SystemExit", "StopIteration", "StopAsyncIteration", "GeneratorExit",
 ];
 #[rustfmt::skip]
-const ERRNO_NAMES: &[&str] = &[
+pub(super) const ERRNO_NAMES: &[&str] = &[
     "ENOENT", "EACCES", "EPERM", "EEXIST", "EISDIR", "ENOTDIR", "ENOTEMPTY", "ECONNREFUSED",
     "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EADDRINUSE", "EADDRNOTAVAIL", "EPIPE", "ENOSPC",
     "EMFILE", "ENOMEM", "EAGAIN", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EBADF",

@@ -131,8 +131,32 @@ fn char_at(text: &str, i: usize) -> char {
     }
 }
 
+/// Whether `text` can hold an error name at all ([`error_names`] reports an errno name or a rustc
+/// code, both `E` and a capital or a digit, or an identifier ending in `Error`, `Exception` or
+/// `Warning`, or one of the well-known names): a scan for error names only skips the text that
+/// cannot (the rule summary scans every user and assistant message this way).
+fn may_hold_error_name(text: &str) -> bool {
+    text.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'E' && (w[1].is_ascii_uppercase() || w[1].is_ascii_digit()))
+        || [
+            "Error",
+            "Exception",
+            "Warning",
+            "KeyboardInterrupt",
+            "SystemExit",
+            "Iteration",
+            "GeneratorExit",
+        ]
+        .iter()
+        .any(|n| text.contains(n))
+}
+
 /// Scans `text` and reports each fact found (duplicates included).
 pub fn scan_text(text: &str, kinds: FactKinds, out: &mut impl FnMut(FactKind, &str)) {
+    if !kinds.paths && !kinds.urls && !may_hold_error_name(text) {
+        return;
+    }
     let mut urls: Vec<(usize, usize)> = Vec::new();
     if text.contains("://") {
         for (i, _) in text.match_indices("://") {
@@ -275,5 +299,44 @@ fn token(
     if kinds.errors && capital {
         let prev = text[..start].chars().next_back();
         error_names(tok, prev, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::error_names::{ERRNO_NAMES, ERROR_NAMES};
+    use super::*;
+
+    /// The prefilter of a scan for error names never skips a text the scan finds one in.
+    #[test]
+    fn error_prefilter_keeps_every_name() {
+        let mut texts: Vec<String> = ERRNO_NAMES
+            .iter()
+            .chain(ERROR_NAMES)
+            .map(|n| format!("it failed with {n}: boom"))
+            .collect();
+        texts.extend(
+            [
+                "error[E0425]: cannot find value",
+                "raise ValueError('x')",
+                "java.lang.IllegalStateException: no",
+                "DeprecationWarning: old",
+                "We saw nothing wrong. Everything is fine.",
+                "no error here at all",
+                "错误：FileNotFoundError 文件不存在",
+            ]
+            .map(String::from),
+        );
+        for t in &texts {
+            let mut found = Vec::new();
+            scan_text(t, FactKinds::ERRORS, &mut |_, f| found.push(f.to_owned()));
+            if !found.is_empty() {
+                assert!(may_hold_error_name(t), "{t}: {found:?}");
+            }
+        }
+        assert!(!may_hold_error_name("no error here at all"));
+        assert!(!may_hold_error_name(
+            "We saw nothing wrong. Everything is fine."
+        ));
     }
 }
