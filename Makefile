@@ -95,7 +95,7 @@ bench: ## benchmarks against baselines measured in the same run (installs benche
 	$(BIN)/python benches/bench_responses.py
 
 .PHONY: bench-background
-bench-background: ## background compaction on the corpus: when the early summary starts, the calls policy vs the timed one vs timed + jump forecast (stub summarizer, seeded latencies; ~2 min; SYNC=1 adds background=False, SEED=N other latency draws, MODES=cuts the default alone)
+bench-background: ## background compaction on the corpus: when the early summary starts, the calls policy vs timed vs timed + jump forecast vs + cut of a jump vs + bursty forecast (the default) (stub summarizer, seeded latencies; ~3 min; SYNC=1 adds background=False, SEED=N other latency draws, MODES=bursty the default alone)
 	$(BIN)/python benches/bench_background.py --scale $(or $(SCALE),0.5) $(if $(SYNC),--sync) $(if $(SEED),--seed $(SEED)) $(if $(MODES),--modes $(MODES))
 
 .PHONY: bench-otel

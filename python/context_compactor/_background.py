@@ -19,11 +19,12 @@ takes. When the delta alone keeps the context at or over the hard threshold, an 
 top-up runs at once with the built-in rule summary (it extends the summary just applied; no
 blocking LLM call), and a new background job starts when it is over the soft threshold again.
 
-The hard threshold never waits. Micro-compaction first, when it gets the context under it (a
-running job is rebased onto its in-place edits). Then, when one call took the context from under
-the soft threshold past the hard one, the cut of that call's output alone (head + tail, nothing
-older touched, no summary: ``BackgroundPolicy._cut_new``; rebased the same way). Else the rule
-summary applies now: over the
+The hard threshold waits only briefly: a running job gets up to ``hard_wait_s`` (50 ms, at most a
+tenth of the time per call) to finish, and is then applied as usual. Then micro-compaction, when
+it gets the context under it (a running job is rebased onto its in-place edits). Then, when one
+call took the context from under the soft threshold past the hard one, the cut of that call's
+output alone (head + tail, nothing older touched, no summary: ``BackgroundPolicy._cut_new``;
+rebased the same way). Else the rule summary applies now: over the
 running job's own snapshot and plan when that plus the delta fits under the hard threshold (the job
 goes on), else over the whole context, after which a new job makes the LLM summary of that same
 snapshot, unless a job is still running (one summarizer call at a time: its summary, of an older
@@ -37,10 +38,12 @@ summary stays and an LLM summary becomes the ``previous_summary`` of the next LL
 the work is not lost. A re-apply is a second change at the start of the context (one more
 prompt-cache miss) bought for the better summary.
 
-The growth forecast: each ``prepare()`` notes how much the context grew since the previous one;
-below the soft threshold (and at or above the target), when the largest growth of the last
-``FORECAST_CALLS`` calls times the calls a job took last (``DEFAULT_JOB_CALLS`` until measured)
-reaches the hard threshold, a job starts now (``Job.early``: planned as if the soft threshold were
+The growth forecast: each ``prepare()`` notes how much the context grew since the previous one
+and how long ago that was; below the soft threshold (and at or above the target), when the growth
+expected over the calls a summary takes (the summarizer's observed latency over the time per call)
+reaches the hard threshold, a job starts now (the largest growth of the last ``FORECAST_CALLS``
+calls for every call, or once with their median for the others when it is a burst,
+``BURST_RATIO`` times the median or more) (``Job.early``: planned as if the soft threshold were
 where the context is, so clearing and the selective rules come first and the summarizer is called
 only when they cannot reach the target). Its result is held until the compaction is due, then
 applied with the delta as usual. Once a call has grown the context by more than the soft-to-hard

@@ -276,6 +276,8 @@ class AsyncParts:
                     value = now = await self._aforeground(self._background.rule_compactor(), False, instructions)
                 elif kind == "run":
                     await arg.arun()
+                elif kind == "wait":
+                    await arg[0].await_done(arg[1])
                 else:
                     arg.start_task()
         finally:

@@ -52,6 +52,20 @@ LATENCY_MARGIN = 1.5
 #: background summaries aim low enough that a call growing it as much (the largest seen) after them
 #: still ends under the soft threshold, but not below this share of the budget.
 JUMP_FLOOR_RATIO = 0.2
+#: The bursty forecast: a growth of one call this many times the median of the last calls or more
+#: is a burst, counted once in the growth a summary's calls are expected to bring.
+BURST_RATIO = 3.0
+#: At the hard threshold with a summary running, ``prepare()`` waits this long at most for it
+#: (seconds), and at most ``HARD_WAIT_SHARE`` of the time per call, before a rule summary or a cut
+#: applies instead. Only the calls that cross the hard threshold while a summary runs wait (under
+#: 1% of the calls in ``make bench-background``: the p95 blocked time does not move).
+HARD_WAIT_S = 0.05
+HARD_WAIT_SHARE = 0.1
+#: An early summary's repay check before the conversation has an LLM summary to measure by: a
+#: narrative as long as the smallest one asked for (``summary_target_share``, never under 256
+#: tokens). A plan that this would not repay (``min_savings_ratio``) is not sent to the summarizer:
+#: e.g. right after a large read, which sits in the recent tail kept verbatim.
+STAND_IN = "The work so far, in brief. " * 35
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,19 @@ class BackgroundPolicy:
     #: The cut of a jump (see :meth:`_cut_new`); off: the jump forecast as before it, kept for
     #: ``make bench-background`` to measure against in the same run.
     cut_jumps = True
+    #: The bursty forecast (see :meth:`_growth_within`); off: the largest recent growth for every
+    #: call, as before it. This, ``stand_in`` and ``cut_low`` off are the ``cuts`` policy, kept for
+    #: ``make bench-background`` to measure against in the same run.
+    bursty_forecast = True
+    #: The early summary's repay check also before any LLM summary is known, with a stand-in
+    #: narrative (see :func:`_stand_in`); off: no check until one is known, as before it.
+    stand_in = True
+    #: The cut of a jump aimed at the jump target when the context was under it before the call
+    #: (see :meth:`_cut_aim`); off: half-way to the soft threshold, at least the target, as before.
+    cut_low = True
+    #: At the hard threshold, how long ``prepare()`` waits for a running summary (seconds, see
+    #: :meth:`steps`); 0: never, as before.
+    hard_wait_s = HARD_WAIT_S
 
     def __init__(self, core: SessionCore) -> None:
         self._core = core
@@ -214,7 +241,31 @@ class BackgroundPolicy:
                 return True
         if check.current_tokens < check.target_tokens:
             return False
-        return check.current_tokens + self._job_calls() * max(self._bg_growth) >= check.hard_threshold
+        return check.current_tokens + self._growth_within(self._job_calls()) >= check.hard_threshold
+
+    def _growth_within(self, calls: float) -> float:
+        """The growth expected over ``calls`` calls: the largest growth of the last
+        ``FORECAST_CALLS`` calls for every call; with ``bursty_forecast``, when that largest is a
+        burst (``BURST_RATIO`` times their median or more: a large read between small steps), it
+        once and the median for the other calls. A burst counted for every call started summaries
+        in conversations that ended (or paused) before they were due; a growth that is merely
+        uneven (the largest under ``BURST_RATIO`` times the median) keeps the largest for every
+        call, since the median there came too late for a slow summary."""
+        top = max(self._bg_growth)
+        if self.start_policy == "calls" or not self.bursty_forecast:
+            return calls * top
+        typical = statistics.median(self._bg_growth)
+        if top < BURST_RATIO * typical:
+            return calls * top
+        return top + max(0.0, calls - 1) * typical
+
+    def _hard_wait(self) -> float:
+        """How long ``prepare()`` waits at the hard threshold for a running summary (seconds):
+        ``hard_wait_s``, and at most ``HARD_WAIT_SHARE`` of the time per call (the median of the
+        last ``FORECAST_CALLS`` intervals between ``prepare()`` calls) once that is measured."""
+        if not self._bg_interval:
+            return self.hard_wait_s
+        return min(self.hard_wait_s, HARD_WAIT_SHARE * statistics.median(self._bg_interval))
 
     def _job_done(self, job: Job) -> None:
         self._bg_latency.append(job.calls + 1)
@@ -224,10 +275,18 @@ class BackgroundPolicy:
             if result is not None and result.summary_source == "llm" and result.summary:
                 self._bg_summary = _background.narrative(result.summary) or None
 
+    def _expect(self) -> str | None:
+        """What an early job's repay check applies its plan with: the narrative of the last LLM
+        summary, else (``stand_in``) a stand-in as long as the smallest summary asked for."""
+        if self._bg_summary is not None or not self.stand_in:
+            return self._bg_summary
+        return STAND_IN
+
     def steps(self, instructions: str | None) -> Generator[tuple[str, Any], Any, CompactResult | None]:
         """One ``prepare()`` with ``background=True``, for both drivers: yields ``("hook", (fn,
         arg))``, ``("now", None)`` (a compaction with the rule summary, now), ``("run", job)`` (run a
-        job in the foreground) and ``("start", job)`` (start it in the background)."""
+        job in the foreground), ``("wait", (job, seconds))`` (wait that long at most for a running job)
+        and ``("start", job)`` (start it in the background)."""
         c = self._core.compactor
         applied: CompactResult | None = None
         try:
@@ -236,6 +295,16 @@ class BackgroundPolicy:
                 check = self._core.make_check()
             self._observe(check)
             job = self.job
+            if (
+                job is not None
+                and self.hard_wait_s > 0
+                and not job.done()
+                and not job.cancelled
+                and self._core.must_answer(check)
+            ):
+                # At the hard threshold a running summary that is about to finish is worth a short
+                # wait (:meth:`_hard_wait`): else a rule summary or a cut applies now.
+                yield ("wait", (job, self._hard_wait()))
             if job is not None and not job.done():
                 job.calls += 1
             elif job is not None:
@@ -358,7 +427,7 @@ class BackgroundPolicy:
             carried=self._carry,
             flushed=flushed,
             early=early and not forced,
-            expect=self._bg_summary if early and not forced else None,
+            expect=self._expect() if early and not forced else None,
         )
         if forced:
             yield ("run", job)
@@ -490,7 +559,7 @@ class BackgroundPolicy:
             snap = self._core.snapshot()
         if before >= cfg.soft_threshold:
             return None
-        aim = min(cfg.soft_threshold, max(cfg.target_tokens, before + (cfg.soft_threshold - before) // 2))
+        aim = self._cut_aim(before)
         n = len(snap.messages)
         cut = ContextCompactor(
             cfg.replace(
@@ -521,6 +590,21 @@ class BackgroundPolicy:
             # half the soft-to-hard gap again would find little to replace (as after an apply).
             self._bg_applied = self._core.make_check().current_tokens
         return done
+
+    def _cut_aim(self, before: int) -> int:
+        """Where the cut of a jump aims, the context being at ``before`` before the call: half-way
+        to the soft threshold, at least the target. With ``cut_low``, when ``before`` is under the
+        :meth:`jump_target` (the conversation has barely started: the first large read), at the
+        jump target instead, at least a quarter of the way to the soft threshold: the next call
+        then has room for a large read too, as after a summary aimed there (a second read the
+        next call crossed the hard threshold again and was cut too)."""
+        cfg = self._core.compactor.config
+        soft = cfg.soft_threshold
+        aim = min(soft, max(cfg.target_tokens, before + (soft - before) // 2))
+        low = self.jump_target() if self.cut_low else None
+        if low is not None and low > before:
+            aim = min(aim, max(low, before + (soft - before) // 4))
+        return aim
 
     def _fits(self, tokens_after: int, delta: list[int]) -> bool:
         """Whether a compaction's output (``tokens_after``) followed by ``delta`` (the token counts of

@@ -54,6 +54,8 @@ def prepare(
                 value = now = foreground(core, background.rule_compactor(), False, instructions)
             elif kind == "run":
                 arg.run()
+            elif kind == "wait":
+                arg[0].wait(arg[1])
             else:
                 arg.start_thread()
     finally:
