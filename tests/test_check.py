@@ -32,12 +32,12 @@ def test_defaults_are_the_design_table() -> None:
     assert (c.keep_first_messages, c.keep_recent_messages, c.keep_recent_tool_results) == (1, 6, 4)
     assert (c.max_tool_arg_chars, c.micro_trigger_ratio, c.clear_at_least_tokens) == (500, 0.5, 2_000)
     assert (c.summary_max_tokens, c.summary_role, c.user_messages_budget_tokens) == (2_000, "user", None)
-    # The ledger's budgets scale with the budget: min(2000 / 1500, budget // 2), at least 64.
+    # The user's words: 2000 whatever the window; the details scale: min(1500, budget // 2), >= 64.
     assert (c.user_words_token_limit, c.details_token_limit) == (2_000, 1_500)
     small = CompactionConfig(max_context_tokens=2_000)
-    assert (small.user_words_token_limit, small.details_token_limit) == (750, 750)
+    assert (small.user_words_token_limit, small.details_token_limit) == (2_000, 750)
     tiny = CompactionConfig(max_context_tokens=160)
-    assert (tiny.user_words_token_limit, tiny.details_token_limit) == (64, 64)
+    assert (tiny.user_words_token_limit, tiny.details_token_limit) == (2_000, 64)
     assert (c.transcript_item_max_chars, c.summarizer_timeout_s, c.on_summarizer_error) == (2_000, 120, "fallback")
     assert (c.min_savings_ratio, c.cooldown_calls, c.tokenizer) == (0.1, 3, "approx")
     assert (c.message_overhead_tokens, c.image_tokens, c.repair, c.profile) == (4, 1_600, True, None)

@@ -76,4 +76,4 @@ def test_derived_values_come_from_the_core() -> None:
     assert (c.task_token_limit, c.user_words_token_limit, c.details_token_limit) == (2_000, 2_000, 1_500)
     assert (c.summary_token_limit, c.micro_threshold) == (2_000, 96_000)
     tiny = CompactionConfig(max_context_tokens=1_000)
-    assert (tiny.reserve, tiny.budget, tiny.user_words_token_limit, tiny.summary_token_limit) == (250, 750, 375, 256)
+    assert (tiny.reserve, tiny.budget, tiny.user_words_token_limit, tiny.summary_token_limit) == (250, 750, 2_000, 256)

@@ -186,8 +186,9 @@ class CompactionConfig:
     #: ``"developer"`` for Responses.
     summary_role: Literal["user", "system", "developer"] = _DEFAULTS["summary_role"]
     #: The ledger's user words (the sentences of the user's own messages in every replaced span,
-    #: carried verbatim from one compaction to the next). ``None``: ``min(2000, budget // 2)``, at
-    #: least 64 (:attr:`user_words_token_limit`); 0 turns the section off.
+    #: carried verbatim from one compaction to the next). ``None``: 2000 whatever the window (the
+    #: ladder evicts words when the context needs the room; :attr:`user_words_token_limit`); 0
+    #: turns the section off.
     user_messages_budget_tokens: int | None = _DEFAULTS["user_messages_budget_tokens"]
     #: The ledger's preserved details and artifact trail, outside ``summary_max_tokens`` (which
     #: caps the narrative). ``None``: ``min(1500, budget // 2)``, at least 64
@@ -323,7 +324,7 @@ class CompactionConfig:
     @property
     def user_words_token_limit(self) -> int:
         """The ledger's user words budget: ``user_messages_budget_tokens``, or
-        ``min(2000, budget // 2)`` (at least 64) when it is ``None``."""
+        2000 when it is ``None``."""
         return self._limit(6)
 
     @property

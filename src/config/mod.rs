@@ -29,6 +29,9 @@ pub const MAX_INT: u64 = 1_000_000_000_000;
 /// The derived reserve is at most this (room for a long reply).
 pub const RESERVE_MAX: usize = 8_000;
 
+/// The ledger's user words when `user_messages_budget_tokens` is `None`, whatever the window.
+pub const USER_WORDS_TOKENS: usize = 2_000;
+
 /// `target_ratio = "auto"` without an observed growth (and in the derived `target_tokens`): half
 /// the budget.
 pub const AUTO_FALLBACK: f64 = 0.5;
@@ -282,7 +285,7 @@ pub struct Config {
     pub summary_max_tokens: usize,
     /// Where the summary goes.
     pub summary_role: SummaryRole,
-    /// The ledger's user words; `None`: `min(2000, budget / 2)`, at least 64.
+    /// The ledger's user words; `None`: 2000 (`USER_WORDS_TOKENS`), whatever the window.
     pub user_messages_budget_tokens: Option<usize>,
     /// The ledger's details and trail; `None`: `min(1500, budget / 2)`, at least 64.
     pub details_budget_tokens: Option<usize>,
@@ -475,10 +478,15 @@ impl Config {
             .unwrap_or_else(|| 2_000usize.min(self.budget() / 4))
     }
 
-    /// The ledger's user words budget.
+    /// The ledger's user words budget: `user_messages_budget_tokens`, or 2000 whatever the window.
+    /// Not scaled down with a small window: a scaled cap evicted the oldest stated facts while the
+    /// context was still under the soft threshold (the ladder evicts words only when the kept tail
+    /// and the narrative have given what they can), and held a window whose system prompt alone
+    /// is over it to fewer words than 0.1 did (docs/canaries.md, "Canary survival in the eval's
+    /// replays").
     pub fn user_words_token_limit(&self) -> usize {
         self.user_messages_budget_tokens
-            .unwrap_or_else(|| 64usize.max(2_000usize.min(self.budget() / 2)))
+            .unwrap_or(USER_WORDS_TOKENS)
     }
 
     /// The ledger's details and trail budget.

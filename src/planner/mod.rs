@@ -229,7 +229,7 @@ impl PlanConfig {
             target: budget / 2,
             micro_threshold: budget / 2,
             task_max_tokens: (budget / 4).min(2_000),
-            user_messages_budget_tokens: (budget / 2).clamp(64, 2_000),
+            user_messages_budget_tokens: 2_000,
             details_budget_tokens: (budget / 2).clamp(64, 1_500),
             ..PlanConfig::default()
         }
