@@ -334,3 +334,72 @@ def test_an_item_the_narrative_only_mentions_is_still_listed_under_its_heading()
     assert "Open to-do items" in s, s
     listed = s.split("Open to-do items")[1]
     assert all(item in listed for item in OPEN), s
+
+
+def test_a_cut_failing_runs_error_line_survives_the_next_compaction() -> None:
+    """A later compaction summarises the cut failing run the previous one left in the tail: the
+    error line its cut kept after the marker is read back as the run's error (the cut output
+    shows no other failing line), so the summary still carries it."""
+    trace = "\n".join(f'  File "billing/m{i}.py", line {i}, in step_{i}' for i in range(60))
+    out = f"Traceback (most recent call last):\n{trace}\n{ERROR}\n" + "teardown: released db\n" * 60
+    msgs = [
+        *run()[:-2],
+        {"role": "assistant", "content": None, "tool_calls": [call("r9", "bash", {"command": "pytest tests/x"})]},
+        {"role": "tool", "tool_call_id": "r9", "content": out},
+    ]
+    compactor = ContextCompactor(max_context_tokens=1_500)
+    first = compactor.compact(msgs, force=True)
+    assert f"(cut part's last error: {ERROR})" in str(first.messages[-1]["content"])
+    later = [*first.messages, *reads("n", 8, note="Reading notes", path="notes/n{i}.md")]
+    second = compactor.compact(later, force=True)
+    assert second.compacted and not second.over_budget
+    assert f"Last unresolved error: {ERROR}" in summary_of(second), summary_of(second)
+
+
+PLAN = [
+    "Start a session and confirm the Tasks tab appears in the toolbar",
+    "Expand the panel and check each item's status icon",
+    "Confirm the tab closes when the to-do list is cleared",
+]
+
+
+def test_a_test_plan_in_cut_arguments_of_the_last_block_stays_shown() -> None:
+    """The last block's call (a PR whose body ends with its test plan) is cut to fit a small
+    window: the open checklist items of the cut part are written after the marker, as checklist
+    lines a later compaction reads back; the context stays under the soft threshold."""
+    body = "\n".join(
+        [
+            "## Summary",
+            *(f"- changed module {i}: the rounding of invoices and credit notes is exact now" for i in range(30)),
+            "## Test plan",
+            *(f"- [ ] {item}" for item in PLAN),
+            *(f"Generated note {i}: nothing to check here, this is filler text" for i in range(12)),
+        ]
+    )
+    # (No to-do list and no failing run before it: a small window's summary carries a few
+    # hundred characters of open items.)
+    msgs = [
+        run()[0],
+        *run()[5:-2],
+        {"role": "user", "content": "Open the pull request."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("pr", "bash", {"command": f"gh pr create --body '{body}'"})],
+        },
+        {"role": "tool", "tool_call_id": "pr", "content": "https://github.com/acme/billing/pull/7"},
+    ]
+    compactor = ContextCompactor(max_context_tokens=1_600)
+    r = compactor.compact(msgs, force=True)
+    assert r.compacted and not r.over_budget
+    args = json.loads(r.messages[-2]["tool_calls"][0]["function"]["arguments"])["command"]
+    assert "omitted]" in args
+    for item in PLAN:
+        assert f"- [ ] {item}" in args, args
+    assert r.tokens_after <= compactor.config.soft_threshold
+    # The next compaction, with the call in its span, lists them under the to-do heading.
+    later = [*r.messages, *reads("n", 8, note="Reading notes", path="notes/n{i}.md")]
+    again = compactor.compact(later, force=True)
+    listed = summary_of(again).split("Open to-do items:")[-1]
+    for item in PLAN:
+        assert f"- {item}" in listed, (item, summary_of(again))

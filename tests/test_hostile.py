@@ -303,7 +303,9 @@ def test_100_mb_string_as_content_and_as_tool_result() -> None:
     )
     assert micro.strategy == "micro" and micro.tokens_after < 10_000
     assert as_result[2]["content"] is big
-    assert time.monotonic() - t0 < 60
+    # A hang guard, not a speed target (speed is make bench's): ~12 s on a quiet 2-core machine,
+    # 64 s once under a load of 12, and hours for a pass quadratic in the string's length.
+    assert time.monotonic() - t0 < 300
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -330,14 +332,14 @@ def test_one_million_tiny_messages() -> None:
     assert chk.message_count == 1_000_000
     assert chk.current_tokens == 1_000_000 * (c.config.message_overhead_tokens + estimate_tokens("hi"))
     assert chk.urgency == "hard"
-    assert elapsed < 30, f"check() of 1M messages took {elapsed:.1f}s"
+    assert elapsed < 150, f"check() of 1M messages took {elapsed:.1f}s (a hang guard: ~1 s when quiet)"
     t0 = time.monotonic()
     assert validate_messages(messages) == []
     state = ConversationState()
     c.check(messages, state=state)
     messages.append({"role": "user", "content": "one more"})
     assert c.check(messages, state=state).message_count == 1_000_001
-    assert time.monotonic() - t0 < 60
+    assert time.monotonic() - t0 < 300  # a hang guard like the one above
     if PROFILE == "fuzz":  # ~7 s and ~2 GB: only in the long run (make fuzz)
         r = c.compact(messages)
         assert validate_messages(r.messages) == [] and r.tokens_after <= c.config.soft_threshold

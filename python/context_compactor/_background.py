@@ -259,6 +259,9 @@ class Job:
         self._wake = threading.Event()
         self._cancelled = False
         self._thread: threading.Thread | None = None
+        #: Run by :meth:`start_thread` (set before the worker may start it: ``_thread`` is only
+        #: known once ``submit`` returns, and an idle worker can run the job before that).
+        self._threaded = False
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # The span current where the job was scheduled: its telemetry span's parent.
@@ -308,7 +311,7 @@ class Job:
         if _otel.TRACER is None:
             self._run()
         else:
-            _otel.run_job(self._otel, self, self._run, self._thread is not None)
+            _otel.run_job(self._otel, self, self._run, self._threaded)
 
     def _run(self) -> None:
         try:
@@ -368,6 +371,7 @@ class Job:
     def start_thread(self) -> None:
         """Run the job in a worker thread (an idle one when there is one: no wait for a new
         thread to start)."""
+        self._threaded = True
         self._thread = _WORKERS.submit(self.run)
 
     def start_task(self) -> None:

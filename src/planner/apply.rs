@@ -9,6 +9,7 @@ use super::output::{Change, Strategy, SummarySource};
 use super::plan::{raw_of, Planned};
 use super::shorten::shorten_task;
 use super::SUMMARY_MARKER;
+use crate::message::BlockKind;
 use crate::structure::analyze;
 use crate::summary::instruction::user_instructions;
 use crate::summary::language::Language;
@@ -230,6 +231,20 @@ impl<'a> Planned<'a> {
                 d = alt;
             }
         }
+        // Continuation: when the last block's cut left out the open checklist items of cut
+        // arguments to stay under the soft threshold, the narrative's length gives room for
+        // them (DESIGN: the latest plan stays in the kept tail or the narrative whatever the
+        // target), never the ledger: only a shorter narrative under the soft threshold that
+        // keeps them is taken.
+        if d.items_dropped && d.tokens() <= soft {
+            let found = self
+                .narratives(&d, soft, counter)
+                .find(|alt| alt.tokens() <= soft && !alt.items_dropped);
+            if let Some(alt) = found {
+                cut = true;
+                d = alt;
+            }
+        }
         // Step 6: the narrative's length gives what it can before any ledger entry goes (DESIGN,
         // invariant 5): the rule summary at a half and a quarter of the narrative's size, then
         // none at all (the marker line and the ledger).
@@ -361,58 +376,75 @@ impl<'a> Planned<'a> {
         soft: usize,
         counter: &dyn Count,
     ) -> Option<Draft<'a>> {
-        let chars = d.shape.body.chars().count();
-        let llm = d.source == Some(SummarySource::Llm);
         let mut best: Option<Draft<'a>> = None;
-        // The narrative's characters at a half, a quarter, then none.
-        for size in [Some(chars / 2), Some(chars / 4), None] {
-            let mut own = false;
-            let shape = if let Some(max_chars) = size {
-                let own_cut = llm
-                    .then(|| cap_to_tokens(&d.shape.body, max_chars, |s: &str| s.chars().count()).0)
-                    .filter(|t| !t.trim().is_empty());
-                own = own_cut.is_some();
-                let body = own_cut.unwrap_or_else(|| {
-                    rule_summary_chained(
-                        self.previous_summary.as_deref(),
-                        &self.replaced,
-                        self.language,
-                        max_chars,
-                    )
-                });
-                if body.trim().is_empty() {
-                    continue;
-                }
-                Shape {
-                    body,
-                    ..d.shape.clone()
-                }
-            } else {
-                Shape {
-                    bare: true,
-                    ..d.shape.clone()
-                }
-            };
-            let mut alt = self.reassemble(&shape, d, counter);
-            self.fit(&mut alt, soft, counter);
+        for alt in self.narratives(d, soft, counter) {
             if alt.tokens() >= best.as_ref().map_or(d.tokens(), Draft::tokens) {
                 continue;
             }
             let fits = alt.tokens() <= aim;
-            if alt.source == Some(SummarySource::Llm) && !own {
-                alt.source = Some(SummarySource::Rule);
-                alt.strategy = Strategy::RuleSummary;
-                alt.fallback_reason = Some(
-                    "the summary did not fit the window: replaced by a shorter rule summary"
-                        .to_owned(),
-                );
-            }
             best = Some(alt);
             if fits {
                 break;
             }
         }
         best
+    }
+
+    /// `d` with its narrative at a half and a quarter of its characters, then none (each
+    /// assembled, the ladder's cuts re-run to `soft`), lazily; see [`Planned::shorter_narrative`].
+    fn narratives<'s>(
+        &'s self,
+        d: &'s Draft<'a>,
+        soft: usize,
+        counter: &'s dyn Count,
+    ) -> impl Iterator<Item = Draft<'a>> + 's {
+        let chars = d.shape.body.chars().count();
+        let llm = d.source == Some(SummarySource::Llm);
+        // The narrative's characters at a half, a quarter, then none.
+        [Some(chars / 2), Some(chars / 4), None]
+            .into_iter()
+            .filter_map(move |size| {
+                let mut own = false;
+                let shape = if let Some(max_chars) = size {
+                    let own_cut = llm
+                        .then(|| {
+                            cap_to_tokens(&d.shape.body, max_chars, |s: &str| s.chars().count()).0
+                        })
+                        .filter(|t| !t.trim().is_empty());
+                    own = own_cut.is_some();
+                    let body = own_cut.unwrap_or_else(|| {
+                        rule_summary_chained(
+                            self.previous_summary.as_deref(),
+                            &self.replaced,
+                            self.language,
+                            max_chars,
+                        )
+                    });
+                    if body.trim().is_empty() {
+                        return None;
+                    }
+                    Shape {
+                        body,
+                        ..d.shape.clone()
+                    }
+                } else {
+                    Shape {
+                        bare: true,
+                        ..d.shape.clone()
+                    }
+                };
+                let mut alt = self.reassemble(&shape, d, counter);
+                self.fit(&mut alt, soft, counter);
+                if alt.source == Some(SummarySource::Llm) && !own {
+                    alt.source = Some(SummarySource::Rule);
+                    alt.strategy = Strategy::RuleSummary;
+                    alt.fallback_reason = Some(
+                        "the summary did not fit the window: replaced by a shorter rule summary"
+                            .to_owned(),
+                    );
+                }
+                Some(alt)
+            })
     }
 
     /// `d` with ledger entries evicted in the stated order until it is at or under `aim` (or
@@ -531,7 +563,7 @@ impl<'a> Planned<'a> {
         // threshold, and then by the least amount (DESIGN, "The task"): the kept tail's cut
         // first, on a copy; when that is not enough, the task gives what the tail could not.
         let mut tail = d.clone();
-        self.shorten_tail(&mut tail, aim, counter);
+        self.shorten_tail(&mut tail, aim, soft, counter);
         if tail.tokens() <= soft || self.task.is_none() {
             *d = tail;
             return;
@@ -539,7 +571,7 @@ impl<'a> Planned<'a> {
         let gives = d.tokens().saturating_sub(tail.tokens());
         self.shorten_task_in(d, soft + gives, counter);
         if d.tokens() > soft {
-            self.shorten_tail(d, aim, counter);
+            self.shorten_tail(d, aim, soft, counter);
         }
     }
 
@@ -614,17 +646,46 @@ impl<'a> Planned<'a> {
     /// The ladder's last step: the kept tail after the summary (the last block, which the
     /// shorter tail could not remove) cut as far as needed: arguments of calls that ran, then
     /// tool output (see `last_block.rs`).
-    fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, counter: &dyn Count) {
+    fn shorten_tail(&self, d: &mut Draft<'a>, aim: usize, soft: usize, counter: &dyn Count) {
         let from = d.tail_from;
         let excess = d.tokens().saturating_sub(aim);
-        let (_, entries) = shorten_last_block_recalled(
+        // Cut arguments keep their cut part's open checklist items (continuation), unless that
+        // leaves the context over the soft threshold where the cut without them does not: they
+        // are not part of the smallest legal context (invariant 5).
+        let checklist = d.slots.get(from..).unwrap_or(&[]).iter().any(|s| {
+            s.view.blocks.iter().any(|b| {
+                b.kind == BlockKind::ToolCall && {
+                    let t = b.joined("\n");
+                    t.contains("[ ]") || t.contains("\\u")
+                }
+            })
+        });
+        let before = checklist.then(|| d.clone());
+        let (_, mut entries) = shorten_last_block_recalled(
             &mut d.slots,
             from,
             excess,
             &self.cfg,
             counter,
             &mut d.recalls,
+            checklist,
         );
+        if let Some(mut without) = before.filter(|_| d.tokens() > soft) {
+            let (_, plain) = shorten_last_block_recalled(
+                &mut without.slots,
+                from,
+                excess,
+                &self.cfg,
+                counter,
+                &mut without.recalls,
+                false,
+            );
+            if without.tokens() < d.tokens() {
+                *d = without;
+                entries = plain;
+                d.items_dropped = true;
+            }
+        }
         for e in entries {
             d.note(e, Strategy::Truncation);
         }

@@ -107,6 +107,9 @@ pub(super) struct Draft<'a> {
     pub shape: Shape,
     /// Originals its summary and the ladder's cuts name (`recall`).
     pub recalls: Vec<crate::recall::Recall>,
+    /// The last block's cut left out the open checklist items of cut arguments to stay under
+    /// the soft threshold (a shorter narrative may make room for them).
+    pub items_dropped: bool,
 }
 
 impl<'a> Draft<'a> {
@@ -146,6 +149,7 @@ impl<'a> Draft<'a> {
                 floor_dropped: false,
             },
             recalls: Vec::new(),
+            items_dropped: false,
         }
     }
 
@@ -447,6 +451,7 @@ impl<'a> Planned<'a> {
             ledger_costs,
             shape: shape.clone(),
             recalls: recall.into_iter().collect(),
+            items_dropped: false,
         }
     }
 

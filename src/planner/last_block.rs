@@ -31,7 +31,7 @@
 
 use super::draft::{block_tokens, Count, Slot};
 use super::output::{Change, RecordEntry};
-use super::shorten::{cut_block, with_cut_facts, Keep};
+use super::shorten::{cut_block, with_cut_facts, with_cut_items, Keep};
 use super::PlanConfig;
 use crate::cut::PLACEHOLDER_PREFIX;
 use crate::cut::{cut_json_args_with, is_cut};
@@ -269,6 +269,7 @@ fn cut_args_to(
     cfg: &PlanConfig,
     counter: &dyn Count,
     recalls: &mut Vec<Recall>,
+    items: bool,
 ) -> bool {
     let b = &slot.view.blocks[k];
     let args: String = b.texts.iter().map(|p| p.text().to_utf8()).collect();
@@ -286,6 +287,9 @@ fn cut_args_to(
             break;
         };
         let mut cut = with_cut_facts(&args, cut);
+        if items {
+            cut = with_cut_items(&args, cut);
+        }
         if let Some(r) = &recalled {
             cut = super::shorten::with_recall_ref(cut, &r.id);
         }
@@ -322,11 +326,14 @@ pub fn shorten_last_block(
     counter: &dyn Count,
 ) -> (usize, Vec<RecordEntry>) {
     let mut recalls = Vec::new();
-    shorten_last_block_recalled(slots, from, excess, cfg, counter, &mut recalls)
+    shorten_last_block_recalled(slots, from, excess, cfg, counter, &mut recalls, true)
 }
 
 /// [`shorten_last_block`], the originals its cuts name (`recall`) added to `recalls` (a round
-/// the ladder undoes may leave one that no output names: stored, never named).
+/// the ladder undoes may leave one that no output names: stored, never named). With `items`,
+/// cut arguments keep the open checklist items of their cut part after the marker (the ladder
+/// cuts again without them when they leave the context over the soft threshold: they are not
+/// part of the smallest legal context).
 pub fn shorten_last_block_recalled(
     slots: &mut [Slot<'_>],
     from: usize,
@@ -334,6 +341,7 @@ pub fn shorten_last_block_recalled(
     cfg: &PlanConfig,
     counter: &dyn Count,
     recalls: &mut Vec<Recall>,
+    items: bool,
 ) -> (usize, Vec<RecordEntry>) {
     let from = from.min(slots.len());
     let cands = candidates(slots, from, cfg, counter);
@@ -358,7 +366,7 @@ pub fn shorten_last_block_recalled(
             let floor = goal.min(c.floor);
             match c.part {
                 Part::Args => {
-                    cut_args_to(slot, c.block, goal, cfg, counter, recalls);
+                    cut_args_to(slot, c.block, goal, cfg, counter, recalls, items);
                 }
                 Part::Result | Part::Text => {
                     // The assistant's text keeps its must-keep facts; tool output has none.

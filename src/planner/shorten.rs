@@ -17,7 +17,7 @@ use crate::cut::PLACEHOLDER_PREFIX;
 use crate::cut::{head_tail_opening, head_tail_text};
 use crate::json::{json_string_literal, json_strings};
 use crate::message::{BlockKind, Message, Role};
-use crate::summary::continuation::cut_error_note;
+use crate::summary::continuation::{cut_error_note, cut_items_note};
 use crate::summary::facts::{fact_present, must_keep_facts};
 use crate::summary::instruction::{
     classify, instruction_sentences, is_marked_rule, user_instructions, InstructionKind,
@@ -352,6 +352,39 @@ pub(super) fn with_cut_facts(args: &str, mut cut: String) -> String {
         lit[1..lit.len() - 1].to_owned()
     } else {
         list
+    };
+    cut.insert_str(at, &insert);
+    cut
+}
+
+/// `cut` (of the arguments `args`) with the open checklist items of the string values it
+/// removed written right after its first cut marker, inside that JSON string (escaped): the
+/// last block's cut keeps the plan it shows (DESIGN's continuation: a PR's test plan is the
+/// agent's next steps), as a cut tool output keeps its error line.
+pub(super) fn with_cut_items(args: &str, mut cut: String) -> String {
+    if !args.contains("[ ]") && !args.contains("\\u") {
+        return cut;
+    }
+    let values = |json: &str| match json_strings(json) {
+        Some(spans) => spans
+            .iter()
+            .filter(|s| !s.is_key)
+            .map(|s| s.decode(json))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => json.to_owned(),
+    };
+    let Some(note) = cut_items_note(&values(args), &values(&cut)) else {
+        return cut;
+    };
+    let Some(at) = cut_marker_end(&cut) else {
+        return cut;
+    };
+    let insert = if json_strings(&cut).is_some() {
+        let lit = json_string_literal(&note);
+        lit[1..lit.len() - 1].to_owned()
+    } else {
+        note
     };
     cut.insert_str(at, &insert);
     cut

@@ -46,21 +46,72 @@ pub struct Continuation {
     errors: Vec<(String, String)>,
 }
 
+/// The opening of the note a cut of tool output writes after its marker ([`cut_error_note`]).
+const CUT_ERROR: &str = " (cut part's last error: ";
+
+/// A cut tool output's note of its cut part's last error: (the text before the note, the error
+/// line, the text after it). The line was shortened to [`ERROR_CHARS`] and holds no newline:
+/// it ends at the first `) ` that closes none of its own parentheses, within that many
+/// characters on the note's line (the kept tail's text follows the note).
+fn noted_error(out: &str) -> Option<(&str, &str, &str)> {
+    let at = out.rfind(CUT_ERROR)?;
+    let start = at + CUT_ERROR.len();
+    let rest = &out[start..];
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let bound = rest
+        .char_indices()
+        .nth(ERROR_CHARS + 1)
+        .map_or(rest.len(), |(i, _)| i);
+    // The first `)` that closes no parenthesis of the line (an error line's own are balanced),
+    // else (a line cut inside parentheses) the last `) ` within the bound.
+    let mut depth = 0usize;
+    let closing = rest[..line_end].char_indices().find_map(|(i, c)| match c {
+        '(' => {
+            depth += 1;
+            None
+        }
+        ')' if depth == 0 => Some(i),
+        ')' => {
+            depth -= 1;
+            None
+        }
+        _ => None,
+    });
+    let end = closing
+        .filter(|&i| i <= bound && rest[i..].starts_with(") "))
+        .or_else(|| {
+            rest[..line_end]
+                .match_indices(") ")
+                .map(|(i, _)| i)
+                .take_while(|&i| i <= bound)
+                .last()
+        })?;
+    let line = rest[..end].trim();
+    (!line.is_empty()).then(|| (&out[..at], line, &rest[end + 2..]))
+}
+
 /// The error a tool result reports: its last failing line, or the first line of a result marked
-/// `is_error` that has none; `None` for a clean result and for the repair's synthetic one.
+/// `is_error` that has none; `None` for a clean result and for the repair's synthetic one. A cut
+/// output's note of its cut part's last error ([`cut_error_note`]) counts as the line it names,
+/// where it stands: a failing line the kept tail of the output shows after it is later, one its
+/// kept head shows before it is earlier (a later compaction reads a cut output of an earlier
+/// one; the note is the only failing line it still shows).
 pub fn failing_of(out: &str, is_error: bool) -> Option<&str> {
     if is_no_result(out) {
         return None;
     }
-    out.lines()
-        .rev()
-        .find(|l| failing_line(l).is_some())
-        .map(str::trim)
-        .or_else(|| {
-            is_error
-                .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
-                .flatten()
-        })
+    fn find(text: &str) -> Option<&str> {
+        text.lines().rev().find(|l| failing_line(l).is_some())
+    }
+    let found = match noted_error(out) {
+        Some((before, line, after)) => find(after).or(Some(line)).or_else(|| find(before)),
+        None => find(out),
+    };
+    found.map(str::trim).or_else(|| {
+        is_error
+            .then(|| out.lines().map(str::trim).find(|l| !l.is_empty()))
+            .flatten()
+    })
 }
 
 /// The error line a cut of tool output keeps after its marker (DESIGN's continuation: the last
@@ -70,6 +121,40 @@ pub fn cut_error_note(out: &str, is_error: bool, cut: &str) -> Option<String> {
     let line = shorten(line, ERROR_CHARS);
     (!cut.contains(line.as_ref())).then(|| format!(" (cut part's last error: {line}) "))
 }
+
+/// The note a cut of a call's arguments or of assistant text writes after its marker for the
+/// open checklist items (`- [ ] item` lines, DESIGN's continuation: a PR's test plan, the
+/// agent's plan) of `values` (the text, or the arguments' string values) that `cut` no longer
+/// shows: the items again as checklist lines (each cut to [`ITEM_CHARS`], at most
+/// [`MAX_TODOS`]), so the kept tail still shows the plan and a later compaction reads them back
+/// as one; `None` when the cut shows them all.
+pub fn cut_items_note(values: &str, cut: &str) -> Option<String> {
+    if !values.contains("[ ]") {
+        return None;
+    }
+    let mut items = Vec::new();
+    super::todos::checklist_items(values, &mut items);
+    let flat = cut.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lost: Vec<String> = items
+        .iter()
+        .filter(|t| !flat.contains(t.as_str()))
+        .take(MAX_TODOS)
+        .map(|t| shorten(t, ITEM_CHARS).into_owned())
+        .collect();
+    if lost.is_empty() {
+        return None;
+    }
+    let mut note = String::from(CUT_ITEMS);
+    for t in &lost {
+        note.push_str("\n- [ ] ");
+        note.push_str(t);
+    }
+    note.push_str("\n) ");
+    Some(note)
+}
+
+/// The opening of [`cut_items_note`].
+const CUT_ITEMS: &str = " (cut part's open items:";
 
 /// Whether `narrative` carries the error `line` under one of the error labels (either language:
 /// a rule summary of an earlier summary keeps its lines, and the language vote can flip).
@@ -445,7 +530,7 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
                     if is_no_result(&out_text) {
                         continue;
                     }
-                    let bad = out_text.lines().any(|l| failing_line(l).is_some()) || b.is_error;
+                    let bad = b.is_error || failing_of(&out_text, false).is_some();
                     if bad && out_text.len() > max_chars {
                         // A long failing output is left to micro-compaction (a summary keeps
                         // its failing line): kept whole, it would crowd a small window.
@@ -472,4 +557,44 @@ pub fn live_messages<'m, 'x: 'm>(messages: &[&'m Message<'x>], max_chars: usize)
     out.sort_unstable();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = "AssertionError: assert f(x) == 3 (got 2)";
+
+    #[test]
+    fn a_cut_outputs_note_is_its_error_where_it_stands() {
+        let note = cut_error_note(&format!("Traceback\n{LINE}\nteardown"), false, "Trace…")
+            .expect("a note");
+        let cut = format!("Traceback…[40 chars omitted]…{note}• done) tail\nmore");
+        assert_eq!(failing_of(&cut, false), Some(LINE));
+        // A failing line the kept tail shows after the note is later; one before it earlier.
+        let after = format!("{cut}\nerror: the build failed");
+        assert_eq!(failing_of(&after, false), Some("error: the build failed"));
+        let before = format!("error: an older one\n{cut}");
+        assert_eq!(failing_of(&before, false), Some(LINE));
+        // CJK text right after the note (no panic on a char boundary).
+        let zh = format!("输出…[9 chars omitted]…{note}一二三四五六七八九十");
+        assert_eq!(failing_of(&zh, false), Some(LINE));
+    }
+
+    #[test]
+    fn the_items_a_cut_removed_come_back_as_checklist_lines() {
+        let values =
+            "## Test plan\n- [ ] Run the nightly build\n- [x] Read the logs\n* [ ] Check   by hand";
+        let note = cut_items_note(values, "## Test…[50 chars omitted]…by hand").expect("a note");
+        assert_eq!(
+            note,
+            " (cut part's open items:\n- [ ] Run the nightly build\n- [ ] Check by hand\n) "
+        );
+        let mut read_back = Vec::new();
+        crate::summary::todos::checklist_items(&note, &mut read_back);
+        assert_eq!(read_back, ["Run the nightly build", "Check by hand"]);
+        let kept = "## Test plan\n- [ ] Run the nightly build\n…[9 chars omitted]…Check by hand";
+        assert_eq!(cut_items_note(values, kept), None);
+        assert_eq!(cut_items_note("no list", ""), None);
+    }
 }

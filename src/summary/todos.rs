@@ -76,28 +76,34 @@ pub(crate) fn checklist(m: &Message<'_>) -> (Vec<String>, Vec<String>) {
             strings.len()
         };
         for s in &strings[..n] {
-            for line in s.lines() {
-                let t = line.trim_start();
-                let Some(rest) = t.strip_prefix(['-', '*']) else {
-                    continue;
-                };
-                if !rest.starts_with(char::is_whitespace) {
-                    continue;
-                }
-                let Some(item) = rest.trim_start().strip_prefix("[ ]") else {
-                    continue;
-                };
-                if !item.starts_with(char::is_whitespace) {
-                    continue;
-                }
-                let item = item.split_whitespace().collect::<Vec<_>>().join(" ");
-                if !item.is_empty() && !items.contains(&item) {
-                    items.push(item);
-                }
-            }
+            checklist_items(s, items);
         }
     }
     (prose, calls)
+}
+
+/// The open items of the checklist lines (`- [ ] item` or `* [ ] item`) of `s`, white space
+/// collapsed, added to `items` when new.
+pub(crate) fn checklist_items(s: &str, items: &mut Vec<String>) {
+    for line in s.lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix(['-', '*']) else {
+            continue;
+        };
+        if !rest.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let Some(item) = rest.trim_start().strip_prefix("[ ]") else {
+            continue;
+        };
+        if !item.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let item = item.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !item.is_empty() && !items.contains(&item) {
+            items.push(item);
+        }
+    }
 }
 
 /// The latest to-do list: a `TodoWrite`/`update_plan` call replaces it, `TaskCreate` adds an
