@@ -69,6 +69,23 @@ class ChainRound:
     #: In a replay (:mod:`.planted`): the model call (0-based) the compaction ran before.
     call: int | None = None
 
+    @classmethod
+    def of(cls, result: Any, soft_threshold: int, **rest: Any) -> ChainRound:
+        """A round of ``result`` (a ``CompactionResult``): its own fields, and ``rest``."""
+        return cls(
+            strategy=result.strategy,
+            reason=result.reason,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            soft_threshold=soft_threshold,
+            over_budget=result.over_budget,
+            over_budget_reason=result.over_budget_reason,
+            summary_truncated=result.summary_truncated,
+            must_keep_missing=len(result.must_keep_missing),
+            target_ratio=result.target_ratio,
+            **rest,
+        )
+
     @property
     def within(self) -> bool:
         """Under the soft threshold, or over it with ``over_budget`` and its reason."""
@@ -245,17 +262,10 @@ def run_chain(
         ledger = ledger_text(result.summary) if result.summary else None
         ledger_chars = len(ledger) if ledger is not None else (run.rounds[-1].ledger_chars if run.rounds else None)
         run.rounds.append(
-            ChainRound(
+            ChainRound.of(
+                result,
+                config.soft_threshold,
                 round=r,
-                strategy=result.strategy,
-                reason=result.reason,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                soft_threshold=config.soft_threshold,
-                over_budget=result.over_budget,
-                over_budget_reason=result.over_budget_reason,
-                summary_truncated=result.summary_truncated,
-                must_keep_missing=len(result.must_keep_missing),
                 said=said,
                 kept=kept,
                 listed=named,
@@ -264,7 +274,6 @@ def run_chain(
                 ledger_allowance=allowance,
                 fake_entries=text.count(FAKE_ENTRY),
                 seconds=seconds,
-                target_ratio=result.target_ratio,
             )
         )
     return run

@@ -71,17 +71,10 @@ def planted_replay(
         named = [s and not k and _listed(c, missing) for c, s, k in zip(canaries, said, kept, strict=True)]
         ledger = ledger_text(result.summary) if result.summary else None
         run.rounds.append(
-            ChainRound(
+            ChainRound.of(
+                result,
+                config.soft_threshold,
                 round=len(run.rounds) + 1,
-                strategy=result.strategy,
-                reason=result.reason,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                soft_threshold=config.soft_threshold,
-                over_budget=result.over_budget,
-                over_budget_reason=result.over_budget_reason,
-                summary_truncated=result.summary_truncated,
-                must_keep_missing=len(result.must_keep_missing),
                 said=said,
                 kept=kept,
                 listed=named,
@@ -90,7 +83,6 @@ def planted_replay(
                 fake_in_ledger=0,
                 fake_entries=0,
                 seconds=0.0,
-                target_ratio=result.target_ratio,
                 call=call.turn,
             )
         )
