@@ -79,9 +79,10 @@ test: ## cargo test (the core, no Python) and pytest against the release build
 	$(BIN)/python -m pytest -q $(PYTEST_XDIST)
 
 .PHONY: lint
-lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict over the package, and stubtest (the .pyi must match the module)
+lint: ## cargo fmt --check, clippy -D warnings, cargo doc -D warnings (a link to a private item), ruff, mypy --strict over the package, and stubtest (the .pyi must match the module)
 	cargo fmt --check
 	cargo clippy -q --all-targets --all-features -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m mypy

@@ -125,8 +125,8 @@ pub fn cut_error_note(out: &str, is_error: bool, cut: &str) -> Option<String> {
 /// The note a cut of a call's arguments or of assistant text writes after its marker for the
 /// open checklist items (`- [ ] item` lines, DESIGN's continuation: a PR's test plan, the
 /// agent's plan) of `values` (the text, or the arguments' string values) that `cut` no longer
-/// shows: the items again as checklist lines (each cut to [`ITEM_CHARS`], at most
-/// [`MAX_TODOS`]), so the kept tail still shows the plan and a later compaction reads them back
+/// shows: the items again as checklist lines (each cut to `ITEM_CHARS`, at most
+/// `MAX_TODOS`), so the kept tail still shows the plan and a later compaction reads them back
 /// as one; `None` when the cut shows them all.
 pub fn cut_items_note(values: &str, cut: &str) -> Option<String> {
     if !values.contains("[ ]") {

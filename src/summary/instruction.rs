@@ -149,7 +149,7 @@ fn classify_now(sentence: &str) -> Option<InstructionKind> {
 /// Whether a sentence is a statement in the user's own prose (a stated fact when it is not an
 /// instruction): at least three words of letters outside URLs, paths and identifiers (`at
 /// Object.run (http://…)` has one), or four CJK characters, and not markup, code, a slash
-/// command, pasted tool output or a "sentence" over [`MAX_INSTRUCTION_CHARS`] ([`not_prose`]).
+/// command, pasted tool output or a "sentence" over [`MAX_INSTRUCTION_CHARS`] (`not_prose`).
 /// The ledger evicts the words that are not (a pasted log's lines, `17`, `true`, `<task-id>…`)
 /// before the user's stated facts.
 pub fn is_stated(sentence: &str) -> bool {
